@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the local control plane's binaries from upstream Go modules (never downloaded release binaries):
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+#
+# Binaries are cached OUTSIDE the git clone, keyed by component, version and a hash of the tools module's go.sum,
+# so a second run (or a fresh clone on the same machine) skips the build:
+#   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
+# The Go build cache and module cache stay at Go's defaults (also outside the clone).
+#
+# Usage: hack/build-tools.sh [--print-env]
+#   --print-env   print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR) on stdout
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+
+log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'build-tools: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go >= 1.26 (https://go.dev/dl) or put it on PATH; the local control plane is built from upstream Go modules"
+gover=$(go env GOVERSION)
+case "$gover" in go1.2[6-9]*|go1.[3-9][0-9]*) ;; *) die "Go $gover is too old: the pinned Kubernetes release needs go >= 1.26 (GOTOOLCHAIN=local)";; esac
+
+# modversion <module dir> <module path>: the pinned version of a module in a tools go.mod.
+modversion() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$here/tools/$1/go.mod"; }
+
+# key <module dir> <version>: a cache key that changes whenever the pinned module graph changes.
+key() { printf '%s-%s' "$2" "$(cat "$here/tools/$1/go.mod" "$here/tools/$1/go.sum" | sha256sum | cut -c1-12)"; }
+
+# build <module dir> <version> <binary>=<package>...
+build() {
+  local mod=$1 version=$2; shift 2
+  local dir="$cache/bin/$mod-$(key "$mod" "$version")"
+  local missing=()
+  for spec in "$@"; do [ -x "$dir/${spec%%=*}" ] || missing+=("$spec"); done
+  if [ ${#missing[@]} -eq 0 ]; then log "$mod $version: cached in $dir"; echo "$dir"; return; fi
+  mkdir -p "$dir"
+  log "$mod $version: downloading modules"
+  (cd "$here/tools/$mod" && go mod download) >&2 || die "$mod $version: could not download Go modules (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
+  local ldflags=""
+  if [ "$mod" = k8s ]; then
+    local minor=${version#v1.}; minor=${minor%%.*}
+    ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  fi
+  for spec in "${missing[@]}"; do
+    local bin=${spec%%=*} pkg=${spec#*=} t0=$SECONDS
+    log "$mod $version: building $bin ($pkg) ..."
+    (cd "$here/tools/$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 || die "$mod $version: building $bin failed"
+    mv "$dir/$bin.tmp" "$dir/$bin"
+    log "$mod $version: built $bin in $((SECONDS - t0))s"
+  done
+  echo "$dir"
+}
+
+t_all=$SECONDS
+k8s_version=$(modversion k8s k8s.io/kubernetes)
+etcd_version=$(modversion etcd go.etcd.io/etcd/server/v3)
+kwok_version=$(modversion kwok sigs.k8s.io/kwok)
+
+etcd_dir=$(build etcd "$etcd_version" etcd=go.etcd.io/etcd/server/v3)
+k8s_dir=$(build k8s "$k8s_version" \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+  kubectl=k8s.io/kubernetes/cmd/kubectl)
+kwok_dir=$(build kwok "$kwok_version" kwok=sigs.k8s.io/kwok/cmd/kwok)
+log "all binaries ready in $((SECONDS - t_all))s"
+
+if [ "${1:-}" = --print-env ]; then
+  echo "ETCD_BIN_DIR=$etcd_dir"
+  echo "K8S_BIN_DIR=$k8s_dir"
+  echo "KWOK_BIN_DIR=$kwok_dir"
+fi

@@ -1,0 +1,30 @@
+/**
+ * Structured logging with pino: JSON lines on stdout. Field names are fixed across the code base:
+ * `controller`, `namespace`, `name`, `reconcileID`, `resource`, `err`. Credentials and tokens are never logged:
+ * the `redact` paths below are a safety net, not a licence to log request headers.
+ */
+import { pino, type Logger, type LevelWithSilent } from 'pino';
+
+export type { Logger };
+
+export const logLevels: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export function newLogger(opts: { level?: LevelWithSilent; destination?: NodeJS.WritableStream } = {}): Logger {
+  return pino(
+    {
+      level: opts.level ?? 'info',
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: {
+        paths: ['token', 'password', 'authorization', 'headers.authorization', 'headers.Authorization', '*.token', '*.password'],
+        censor: '[redacted]',
+      },
+    },
+    // pino's destination type is its own stream interface; any writable stream satisfies it.
+    (opts.destination ?? process.stdout) as pino.DestinationStream,
+  );
+}
+
+/** A logger that drops everything: the default for library code used without a logger (e.g. in unit tests). */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,467 @@
+/**
+ * A real Kubernetes control plane on loopback, built from upstream Go modules (hack/build-tools.sh).
+ *
+ * Modes:
+ *  - minimal: etcd + kube-apiserver (RBAC on, TokenRequest, CRDs, Leases). Starts in a few seconds.
+ *  - full:    minimal + kube-controller-manager (deployment, replicaset, garbage-collector, namespace,
+ *             node-lifecycle controllers) + kube-scheduler + kwok with one fake Node, so Deployments get Ready Pods,
+ *             ownerReference GC works and namespaces finish deleting.
+ *
+ * Process model: every component is spawned detached (its own process group) with stdout/stderr going to a log
+ * file in its own directory, and its pid, binary, arguments and log are recorded in `<dir>/state.json`. Any process
+ * can therefore `attach()` to a running control plane (make cluster-up → tests, test global setup → test files),
+ * stop and restart single components with the same ports and data, and tear everything down by process group.
+ * State changes are written to state.json synchronously after each step; callers must not restart components of one
+ * control plane from two processes at the same time (integration tests run one file at a time).
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createPki, type Pki } from './pki.ts';
+
+export type ClusterMode = 'minimal' | 'full';
+export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
+
+interface ComponentState {
+  name: ComponentName;
+  bin: string;
+  args: string[];
+  log: string;
+  pid: number | null;
+  /** Health endpoint polled until 200; null = no HTTP endpoint (readiness judged otherwise). */
+  health: string | null;
+}
+
+export interface ClusterState {
+  version: 1;
+  mode: ClusterMode;
+  dir: string;
+  server: string;
+  kubeconfig: string;
+  etcdURL: string;
+  nodeName: string | null;
+  pki: Pki;
+  components: Partial<Record<ComponentName, ComponentState>>;
+}
+
+export interface BinDirs {
+  etcd: string;
+  k8s: string;
+  kwok: string;
+}
+
+export interface HttpResponse {
+  status: number;
+  body: string;
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const startOrder: ComponentName[] = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'];
+const STARTUP_TIMEOUT_MS = 90_000;
+
+type Logger = (message: string) => void;
+const defaultLogger: Logger = (message) => process.stderr.write(`[cluster] ${message}\n`);
+
+/** Runs hack/build-tools.sh (builds on first use, cached afterwards) and returns the binary directories. */
+export async function ensureBinaries(log: Logger = defaultLogger): Promise<BinDirs> {
+  log('checking control-plane binaries (hack/build-tools.sh; a cold build takes a while and prints progress)');
+  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((res) => child.on('close', res));
+  if (code !== 0) throw new Error(`hack/build-tools.sh failed (exit ${code}); see the messages above`);
+  const env = Object.fromEntries(
+    out.trim().split('\n').map((line) => {
+      const i = line.indexOf('=');
+      return [line.slice(0, i), line.slice(i + 1)];
+    }),
+  );
+  const dirs = { etcd: env['ETCD_BIN_DIR'], k8s: env['K8S_BIN_DIR'], kwok: env['KWOK_BIN_DIR'] };
+  if (!dirs.etcd || !dirs.k8s || !dirs.kwok) throw new Error(`hack/build-tools.sh printed no binary directories: ${out}`);
+  return dirs as BinDirs;
+}
+
+/** Returns a TCP port that was free on 127.0.0.1 a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** True while `pid` is a live (non-zombie) process. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+const delay = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
+
+/** SIGTERM to the process group, then SIGKILL after `graceMs`; resolves when the leader is gone. */
+export async function killGroup(pid: number, graceMs = 10_000): Promise<void> {
+  const signal = (sig: NodeJS.Signals): void => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+  signal('SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) {
+      signal('SIGKILL');
+      await delay(100);
+      if (!isAlive(pid)) break;
+    }
+    await delay(50);
+  }
+}
+
+function tail(file: string, lines = 40): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+export class ControlPlane {
+  readonly state: ClusterState;
+  private readonly log: Logger;
+
+  private constructor(state: ClusterState, log: Logger) {
+    this.state = state;
+    this.log = log;
+  }
+
+  get kubeconfig(): string {
+    return this.state.kubeconfig;
+  }
+
+  get server(): string {
+    return this.state.server;
+  }
+
+  get mode(): ClusterMode {
+    return this.state.mode;
+  }
+
+  /** Attaches to a control plane started by another process from its state directory. */
+  static attach(dir: string, log: Logger = defaultLogger): ControlPlane {
+    const file = join(dir, 'state.json');
+    if (!existsSync(file)) throw new Error(`no control plane state at ${file}`);
+    return new ControlPlane(JSON.parse(readFileSync(file, 'utf8')) as ClusterState, log);
+  }
+
+  /**
+   * Starts a new control plane whose state lives in `dir` (created; must not hold a running cluster).
+   * On failure every component started so far is stopped again and the error names the failed component and
+   * carries the tail of its log.
+   */
+  static async start(opts: { mode: ClusterMode; dir: string; bins?: BinDirs; log?: Logger }): Promise<ControlPlane> {
+    const log = opts.log ?? defaultLogger;
+    const dir = resolve(opts.dir);
+    if (existsSync(join(dir, 'state.json'))) {
+      const old = ControlPlane.attach(dir, log);
+      if (old.running().length > 0) {
+        throw new Error(`a control plane is already running from ${dir} (pids ${old.running().join(', ')}); stop it first`);
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+    const t0 = Date.now();
+    const bins = opts.bins ?? (await ensureBinaries(log));
+    mkdirSync(join(dir, 'pki'), { recursive: true });
+    const pki = createPki(join(dir, 'pki'));
+    const [etcdPort, peerPort, apiPort, kcmPort, schedPort] = await Promise.all([
+      freePort(), freePort(), freePort(), freePort(), freePort(),
+    ]);
+    const server = `https://127.0.0.1:${apiPort}`;
+    const etcdURL = `http://127.0.0.1:${etcdPort}`;
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, adminKubeconfig(server, pki));
+
+    const comp = (name: ComponentName, bin: string, args: string[], health: string | null): ComponentState => {
+      mkdirSync(join(dir, name), { recursive: true });
+      return { name, bin, args, log: join(dir, name, `${name}.log`), pid: null, health };
+    };
+    const components: ClusterState['components'] = {
+      etcd: comp('etcd', join(bins.etcd, 'etcd'), [
+        '--name=tscm', `--data-dir=${join(dir, 'etcd', 'data')}`,
+        `--listen-client-urls=${etcdURL}`, `--advertise-client-urls=${etcdURL}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=tscm=http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync=true', '--log-level=warn',
+      ], `${etcdURL}/health`),
+      'kube-apiserver': comp('kube-apiserver', join(bins.k8s, 'kube-apiserver'), [
+        `--etcd-servers=${etcdURL}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`, `--cert-dir=${join(dir, 'kube-apiserver')}`,
+        `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`,
+        `--client-ca-file=${pki.caCert}`, '--authorization-mode=RBAC',
+        '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged=true',
+        `--service-account-issuer=https://127.0.0.1:${apiPort}/`,
+        `--service-account-key-file=${pki.saPublicKey}`, `--service-account-signing-key-file=${pki.saPrivateKey}`,
+        // As envtest does: Pods need no ServiceAccount controller to be admitted.
+        '--disable-admission-plugins=ServiceAccount',
+        '--profiling=false', '--v=0',
+      ], `${server}/readyz`),
+    };
+    if (opts.mode === 'full') {
+      const common = [
+        `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`,
+        `--authorization-kubeconfig=${kubeconfig}`, '--leader-elect=false', '--bind-address=127.0.0.1',
+        '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      ];
+      components['kube-controller-manager'] = comp('kube-controller-manager', join(bins.k8s, 'kube-controller-manager'), [
+        ...common, `--secure-port=${kcmPort}`, `--cert-dir=${join(dir, 'kube-controller-manager')}`,
+        '--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller',
+        '--node-monitor-period=5s', '--node-monitor-grace-period=40s', '--concurrent-deployment-syncs=10',
+        '--concurrent-replicaset-syncs=10', '--v=0',
+      ], `https://127.0.0.1:${kcmPort}/healthz`);
+      components['kube-scheduler'] = comp('kube-scheduler', join(bins.k8s, 'kube-scheduler'), [
+        ...common, `--secure-port=${schedPort}`, `--cert-dir=${join(dir, 'kube-scheduler')}`, '--v=0',
+      ], `https://127.0.0.1:${schedPort}/healthz`);
+      components.kwok = comp('kwok', join(bins.kwok, 'kwok'), [
+        `--kubeconfig=${kubeconfig}`, '--manage-all-nodes=true', '--node-lease-duration-seconds=40',
+        `--config=${join(dir, 'kwok', 'kwok.yaml')}`,
+      ], null);
+      // An empty KwokConfiguration keeps kwok from reading ~/.kwok; default stages make Pods Ready.
+      writeFileSync(join(dir, 'kwok', 'kwok.yaml'), 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n');
+    }
+    const state: ClusterState = {
+      version: 1, mode: opts.mode, dir, server, kubeconfig, etcdURL,
+      nodeName: opts.mode === 'full' ? 'kwok-node-0' : null, pki, components,
+    };
+    const cp = new ControlPlane(state, log);
+    cp.save();
+    try {
+      for (const name of startOrder) {
+        if (components[name]) await cp.startComponent(name);
+      }
+      if (state.nodeName) await cp.createReadyNode(state.nodeName);
+    } catch (err) {
+      await cp.stop({ removeState: false });
+      throw err;
+    }
+    log(`${opts.mode} control plane ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${server}`);
+    return cp;
+  }
+
+  /** Pids of components that are alive. */
+  running(): number[] {
+    return Object.values(this.state.components)
+      .map((c) => c.pid)
+      .filter((pid): pid is number => pid !== null && isAlive(pid));
+  }
+
+  private save(): void {
+    const file = join(this.state.dir, 'state.json');
+    writeFileSync(`${file}.tmp`, JSON.stringify(this.state, null, 2));
+    // rename is atomic: readers never see half a file.
+    renameSync(`${file}.tmp`, file);
+  }
+
+  private component(name: ComponentName): ComponentState {
+    const c = this.state.components[name];
+    if (!c) throw new Error(`component ${name} is not part of this ${this.state.mode} control plane`);
+    return c;
+  }
+
+  /** Starts (or restarts) one component with its recorded arguments and waits until it is healthy. */
+  async startComponent(name: ComponentName): Promise<void> {
+    const c = this.component(name);
+    if (c.pid !== null && isAlive(c.pid)) throw new Error(`${name} is already running (pid ${c.pid})`);
+    const fd = openSync(c.log, 'a');
+    const child = spawn(c.bin, c.args, { detached: true, stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    child.unref();
+    const spawned = await new Promise<number>((res, rej) => {
+      child.once('spawn', () => res(child.pid ?? -1));
+      child.once('error', (err) => rej(new Error(`${name} failed to start: ${err.message} (${c.bin})`)));
+    });
+    c.pid = spawned;
+    this.save();
+    const t0 = Date.now();
+    await this.waitHealthy(c);
+    this.log(`${name} is up (pid ${spawned}, ${((Date.now() - t0) / 1000).toFixed(1)}s)`);
+  }
+
+  /** Stops one component (SIGTERM to its process group, SIGKILL after 10 s). Its data stays. */
+  async stopComponent(name: ComponentName): Promise<void> {
+    const c = this.component(name);
+    if (c.pid !== null) await killGroup(c.pid);
+    c.pid = null;
+    this.save();
+  }
+
+  /** Stops every component in reverse start order; removes the state directory unless told not to. */
+  async stop(opts: { removeState?: boolean } = {}): Promise<void> {
+    for (const name of [...startOrder].reverse()) {
+      const c = this.state.components[name];
+      if (c?.pid != null) await killGroup(c.pid);
+      if (c) c.pid = null;
+    }
+    if (opts.removeState ?? true) rmSync(this.state.dir, { recursive: true, force: true });
+    else this.save();
+  }
+
+  private async waitHealthy(c: ComponentState): Promise<void> {
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+    let last = '';
+    for (;;) {
+      if (c.pid === null || !isAlive(c.pid)) {
+        throw new Error(`${c.name} exited during startup; last lines of ${c.log}:\n${tail(c.log)}`);
+      }
+      if (c.health === null) return;
+      try {
+        const res = await this.get(c.health);
+        if (res.status === 200) return;
+        last = `HTTP ${res.status}: ${res.body.slice(0, 300)}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${c.name} did not become healthy within ${STARTUP_TIMEOUT_MS / 1000}s (${c.health}: ${last}); ` +
+            `last lines of ${c.log}:\n${tail(c.log)}`,
+        );
+      }
+      await delay(200);
+    }
+  }
+
+  /** GET/POST/... with the admin client certificate against the API server (or any URL of this cluster). */
+  async request(method: string, urlOrPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> {
+    const url = new URL(urlOrPath, this.state.server);
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const { pki } = this.state;
+    const opts = {
+      method,
+      headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
+      timeout: 10_000,
+      ...(url.protocol === 'https:'
+        ? { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey),
+            // kube-controller-manager and kube-scheduler serve self-signed certificates of their own.
+            rejectUnauthorized: url.port === new URL(this.state.server).port }
+        : {}),
+    };
+    return new Promise((res, rej) => {
+      const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (resp) => {
+        let data = '';
+        resp.setEncoding('utf8').on('data', (c: string) => (data += c));
+        resp.on('end', () => res({ status: resp.statusCode ?? 0, body: data }));
+        resp.on('error', rej);
+      });
+      req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${url.href}`)));
+      req.on('error', rej);
+      if (payload) req.write(payload);
+      req.end();
+    });
+  }
+
+  get(urlOrPath: string): Promise<HttpResponse> {
+    return this.request('GET', urlOrPath);
+  }
+
+  /** Mints a ServiceAccount token through the TokenRequest API (creating the ServiceAccount if needed). */
+  async mintServiceAccountToken(namespace: string, serviceAccount: string, expirationSeconds = 3600): Promise<string> {
+    const sa = await this.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+      apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: serviceAccount },
+    });
+    if (sa.status !== 201 && sa.status !== 409) throw new Error(`creating ServiceAccount: HTTP ${sa.status} ${sa.body}`);
+    const res = await this.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`, {
+      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds },
+    });
+    if (res.status !== 201) throw new Error(`TokenRequest: HTTP ${res.status} ${res.body}`);
+    return (JSON.parse(res.body) as { status: { token: string } }).status.token;
+  }
+
+  /** Creates a kwok-managed Node and waits until it is Ready and schedulable (not-ready taint removed). */
+  private async createReadyNode(name: string): Promise<void> {
+    const capacity = { cpu: '64', memory: '512Gi', pods: '1000' };
+    const res = await this.request('POST', '/api/v1/nodes', {
+      apiVersion: 'v1', kind: 'Node',
+      metadata: {
+        name,
+        annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+        labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+      },
+      status: { capacity, allocatable: capacity },
+    });
+    if (res.status !== 201 && res.status !== 409) throw new Error(`creating Node ${name}: HTTP ${res.status} ${res.body}`);
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+    for (;;) {
+      const got = await this.get(`/api/v1/nodes/${name}`);
+      if (got.status === 200) {
+        const node = JSON.parse(got.body) as {
+          spec?: { taints?: { key: string }[] };
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        const tainted = (node.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/'));
+        if (ready && !tainted) {
+          this.log(`node ${name} is Ready`);
+          return;
+        }
+      }
+      if (Date.now() > deadline) {
+        const kwok = this.component('kwok');
+        const kcm = this.component('kube-controller-manager');
+        throw new Error(
+          `node ${name} did not become Ready and untainted (kwok marks it Ready, node-lifecycle-controller removes the ` +
+            `taint); last lines of ${kwok.log}:\n${tail(kwok.log)}\nlast lines of ${kcm.log}:\n${tail(kcm.log)}`,
+        );
+      }
+      await delay(250);
+    }
+  }
+
+  /** Compacts etcd up to its current revision (forces 410 Gone for watches from older resourceVersions). */
+  async compactEtcd(): Promise<number> {
+    const post = async (path: string, body: unknown): Promise<unknown> => {
+      const res = await this.request('POST', `${this.state.etcdURL}${path}`, body);
+      if (res.status !== 200) throw new Error(`etcd ${path}: HTTP ${res.status} ${res.body}`);
+      return JSON.parse(res.body);
+    };
+    const status = (await post('/v3/maintenance/status', {})) as { header: { revision: string } };
+    const revision = Number(status.header.revision);
+    await post('/v3/kv/compaction', { revision: String(revision), physical: true });
+    return revision;
+  }
+}
+
+function adminKubeconfig(server: string, pki: Pki): string {
+  const b64 = (file: string): string => readFileSync(file).toString('base64');
+  // JSON is valid YAML; kubectl and client-node read it as a kubeconfig.
+  return `${JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'tscm-local', cluster: { server, 'certificate-authority-data': b64(pki.caCert) } }],
+    users: [{ name: 'tscm-admin', user: { 'client-certificate-data': b64(pki.adminCert), 'client-key-data': b64(pki.adminKey) } }],
+    contexts: [{ name: 'tscm-local', context: { cluster: 'tscm-local', user: 'tscm-admin', namespace: 'default' } }],
+    'current-context': 'tscm-local',
+  }, null, 2)}\n`;
+}
