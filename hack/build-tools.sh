@@ -65,6 +65,16 @@ k8s_dir=$(build k8s "$k8s_version" \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
   kubectl=k8s.io/kubernetes/cmd/kubectl)
 kwok_dir=$(build kwok "$kwok_version" kwok=sigs.k8s.io/kwok/cmd/kwok)
+# The standalone kwok binary needs Stage objects in its config (kwokctl embeds these defaults): node initialise,
+# lease heartbeat, and the fast pod lifecycle (Ready, Complete, Delete). Taken from the pinned module itself.
+if [ ! -s "$kwok_dir/stages.yaml" ]; then
+  kwok_src=$(cd "$here/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) || die "kwok $kwok_version: module source not found"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    echo '---'; cat "$kwok_src/kustomize/stage/$f"
+  done > "$kwok_dir/stages.yaml.tmp"
+  mv "$kwok_dir/stages.yaml.tmp" "$kwok_dir/stages.yaml"
+fi
 log "all binaries ready in $((SECONDS - t_all))s"
 
 if [ "${1:-}" = --print-env ]; then

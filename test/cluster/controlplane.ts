@@ -167,6 +167,11 @@ export class ControlPlane {
     return this.state.server;
   }
 
+  /** Directory of the Kubernetes binaries (kubectl among them) this control plane runs. */
+  get k8sBinDir(): string {
+    return dirname(this.component('kube-apiserver').bin);
+  }
+
   get mode(): ClusterMode {
     return this.state.mode;
   }
@@ -248,8 +253,10 @@ export class ControlPlane {
         `--kubeconfig=${kubeconfig}`, '--manage-all-nodes=true', '--node-lease-duration-seconds=40',
         `--config=${join(dir, 'kwok', 'kwok.yaml')}`,
       ], null);
-      // An empty KwokConfiguration keeps kwok from reading ~/.kwok; default stages make Pods Ready.
-      writeFileSync(join(dir, 'kwok', 'kwok.yaml'), 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n');
+      // Our own config file keeps kwok from reading ~/.kwok; the default stages (hack/build-tools.sh puts them next
+      // to the binary) make the Node Ready and bound Pods Running/Ready.
+      writeFileSync(join(dir, 'kwok', 'kwok.yaml'),
+        `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n${readFileSync(join(bins.kwok, 'stages.yaml'), 'utf8')}`);
     }
     const state: ClusterState = {
       version: 1, mode: opts.mode, dir, server, kubeconfig, etcdURL,
@@ -330,7 +337,7 @@ export class ControlPlane {
 
   private async waitHealthy(c: ComponentState): Promise<void> {
     const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-    let last = '';
+    let last: string;
     for (;;) {
       if (c.pid === null || !isAlive(c.pid)) {
         throw new Error(`${c.name} exited during startup; last lines of ${c.log}:\n${tail(c.log)}`);
@@ -353,23 +360,29 @@ export class ControlPlane {
     }
   }
 
-  /** GET/POST/... with the admin client certificate against the API server (or any URL of this cluster). */
-  async request(method: string, urlOrPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> {
+  /**
+   * GET/POST/... against the API server (or any URL of this cluster) with the admin client certificate, or with a
+   * bearer `token` (and no client certificate) when one is given.
+   */
+  async request(method: string, urlOrPath: string, body?: unknown,
+    opts: { headers?: Record<string, string>; token?: string } = {}): Promise<HttpResponse> {
+    const headers = { ...opts.headers, ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) };
     const url = new URL(urlOrPath, this.state.server);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const { pki } = this.state;
-    const opts = {
+    const reqOpts = {
       method,
       headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
       timeout: 10_000,
       ...(url.protocol === 'https:'
-        ? { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey),
+        ? { ca: readFileSync(pki.caCert),
+            ...(opts.token ? {} : { cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) }),
             // kube-controller-manager and kube-scheduler serve self-signed certificates of their own.
             rejectUnauthorized: url.port === new URL(this.state.server).port }
         : {}),
     };
     return new Promise((res, rej) => {
-      const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, (resp) => {
+      const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, reqOpts, (resp) => {
         let data = '';
         resp.setEncoding('utf8').on('data', (c: string) => (data += c));
         resp.on('end', () => res({ status: resp.statusCode ?? 0, body: data }));

