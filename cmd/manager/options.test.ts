@@ -1,0 +1,231 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  UsageError,
+  formatDuration,
+  helpText,
+  parseBindAddress,
+  parseDuration,
+  parseOptions,
+  resolveControllers,
+  type Options,
+} from './options.ts';
+
+/** A namespace-file path that never exists, so tests never read the real in-cluster file. */
+const noFile = { inClusterNamespaceFile: join(tmpdir(), 'ts-cm-options-test-does-not-exist', 'namespace') };
+
+const parse = (argv: string[], env: NodeJS.ProcessEnv = {}): Options => parseOptions(argv, env, noFile);
+
+test('defaults match the documented flag defaults', () => {
+  const o = parse([]);
+  assert.equal(o.help, false);
+  assert.equal(o.kubeconfig, undefined);
+  assert.equal(o.metricsBindAddress, ':8080');
+  assert.equal(o.metricsSecure, false);
+  assert.equal(o.metricsCertDir, undefined);
+  assert.equal(o.healthProbeBindAddress, ':8081');
+  assert.equal(o.leaderElect, false);
+  assert.equal(o.leaderElectionId, 'ts-controller-manager.samplecontroller.k8s.io');
+  assert.equal(o.leaderElectionNamespace, undefined);
+  assert.equal(o.leaseDurationMs, 15_000);
+  assert.equal(o.renewDeadlineMs, 10_000);
+  assert.equal(o.retryPeriodMs, 2_000);
+  assert.equal(o.gracefulShutdownTimeoutMs, 30_000);
+  assert.deepEqual(o.controllers, ['foo', 'network', 'deployment']);
+  assert.deepEqual(o.concurrency, { foo: 1, network: 1, deployment: 1 });
+  assert.equal(o.logLevel, 'info');
+  assert.deepEqual(o.watchNamespaces, []);
+});
+
+test('both --flag=value and --flag value forms, booleans, last one wins', () => {
+  const o = parse([
+    '--kubeconfig', '/k',
+    '--metrics-bind-address=127.0.0.1:9090',
+    '--health-probe-bind-address', '[::1]:0',
+    '--metrics-secure',
+    '--metrics-cert-dir=/certs',
+    '--leader-elect',
+    '--leader-election-namespace', 'kube-system',
+    '--leader-elect-lease-duration=1m30s',
+    '--leader-elect-renew-deadline', '1m',
+    '--leader-elect-retry-period=500ms',
+    '--graceful-shutdown-timeout=0',
+    '--controllers', 'foo,deployment',
+    '--foo-concurrency=4', '--network-concurrency', '2',
+    '--log-level=debug', '--log-level', 'warn',
+    '--neutron-cloud-config=/c.yaml', '--neutron-cloud', 'local',
+  ]);
+  assert.equal(o.kubeconfig, '/k');
+  assert.equal(o.metricsBindAddress, '127.0.0.1:9090');
+  assert.equal(o.healthProbeBindAddress, '[::1]:0');
+  assert.equal(o.metricsSecure, true);
+  assert.equal(o.metricsCertDir, '/certs');
+  assert.equal(o.leaderElect, true);
+  assert.equal(o.leaderElectionNamespace, 'kube-system');
+  assert.equal(o.leaseDurationMs, 90_000);
+  assert.equal(o.renewDeadlineMs, 60_000);
+  assert.equal(o.retryPeriodMs, 500);
+  assert.equal(o.gracefulShutdownTimeoutMs, 0);
+  assert.deepEqual(o.controllers, ['foo', 'deployment']);
+  assert.deepEqual(o.concurrency, { foo: 4, network: 2, deployment: 1 });
+  assert.equal(o.logLevel, 'warn');
+  assert.equal(o.neutronCloudConfig, '/c.yaml');
+  assert.equal(o.neutronCloud, 'local');
+});
+
+test('--leader-elect=false and "0" addresses', () => {
+  const o = parse(['--leader-elect=true', '--leader-elect=false', '--metrics-bind-address=0', '--health-probe-bind-address', '0']);
+  assert.equal(o.leaderElect, false);
+  assert.equal(o.metricsBindAddress, '0');
+  assert.equal(o.healthProbeBindAddress, '0');
+});
+
+test('--help short-circuits validation', () => {
+  assert.equal(parse(['--bogus=1', '-h']).help, true);
+  assert.equal(parse(['--help']).help, true);
+  assert.equal(parse(['--log-level=info', '--help', '--nope']).help, true);
+});
+
+test('help text lists every flag with its default and the environment', () => {
+  const h = helpText();
+  for (const f of [
+    '--kubeconfig', '--metrics-bind-address', '--metrics-secure', '--metrics-cert-dir', '--health-probe-bind-address',
+    '--leader-elect ', '--leader-election-id', '--leader-election-namespace', '--leader-elect-lease-duration',
+    '--leader-elect-renew-deadline', '--leader-elect-retry-period', '--graceful-shutdown-timeout', '--controllers',
+    '--foo-concurrency', '--network-concurrency', '--deployment-concurrency', '--log-level', '--neutron-cloud-config',
+    '--neutron-cloud=', '--help', 'WATCH_NAMESPACE', 'KUBECONFIG', 'POD_NAMESPACE',
+  ]) {
+    assert.ok(h.includes(f), `help mentions ${f}`);
+  }
+  assert.match(h, /--metrics-bind-address=ADDR\s.*\(default ":8080"\)/);
+  assert.match(h, /--leader-elect-lease-duration=DURATION\s.*\(default "15s"\)/);
+});
+
+test('environment: KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, neutron defaults', () => {
+  const o = parse([], {
+    KUBECONFIG: '/env/kc',
+    WATCH_NAMESPACE: ' a , b,a,,c ',
+    POD_NAMESPACE: 'system',
+    NEUTRON_CLOUD_CONFIG: '/env/clouds.yaml',
+    OS_CLOUD: 'local',
+  });
+  assert.equal(o.kubeconfig, '/env/kc');
+  assert.deepEqual(o.watchNamespaces, ['a', 'b', 'c']);
+  assert.equal(o.podNamespace, 'system');
+  assert.equal(o.leaderElectionNamespace, 'system');
+  assert.equal(o.neutronCloudConfig, '/env/clouds.yaml');
+  assert.equal(o.neutronCloud, 'local');
+  assert.equal(parse(['--kubeconfig=/flag'], { KUBECONFIG: '/env' }).kubeconfig, '/flag');
+  assert.deepEqual(parse([], { WATCH_NAMESPACE: '   ' }).watchNamespaces, []);
+  assert.deepEqual(parse([], { WATCH_NAMESPACE: 'default' }).watchNamespaces, ['default']);
+});
+
+test('leader election namespace: flag, then POD_NAMESPACE, then the in-cluster file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ts-cm-options-'));
+  const file = join(dir, 'namespace');
+  writeFileSync(file, 'from-file\n');
+  const deps = { inClusterNamespaceFile: file };
+  assert.equal(parseOptions(['--leader-elect', '--leader-election-namespace=flag'], { POD_NAMESPACE: 'pod' }, deps).leaderElectionNamespace, 'flag');
+  assert.equal(parseOptions(['--leader-elect'], { POD_NAMESPACE: 'pod' }, deps).leaderElectionNamespace, 'pod');
+  assert.equal(parseOptions(['--leader-elect'], {}, deps).leaderElectionNamespace, 'from-file');
+  // Without leader election the file is not consulted.
+  assert.equal(parseOptions([], {}, deps).leaderElectionNamespace, undefined);
+  assert.throws(() => parse(['--leader-elect']), (err: unknown) => {
+    assert.ok(err instanceof UsageError);
+    assert.match(err.message, /^--leader-elect needs a namespace/);
+    assert.ok(err.message.includes(noFile.inClusterNamespaceFile));
+    return true;
+  });
+});
+
+test('--controllers semantics', () => {
+  assert.deepEqual(resolveControllers('*'), ['foo', 'network', 'deployment']);
+  assert.deepEqual(resolveControllers('*,-network'), ['foo', 'deployment']);
+  assert.deepEqual(resolveControllers('foo,deployment,-network'), ['foo', 'deployment']);
+  assert.deepEqual(resolveControllers('network'), ['network']);
+  assert.deepEqual(resolveControllers(' deployment , foo '), ['foo', 'deployment']);
+});
+
+test('Go durations', () => {
+  assert.equal(parseDuration('15s'), 15_000);
+  assert.equal(parseDuration('1m30s'), 90_000);
+  assert.equal(parseDuration('500ms'), 500);
+  assert.equal(parseDuration('1h'), 3_600_000);
+  assert.equal(parseDuration('1.5s'), 1_500);
+  assert.equal(parseDuration('0'), 0);
+  assert.equal(parseDuration('2000us'), 2);
+  for (const bad of ['', '15', 's', '1x', '-1s', '1s2', '1 s', '1.2.3s']) {
+    assert.throws(() => parseDuration(bad), Error, bad);
+  }
+  assert.equal(formatDuration(90_000), '1m30s');
+  assert.equal(formatDuration(2_400), '2.4s');
+  assert.equal(formatDuration(500), '500ms');
+});
+
+test('bind addresses', () => {
+  assert.deepEqual(parseBindAddress(':8080'), { host: undefined, port: 8080 });
+  assert.deepEqual(parseBindAddress('0.0.0.0:1'), { host: '0.0.0.0', port: 1 });
+  assert.deepEqual(parseBindAddress('[::]:9443'), { host: '::', port: 9443 });
+  assert.deepEqual(parseBindAddress('localhost:0'), { host: 'localhost', port: 0 });
+  assert.equal(parseBindAddress('0'), undefined);
+  for (const bad of ['8080', ':', ':99999', 'host:', 'a b:1', '::1:80', 'host:port']) {
+    assert.throws(() => parseBindAddress(bad), Error, bad);
+  }
+});
+
+/** Each malformed invocation throws a UsageError whose one-line message matches. */
+const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] = [
+  { argv: ['--bogus'], message: /^unknown flag --bogus$/ },
+  { argv: ['--leader-elct'], message: /^unknown flag --leader-elct \(did you mean --leader-elect\?\)$/ },
+  { argv: ['-kubeconfig=/x'], message: /^unknown flag -kubeconfig \(did you mean --kubeconfig\?\)$/ },
+  { argv: ['extra'], message: /^unexpected argument "extra"/ },
+  { argv: ['--leader-elect', 'false'], message: /^unexpected argument "false"/ },
+  { argv: ['--kubeconfig'], message: /^flag --kubeconfig needs a value/ },
+  { argv: ['--kubeconfig', '--leader-elect'], message: /^flag --kubeconfig needs a value/ },
+  { argv: ['--kubeconfig='], message: /^flag --kubeconfig needs a non-empty value/ },
+  { argv: ['--leader-elect=maybe'], message: /^invalid value "maybe" for --leader-elect: want true or false$/ },
+  { argv: ['--metrics-secure=yes'], message: /for --metrics-secure: want true or false/ },
+  { argv: ['--metrics-bind-address=8080'], message: /^invalid value for --metrics-bind-address: invalid address "8080"/ },
+  { argv: ['--health-probe-bind-address', ':70000'], message: /--health-probe-bind-address: invalid address ":70000"/ },
+  { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
+  { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
+  { argv: ['--graceful-shutdown-timeout=soon'], message: /--graceful-shutdown-timeout: invalid duration "soon"/ },
+  { argv: ['--leader-elect-retry-period=0'], message: /--leader-elect-retry-period: must be greater than 0/ },
+  {
+    argv: ['--leader-elect-lease-duration=10s'],
+    message: /^--leader-elect-lease-duration \(10s\) must be greater than --leader-elect-renew-deadline \(10s\)$/,
+  },
+  {
+    argv: ['--leader-elect-renew-deadline=2400ms', '--leader-elect-retry-period=2s'],
+    message: /^--leader-elect-renew-deadline \(2.4s\) must be greater than 1.2 × --leader-elect-retry-period \(2s\)$/,
+  },
+  { argv: ['--controllers=foo,bar'], message: /^invalid value for --controllers: unknown controller "bar" \(known: foo, network, deployment, or "\*"\)$/ },
+  { argv: ['--controllers=-network'], message: /--controllers: "-network" enables no controller/ },
+  { argv: ['--controllers=foo,-foo'], message: /controller "foo" is both enabled and disabled/ },
+  { argv: ['--controllers=foo,,network'], message: /empty entry/ },
+  { argv: ['--foo-concurrency=0'], message: /^invalid value 0 for --foo-concurrency: want 1\.\.1000$/ },
+  { argv: ['--network-concurrency=-1'], message: /for --network-concurrency: want a positive integer/ },
+  { argv: ['--deployment-concurrency=2.5'], message: /for --deployment-concurrency: want a positive integer/ },
+  { argv: ['--deployment-concurrency', 'lots'], message: /"lots" for --deployment-concurrency/ },
+  { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },
+  { argv: ['--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
+  { argv: ['--leader-election-id=Bad_Name'], message: /--leader-election-id: not a DNS-1123 subdomain/ },
+  { argv: ['--leader-elect', '--leader-election-namespace=NS'], message: /invalid leader election namespace "NS"/ },
+  { argv: [], env: { WATCH_NAMESPACE: 'good,Bad' }, message: /^WATCH_NAMESPACE: "Bad" is not a valid namespace name/ },
+  { argv: [], env: { WATCH_NAMESPACE: 'a'.repeat(64) }, message: /^WATCH_NAMESPACE: "a{64}" is not a valid/ },
+  { argv: ['--leader-elect'], message: /^--leader-elect needs a namespace for the Lease/ },
+];
+
+for (const { argv, env, message } of malformed) {
+  test(`malformed: ${JSON.stringify(argv)} ${env ? JSON.stringify(env) : ''}`, () => {
+    assert.throws(() => parse(argv, env), (err: unknown) => {
+      assert.ok(err instanceof UsageError, `UsageError, got ${String(err)}`);
+      assert.match(err.message, message);
+      assert.ok(!err.message.includes('\n'), 'one line');
+      return true;
+    });
+  });
+}

@@ -1,0 +1,431 @@
+/**
+ * Command-line flags and environment of the manager (controller-runtime / kubebuilder flag names).
+ *
+ * `parseOptions` is pure apart from one optional read of the in-cluster namespace file (path injectable): it never
+ * logs, never exits, and reports the first problem as a `UsageError` whose message is one line naming the flag and
+ * what was expected. main.ts prints `error: <message>` plus a hint to `--help` and exits 2.
+ *
+ * Syntax (pflag-like): `--flag=value` or `--flag value`; booleans are `--flag`, `--flag=true`, `--flag=false`
+ * (a boolean never consumes the next argument). Positional arguments are rejected. A repeated flag: the last wins.
+ */
+import { readFileSync } from 'node:fs';
+import type { LevelWithSilent } from 'pino';
+
+/** A malformed invocation: the message is one line meant for the user. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const knownControllers = ['foo', 'network', 'deployment'] as const;
+export type ControllerName = (typeof knownControllers)[number];
+
+export const logLevelChoices = ['trace', 'debug', 'info', 'warn', 'error'] as const satisfies readonly LevelWithSilent[];
+export type LogLevel = (typeof logLevelChoices)[number];
+
+/** Upper bound for `--<controller>-concurrency`, to catch typos such as `--foo-concurrency=1000000`. */
+export const maxConcurrency = 1000;
+
+export const defaultLeaderElectionId = 'ts-controller-manager.samplecontroller.k8s.io';
+export const defaultInClusterNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export interface Options {
+  /** `-h`/`--help` was given: print `helpText()` and exit 0; nothing else was validated. */
+  help: boolean;
+  /** `--kubeconfig`, else `$KUBECONFIG` (may be a path list as for kubectl), else undefined (in-cluster / ~/.kube). */
+  kubeconfig: string | undefined;
+  /** "host:port", ":port" or "0" (disabled). */
+  metricsBindAddress: string;
+  metricsSecure: boolean;
+  /** Directory with tls.crt/tls.key for the secure metrics server; undefined = generate a self-signed pair. */
+  metricsCertDir: string | undefined;
+  /** "host:port", ":port" or "0" (disabled). */
+  healthProbeBindAddress: string;
+  leaderElect: boolean;
+  leaderElectionId: string;
+  /**
+   * Namespace of the Lease: `--leader-election-namespace`, else `$POD_NAMESPACE`, else the in-cluster namespace
+   * file. Always set when `leaderElect` is true; otherwise set only from the flag or env.
+   */
+  leaderElectionNamespace: string | undefined;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  gracefulShutdownTimeoutMs: number;
+  /** Enabled controllers, in `knownControllers` order; never empty. */
+  controllers: ControllerName[];
+  /** Workers per controller (1..maxConcurrency). */
+  concurrency: Record<ControllerName, number>;
+  logLevel: LogLevel;
+  /** `--neutron-cloud-config`, else `$NEUTRON_CLOUD_CONFIG`. */
+  neutronCloudConfig: string | undefined;
+  /** `--neutron-cloud`, else `$OS_CLOUD`. */
+  neutronCloud: string | undefined;
+  /** `$WATCH_NAMESPACE` split on commas: [] = all namespaces. Trimmed, deduplicated, DNS-1123 labels. */
+  watchNamespaces: string[];
+  /** `$POD_NAMESPACE` (Downward API), if set. */
+  podNamespace: string | undefined;
+}
+
+export interface ParseDeps {
+  /** Path of the ServiceAccount namespace file read as the last fallback for the leader-election namespace. */
+  inClusterNamespaceFile?: string;
+}
+
+type FlagKind = 'string' | 'bool' | 'duration' | 'address' | 'int' | 'level' | 'controllers';
+
+interface FlagSpec {
+  name: string;
+  kind: FlagKind;
+  /** Default as shown in --help (and parsed like user input). */
+  def?: string;
+  help: string;
+}
+
+const flagSpecs: readonly FlagSpec[] = [
+  { name: 'kubeconfig', kind: 'string', help: 'Path to a kubeconfig. Default: $KUBECONFIG, else in-cluster config, else ~/.kube/config.' },
+  { name: 'metrics-bind-address', kind: 'address', def: ':8080', help: 'Address the /metrics endpoint binds to ("host:port", ":port"); "0" disables it.' },
+  { name: 'metrics-secure', kind: 'bool', def: 'false', help: 'Serve /metrics over HTTPS and require a bearer token allowed (TokenReview + SubjectAccessReview) to GET /metrics.' },
+  { name: 'metrics-cert-dir', kind: 'string', help: 'Directory holding tls.crt and tls.key for --metrics-secure. Default: a generated self-signed certificate.' },
+  { name: 'health-probe-bind-address', kind: 'address', def: ':8081', help: 'Address the /healthz and /readyz endpoints bind to; "0" disables them.' },
+  { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
+  { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
+  { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
+  { name: 'leader-elect-lease-duration', kind: 'duration', def: '15s', help: 'How long non-leaders wait after last observing a renewal before taking over.' },
+  { name: 'leader-elect-renew-deadline', kind: 'duration', def: '10s', help: 'How long the leader retries renewing before it gives up leadership (and exits).' },
+  { name: 'leader-elect-retry-period', kind: 'duration', def: '2s', help: 'Interval between attempts to acquire or renew the Lease.' },
+  { name: 'graceful-shutdown-timeout', kind: 'duration', def: '30s', help: 'How long to wait on SIGTERM/SIGINT for in-flight reconciles and runnables to stop.' },
+  { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
+  ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
+  { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
+  { name: 'neutron-cloud-config', kind: 'string', help: 'Path to a clouds.yaml for the network controller. Default: $NEUTRON_CLOUD_CONFIG.' },
+  { name: 'neutron-cloud', kind: 'string', help: 'Cloud name inside clouds.yaml. Default: $OS_CLOUD.' },
+];
+
+const specByName = new Map(flagSpecs.map((s) => [s.name, s]));
+
+/** The --help text: usage, every flag with its default, and the environment variables read. */
+export function helpText(): string {
+  const lines = ['Usage: ts-controller-manager [flags]', '', 'Flags:'];
+  const label = (s: FlagSpec): string => (s.kind === 'bool' ? `--${s.name}` : `--${s.name}=${placeholder(s.kind)}`);
+  const width = Math.max(...flagSpecs.map((s) => label(s).length), '-h, --help'.length) + 2;
+  for (const s of flagSpecs) {
+    const def = s.def !== undefined ? ` (default ${JSON.stringify(s.def)})` : '';
+    lines.push(`  ${label(s).padEnd(width)}${s.help}${def}`);
+  }
+  lines.push(`  ${'-h, --help'.padEnd(width)}Print this help and exit.`);
+  lines.push(
+    '',
+    'Environment:',
+    '  WATCH_NAMESPACE   Namespaces to watch: empty = all, one name, or a comma-separated list.',
+    '  KUBECONFIG        Kubeconfig path(s) when --kubeconfig is not given.',
+    '  POD_NAMESPACE     Namespace of this pod; default namespace of the leader-election Lease.',
+    '  NEUTRON_CLOUD_CONFIG, OS_CLOUD   Defaults of --neutron-cloud-config and --neutron-cloud.',
+    '',
+    'Durations are Go-style: "500ms", "15s", "1m30s", "1h".',
+  );
+  return lines.join('\n') + '\n';
+}
+
+function placeholder(kind: FlagKind): string {
+  switch (kind) {
+    case 'duration':
+      return 'DURATION';
+    case 'address':
+      return 'ADDR';
+    case 'int':
+      return 'N';
+    case 'level':
+      return 'LEVEL';
+    case 'controllers':
+      return 'LIST';
+    default:
+      return 'STRING';
+  }
+}
+
+const durationUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a Go `time.ParseDuration` string ("1h2m3.5s", "500ms", "0") into milliseconds. Negative durations are
+ * rejected (no flag here accepts one). Throws a plain Error describing the problem.
+ */
+export function parseDuration(text: string): number {
+  if (text === '0') return 0;
+  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
+  let pos = 0;
+  let total = 0;
+  if (text.length === 0) throw new Error('empty duration');
+  while (pos < text.length) {
+    re.lastIndex = pos;
+    const m = re.exec(text);
+    if (!m) throw new Error(`invalid duration ${JSON.stringify(text)} (want e.g. "15s", "1m30s", "500ms")`);
+    total += Number(m[1]) * (durationUnits[m[2] ?? ''] ?? Number.NaN);
+    pos = re.lastIndex;
+  }
+  if (!Number.isFinite(total)) throw new Error(`invalid duration ${JSON.stringify(text)}`);
+  return total;
+}
+
+/** Formats milliseconds Go-style for messages ("15s", "1m30s", "500ms"). */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  if (ms < 1000) return `${ms}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const s = (ms % 60_000) / 1000;
+  return `${h ? `${h}h` : ''}${h || m ? `${m}m` : ''}${s ? `${s}s` : ''}` || '0s';
+}
+
+export interface BindAddress {
+  /** undefined = all interfaces. */
+  host: string | undefined;
+  port: number;
+}
+
+/** Parses "host:port", ":port", "[v6]:port"; returns undefined for "0" (disabled). Throws on anything else. */
+export function parseBindAddress(text: string): BindAddress | undefined {
+  if (text === '0') return undefined;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]*)):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[3]);
+  if (!m || !(port >= 0 && port <= 65535)) {
+    throw new Error(`invalid address ${JSON.stringify(text)} (want "host:port", ":port" or "0" to disable)`);
+  }
+  const host = m[1] ?? m[2];
+  return { host: host === '' ? undefined : host, port };
+}
+
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** True for a valid DNS-1123 label (namespace names): lower-case alphanumerics and '-', at most 63 characters. */
+export function isDns1123Label(s: string): boolean {
+  return s.length <= 63 && dns1123Label.test(s);
+}
+
+/**
+ * Resolves `--controllers` like kube-controller-manager: a controller is enabled when named, disabled when named
+ * with '-', otherwise enabled iff '*' is present. Unknown names, contradictions and an empty result are errors.
+ */
+export function resolveControllers(spec: string): ControllerName[] {
+  const items = spec.split(',').map((s) => s.trim());
+  const on = new Set<string>();
+  const off = new Set<string>();
+  let star = false;
+  for (const item of items) {
+    if (item === '') throw new Error(`empty entry in ${JSON.stringify(spec)}`);
+    if (item === '*') {
+      star = true;
+      continue;
+    }
+    const disable = item.startsWith('-');
+    const name = disable ? item.slice(1) : item;
+    if (!(knownControllers as readonly string[]).includes(name)) {
+      throw new Error(`unknown controller ${JSON.stringify(name)} (known: ${knownControllers.join(', ')}, or "*")`);
+    }
+    (disable ? off : on).add(name);
+  }
+  const both = [...on].find((n) => off.has(n));
+  if (both) throw new Error(`controller ${JSON.stringify(both)} is both enabled and disabled`);
+  const enabled = knownControllers.filter((c) => on.has(c) || (star && !off.has(c)));
+  if (enabled.length === 0) {
+    throw new Error(`${JSON.stringify(spec)} enables no controller (to disable one, write e.g. "*,-network")`);
+  }
+  return enabled;
+}
+
+function parseBool(name: string, v: string): boolean {
+  if (v === 'true' || v === '1' || v === 'True' || v === 'TRUE') return true;
+  if (v === 'false' || v === '0' || v === 'False' || v === 'FALSE') return false;
+  throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want true or false`);
+}
+
+function parseIntFlag(name: string, v: string): number {
+  if (!/^\d+$/.test(v)) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want a positive integer`);
+  const n = Number(v);
+  if (n < 1 || n > maxConcurrency) {
+    throw new UsageError(`invalid value ${v} for --${name}: want 1..${maxConcurrency}`);
+  }
+  return n;
+}
+
+function levenshtein(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length] ?? 0;
+}
+
+function suggest(name: string): string {
+  let best: string | undefined;
+  let bestDist = 3;
+  for (const s of flagSpecs) {
+    const d = levenshtein(name, s.name);
+    if (d < bestDist) {
+      best = s.name;
+      bestDist = d;
+    }
+  }
+  return best ? ` (did you mean --${best}?)` : '';
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  const t = v?.trim();
+  return t ? t : undefined;
+}
+
+/**
+ * Parses argv (without node and script paths) and the environment. Throws UsageError on the first problem.
+ * Reads `deps.inClusterNamespaceFile` only when leader election is on and neither the flag nor POD_NAMESPACE is set.
+ */
+export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, deps: ParseDeps = {}): Options {
+  if (argv.some((a) => a === '-h' || a === '--help')) return { ...parseOptions([], {}), help: true };
+  const raw = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--') || arg === '--') {
+      if (/^-[a-z][a-z-]+/.test(arg)) {
+        const name = arg.slice(1).split('=')[0] ?? '';
+        throw new UsageError(`unknown flag ${arg.split('=')[0]}${specByName.has(name) ? ` (did you mean --${name}?)` : suggest(name)}`);
+      }
+      throw new UsageError(`unexpected argument ${JSON.stringify(arg)}: this command takes flags only`);
+    }
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = specByName.get(name);
+    if (!spec) throw new UsageError(`unknown flag --${name}${suggest(name)}`);
+    let value: string;
+    if (eq >= 0) {
+      value = arg.slice(eq + 1);
+    } else if (spec.kind === 'bool') {
+      value = 'true';
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined || (next.startsWith('--') && next.length > 2)) {
+        throw new UsageError(`flag --${name} needs a value (--${name}=${placeholder(spec.kind)})`);
+      }
+      value = next;
+      i++;
+    }
+    raw.set(name, value);
+  }
+
+  const get = (name: string): string | undefined => raw.get(name) ?? specByName.get(name)?.def;
+  const wrap = <T>(name: string, fn: (v: string) => T): T => {
+    const v = get(name) ?? '';
+    try {
+      return fn(v);
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`invalid value for --${name}: ${(err as Error).message}`);
+    }
+  };
+  const str = (name: string): string | undefined => {
+    const v = raw.get(name);
+    if (v !== undefined && v.trim() === '') throw new UsageError(`flag --${name} needs a non-empty value`);
+    return v ?? specByName.get(name)?.def;
+  };
+  const duration = (name: string): number => {
+    const ms = wrap(name, parseDuration);
+    if (ms <= 0) throw new UsageError(`invalid value for --${name}: must be greater than 0`);
+    return ms;
+  };
+
+  const metricsBindAddress = get('metrics-bind-address') ?? ':8080';
+  wrap('metrics-bind-address', parseBindAddress);
+  const healthProbeBindAddress = get('health-probe-bind-address') ?? ':8081';
+  wrap('health-probe-bind-address', parseBindAddress);
+  const metricsSecure = parseBool('metrics-secure', get('metrics-secure') ?? 'false');
+  const metricsCertDir = str('metrics-cert-dir');
+  if (metricsCertDir !== undefined && !metricsSecure) {
+    throw new UsageError('--metrics-cert-dir only applies with --metrics-secure');
+  }
+  const leaderElect = parseBool('leader-elect', get('leader-elect') ?? 'false');
+
+  const leaseDurationMs = duration('leader-elect-lease-duration');
+  const renewDeadlineMs = duration('leader-elect-renew-deadline');
+  const retryPeriodMs = duration('leader-elect-retry-period');
+  if (leaseDurationMs <= renewDeadlineMs) {
+    throw new UsageError(
+      `--leader-elect-lease-duration (${formatDuration(leaseDurationMs)}) must be greater than --leader-elect-renew-deadline (${formatDuration(renewDeadlineMs)})`,
+    );
+  }
+  if (renewDeadlineMs <= 1.2 * retryPeriodMs) {
+    throw new UsageError(
+      `--leader-elect-renew-deadline (${formatDuration(renewDeadlineMs)}) must be greater than 1.2 × --leader-elect-retry-period (${formatDuration(retryPeriodMs)})`,
+    );
+  }
+  const gracefulShutdownTimeoutMs = wrap('graceful-shutdown-timeout', parseDuration);
+
+  const controllers = wrap('controllers', resolveControllers);
+  const concurrency = Object.fromEntries(
+    knownControllers.map((c) => [c, parseIntFlag(`${c}-concurrency`, get(`${c}-concurrency`) ?? '1')]),
+  ) as Record<ControllerName, number>;
+
+  const level = get('log-level') ?? 'info';
+  if (!(logLevelChoices as readonly string[]).includes(level)) {
+    throw new UsageError(`invalid value ${JSON.stringify(level)} for --log-level: want one of ${logLevelChoices.join('|')}`);
+  }
+
+  const watchNamespaces: string[] = [];
+  for (const ns of (env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim())) {
+    if (ns === '') continue;
+    if (!isDns1123Label(ns)) {
+      throw new UsageError(`WATCH_NAMESPACE: ${JSON.stringify(ns)} is not a valid namespace name (lower-case DNS-1123 label)`);
+    }
+    if (!watchNamespaces.includes(ns)) watchNamespaces.push(ns);
+  }
+
+  const podNamespace = nonEmpty(env.POD_NAMESPACE);
+  let leaderElectionNamespace = str('leader-election-namespace') ?? podNamespace;
+  if (leaderElect && leaderElectionNamespace === undefined) {
+    const file = deps.inClusterNamespaceFile ?? defaultInClusterNamespaceFile;
+    try {
+      leaderElectionNamespace = nonEmpty(readFileSync(file, 'utf8'));
+    } catch {
+      // Not running in a pod (or no ServiceAccount mounted): fall through to the error below.
+    }
+    if (leaderElectionNamespace === undefined) {
+      throw new UsageError(
+        `--leader-elect needs a namespace for the Lease: set --leader-election-namespace or POD_NAMESPACE (not running in-cluster: ${file} not readable)`,
+      );
+    }
+  }
+  if (leaderElectionNamespace !== undefined && !isDns1123Label(leaderElectionNamespace)) {
+    throw new UsageError(`invalid leader election namespace ${JSON.stringify(leaderElectionNamespace)}: not a DNS-1123 label`);
+  }
+
+  const leaderElectionId = str('leader-election-id') ?? defaultLeaderElectionId;
+  if (leaderElectionId.length > 253 || !leaderElectionId.split('.').every((l) => dns1123Label.test(l) && l.length <= 63)) {
+    throw new UsageError(`invalid value ${JSON.stringify(leaderElectionId)} for --leader-election-id: not a DNS-1123 subdomain`);
+  }
+
+  return {
+    help: false,
+    kubeconfig: str('kubeconfig') ?? nonEmpty(env.KUBECONFIG),
+    metricsBindAddress,
+    metricsSecure,
+    metricsCertDir,
+    healthProbeBindAddress,
+    leaderElect,
+    leaderElectionId,
+    leaderElectionNamespace,
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+    gracefulShutdownTimeoutMs,
+    controllers,
+    concurrency,
+    logLevel: level as LogLevel,
+    neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),
+    neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),
+    watchNamespaces,
+    podNamespace,
+  };
+}
