@@ -1,0 +1,46 @@
+/**
+ * RateLimitingQueue: a delaying queue whose retries are paced by a RateLimiter (client-go rate_limiting_queue).
+ *
+ *  - `addRateLimited(item)` = `addAfter(item, rateLimiter.when(item))`; it counts one requeue for the item. After
+ *    shutdown it is a no-op and does not touch the limiter.
+ *  - `forget(item)` resets the item's requeue history (call it when processing succeeded or gave up for good);
+ *    it does not remove the item from the queue.
+ *  - `numRequeues(item)` reports the limiter's count.
+ *
+ * Concurrency: as DelayingQueue; the limiter is called synchronously from these methods only.
+ */
+import { DelayingQueue, type DelayingQueueOptions, type DelayingWorkQueue } from './delaying.ts';
+import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
+
+export interface RateLimitingWorkQueue<T> extends DelayingWorkQueue<T> {
+  addRateLimited(item: T): void;
+  forget(item: T): void;
+  numRequeues(item: T): number;
+}
+
+export interface RateLimitingQueueOptions<T> extends DelayingQueueOptions {
+  /** Defaults to defaultControllerRateLimiter() on the queue's clock. */
+  rateLimiter?: RateLimiter<T>;
+}
+
+export class RateLimitingQueue<T> extends DelayingQueue<T> implements RateLimitingWorkQueue<T> {
+  readonly rateLimiter: RateLimiter<T>;
+
+  constructor(opts: RateLimitingQueueOptions<T> = {}) {
+    super(opts);
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
+  }
+
+  addRateLimited(item: T): void {
+    if (this.shuttingDown()) return;
+    this.addAfter(item, this.rateLimiter.when(item));
+  }
+
+  forget(item: T): void {
+    this.rateLimiter.forget(item);
+  }
+
+  numRequeues(item: T): number {
+    return this.rateLimiter.numRequeues(item);
+  }
+}
