@@ -1,0 +1,387 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { ApiError } from '../client/rest.ts';
+import { FakeClock } from '../util/clock.ts';
+import { LeaderElector, RestLeaseClient, microTime, type Lease, type LeaseClient, type LeaderElectorOptions } from './leaderelection.ts';
+
+/**
+ * Unit-test fake: an in-memory Lease store with resourceVersion checks and failure injection. Every call resolves
+ * through microtasks only, so `settle()` (a few macrotask turns) is enough to let an elector finish its I/O.
+ */
+class FakeLeaseStore {
+  lease: Lease | undefined;
+  private rv = 0;
+  /** Callers (by identity tag) whose calls fail with a 500, e.g. a partitioned replica. */
+  readonly down = new Set<string>();
+  /** Callers whose calls never answer until their signal aborts. */
+  readonly hang = new Set<string>();
+  /** Callers whose calls never answer at all (ignore their signal): a wedged client. */
+  readonly wedged = new Set<string>();
+  calls = 0;
+
+  client(tag: string): LeaseClient {
+    const call = <T>(fn: () => T, signal?: AbortSignal): Promise<T> => {
+      this.calls++;
+      if (this.wedged.has(tag)) return new Promise(() => {});
+      if (this.hang.has(tag)) {
+        return new Promise((_, reject) => {
+          signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+        });
+      }
+      if (this.down.has(tag)) return Promise.reject(new ApiError(500, 'InternalError', 'unavailable', undefined));
+      try {
+        return Promise.resolve(fn());
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
+    return {
+      description: 'ns/lock',
+      get: (signal) => call(() => (this.lease ? structuredClone(this.lease) : undefined), signal),
+      create: (lease, signal) =>
+        call(() => {
+          if (this.lease) throw new ApiError(409, 'AlreadyExists', 'exists', undefined);
+          this.lease = { ...structuredClone(lease), metadata: { name: 'lock', namespace: 'ns', resourceVersion: String(++this.rv) } };
+          return structuredClone(this.lease);
+        }, signal),
+      update: (lease, signal) =>
+        call(() => {
+          if (!this.lease) throw new ApiError(404, 'NotFound', 'gone', undefined);
+          if (lease.metadata.resourceVersion !== this.lease.metadata.resourceVersion) {
+            throw new ApiError(409, 'Conflict', 'the object has been modified', undefined);
+          }
+          this.lease = { ...structuredClone(lease), metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } };
+          return structuredClone(this.lease);
+        }, signal),
+    };
+  }
+
+  /** Writes a record as another process would. */
+  put(spec: Lease['spec']): void {
+    this.lease = { metadata: { name: 'lock', namespace: 'ns', resourceVersion: String(++this.rv) }, spec };
+  }
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Advances the fake clock in small steps, letting async work register its timers between steps. */
+async function advance(clock: FakeClock, ms: number, step = 100, check?: () => void): Promise<void> {
+  await settle();
+  for (let done = 0; done < ms; done += step) {
+    clock.step(Math.min(step, ms - done));
+    await settle();
+    check?.();
+  }
+}
+
+interface Harness {
+  elector: LeaderElector;
+  events: string[];
+  ac: AbortController;
+  result: Promise<string>;
+  registry: Registry;
+}
+
+function start(store: FakeLeaseStore, clock: FakeClock, tag: string, extra: Partial<LeaderElectorOptions> = {}): Harness {
+  const registry = new Registry();
+  let wall = Date.parse('2030-01-01T00:00:00Z');
+  const elector = new LeaderElector({
+    lock: store.client(tag),
+    name: 'lock',
+    identity: tag,
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    clock,
+    wallClock: () => new Date((wall += 1000)),
+    random: () => 0,
+    registry,
+    ...extra,
+  });
+  const events: string[] = [];
+  const ac = new AbortController();
+  const result = elector.run(ac.signal, {
+    onStartedLeading: () => events.push('started'),
+    onStoppedLeading: () => events.push('stopped'),
+    onNewLeader: (id) => events.push(`leader:${id}`),
+  });
+  return { elector, events, ac, result, registry };
+}
+
+async function gauge(registry: Registry): Promise<number | undefined> {
+  const m = await registry.getSingleMetric('leader_election_master_status')?.get();
+  return m?.values.find((v) => v.labels.name === 'lock')?.value;
+}
+
+test('acquires a free (absent) lease at once', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  assert.equal(a.elector.isLeader(), true);
+  assert.deepEqual(a.events, ['leader:a', 'started']);
+  assert.equal(store.lease?.spec?.holderIdentity, 'a');
+  assert.equal(store.lease?.spec?.leaseDurationSeconds, 15);
+  assert.equal(store.lease?.spec?.leaseTransitions, 0);
+  assert.equal(await gauge(a.registry), 1);
+  a.ac.abort();
+  assert.equal(await a.result, 'stopped');
+  assert.equal(await gauge(a.registry), 0);
+});
+
+test('acquires a released lease (empty holder) at once', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.put({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 3, renewTime: microTime(new Date()) });
+  const a = start(store, clock, 'a');
+  await settle();
+  assert.equal(a.elector.isLeader(), true);
+  assert.equal(store.lease?.spec?.leaseTransitions, 4);
+  a.ac.abort();
+  await a.result;
+});
+
+test('does not acquire a lease held by another holder that keeps renewing', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.put({ holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: '2030-01-01T00:00:00.000000Z', leaseTransitions: 0 });
+  const b = start(store, clock, 'b');
+  for (let i = 0; i < 20; i++) {
+    await advance(clock, 5_000);
+    // The other holder renews: the record changes, so b's observation restarts.
+    store.put({ ...store.lease?.spec, renewTime: `2030-01-01T00:00:${String(i + 10).padStart(2, '0')}.000000Z` });
+    assert.equal(b.elector.isLeader(), false, `iteration ${i}`);
+  }
+  assert.equal(store.lease?.spec?.holderIdentity, 'other');
+  assert.deepEqual(b.events, ['leader:other']);
+  assert.equal(await gauge(b.registry), 0);
+  b.ac.abort();
+  assert.equal(await b.result, 'stopped');
+  assert.deepEqual(b.events, ['leader:other'], 'no stopped callback when never leading');
+});
+
+test('takes over after leaseDuration of LOCAL time since the record last changed, even if renewTime is in the future', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.put({ holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: '2999-01-01T00:00:00.000000Z', acquireTime: '2999-01-01T00:00:00.000000Z', leaseTransitions: 7 });
+  const b = start(store, clock, 'b');
+  const t0 = clock.now();
+  await settle();
+  assert.equal(b.elector.isLeader(), false);
+  // Attempts happen every 2 s; the one at t0+14 s still sees a valid lease.
+  await advance(clock, 14_900);
+  assert.equal(b.elector.isLeader(), false, 'still valid just before leaseDuration');
+  await advance(clock, 2_000);
+  assert.equal(b.elector.isLeader(), true, 'expired by local time');
+  assert.ok(clock.now() - t0 >= 15_000);
+  assert.equal(store.lease?.spec?.holderIdentity, 'b');
+  assert.equal(store.lease?.spec?.leaseTransitions, 8);
+  assert.notEqual(store.lease?.spec?.acquireTime, '2999-01-01T00:00:00.000000Z');
+  b.ac.abort();
+  await b.result;
+});
+
+test('a past renewTime does not make a freshly observed lease look expired', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.put({ holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: '2000-01-01T00:00:00.000000Z', leaseTransitions: 0 });
+  const b = start(store, clock, 'b');
+  await advance(clock, 10_000);
+  assert.equal(b.elector.isLeader(), false);
+  b.ac.abort();
+  await b.result;
+});
+
+test('renews every retry period while leading, keeping acquireTime and transitions', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  const acquired = structuredClone(store.lease?.spec);
+  const renewTimes = new Set<string | undefined>([acquired?.renewTime]);
+  for (let i = 0; i < 10; i++) {
+    await advance(clock, 2_000);
+    renewTimes.add(store.lease?.spec?.renewTime);
+    assert.equal(a.elector.isLeader(), true);
+  }
+  assert.equal(renewTimes.size, 11, 'one renewal per retry period');
+  assert.equal(store.lease?.spec?.acquireTime, acquired?.acquireTime);
+  assert.equal(store.lease?.spec?.leaseTransitions, 0);
+  a.elector.watchdog();
+  a.ac.abort();
+  await a.result;
+});
+
+test('gives up leadership when renewals fail for renewDeadline, without writing', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  const acquiredAt = clock.now();
+  store.down.add('a');
+  let settledResult: string | undefined;
+  void a.result.then((r) => (settledResult = r));
+  await advance(clock, 9_900);
+  assert.equal(a.elector.isLeader(), true, 'still leader before the deadline');
+  assert.equal(settledResult, undefined);
+  await advance(clock, 200);
+  assert.equal(settledResult, 'lost');
+  assert.equal(a.elector.isLeader(), false);
+  assert.ok(clock.now() - acquiredAt <= 10_100);
+  assert.deepEqual(a.events, ['leader:a', 'started', 'stopped']);
+  assert.equal(await gauge(a.registry), 0);
+  assert.equal(store.lease?.spec?.holderIdentity, 'a', 'no release after a loss');
+});
+
+test('a renewal that hangs is cut off at the renew deadline', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  store.hang.add('a');
+  let settledResult: string | undefined;
+  void a.result.then((r) => (settledResult = r));
+  await advance(clock, 9_900);
+  assert.equal(settledResult, undefined);
+  await advance(clock, 200);
+  assert.equal(settledResult, 'lost');
+});
+
+test('loses at once when another holder is observed in the record', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  store.put({ ...store.lease?.spec, holderIdentity: 'usurper' });
+  let settledResult: string | undefined;
+  void a.result.then((r) => (settledResult = r));
+  await advance(clock, 2_000);
+  assert.equal(settledResult, 'lost');
+  assert.equal(store.lease?.spec?.holderIdentity, 'usurper');
+});
+
+test('release on cancel writes an immediately expirable record and a standby takes over at its next attempt', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  const b = start(store, clock, 'b');
+  await advance(clock, 4_000);
+  assert.equal(b.elector.isLeader(), false);
+  a.ac.abort();
+  assert.equal(await a.result, 'stopped');
+  assert.deepEqual(a.events, ['leader:a', 'started', 'leader:', 'stopped']);
+  assert.equal(store.lease?.spec?.holderIdentity, '');
+  assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
+  assert.equal(a.elector.isLeader(), false);
+  await advance(clock, 2_000);
+  assert.equal(b.elector.isLeader(), true, 'took over within one retry period');
+  assert.equal(store.lease?.spec?.leaseTransitions, 1);
+  b.ac.abort();
+  await b.result;
+});
+
+test('releaseOnCancel=false leaves the record alone', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a', { releaseOnCancel: false });
+  await settle();
+  a.ac.abort();
+  await a.result;
+  assert.equal(store.lease?.spec?.holderIdentity, 'a');
+  assert.equal(store.lease?.spec?.leaseDurationSeconds, 15);
+});
+
+test('two electors on one store never both lead, through races, partitions and takeovers', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  let seed = 42;
+  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const a = start(store, clock, 'a', { random });
+  const b = start(store, clock, 'b', { random });
+  let leaderChanges = 0;
+  let last = '';
+  const check = (): void => {
+    assert.ok(!(a.elector.isLeader() && b.elector.isLeader()), `both lead at ${clock.now()}`);
+    const now = a.elector.isLeader() ? 'a' : b.elector.isLeader() ? 'b' : '';
+    if (now && now !== last) {
+      leaderChanges++;
+      last = now;
+    }
+  };
+  await advance(clock, 10_000, 50, check);
+  const first = last;
+  assert.ok(first === 'a' || first === 'b');
+  // Partition the leader: it must step down before the other can take over.
+  store.down.add(first);
+  await advance(clock, 40_000, 50, check);
+  const second = first === 'a' ? 'b' : 'a';
+  assert.equal(last, second);
+  assert.equal((first === 'a' ? a : b).elector.isLeader(), false);
+  assert.equal(await (first === 'a' ? a : b).result, 'lost');
+  assert.equal(leaderChanges, 2);
+  (second === 'a' ? a : b).ac.abort();
+  await (second === 'a' ? a : b).result;
+});
+
+test('watchdog fails when the leader has not renewed for leaseDuration + tolerance', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a', { watchdogToleranceMs: 1_000 });
+  await settle();
+  a.elector.watchdog();
+  store.wedged.add('a');
+  // The wedged request ignores its deadline signal, so the renew loop is stuck while we still think we lead.
+  await advance(clock, 16_000);
+  assert.equal(a.elector.isLeader(), true);
+  assert.doesNotThrow(() => a.elector.watchdog());
+  await advance(clock, 1_100);
+  assert.throws(() => a.elector.watchdog(), /has not renewed lease ns\/lock/);
+});
+
+test('rejects inconsistent timings', () => {
+  const store = new FakeLeaseStore();
+  const base = { lock: store.client('x'), name: 'lock', registry: new Registry() };
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), /leaseDuration/);
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 15_000, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }), /renewDeadline/);
+});
+
+test('RestLeaseClient maps to the coordination.k8s.io/v1 Lease endpoints', async () => {
+  const calls: { method: string; path: string; body?: unknown }[] = [];
+  let notFound = true;
+  const rest = {
+    json: <T>(method: string, path: string, opts: { body?: unknown } = {}): Promise<T> => {
+      calls.push({ method, path, body: opts.body });
+      if (method === 'GET' && notFound) return Promise.reject(new ApiError(404, 'NotFound', 'not found', undefined));
+      return Promise.resolve((opts.body ?? { metadata: { name: 'l' } }) as T);
+    },
+  };
+  const c = new RestLeaseClient(rest, 'ns', 'my.lease');
+  assert.equal(await c.get(), undefined);
+  notFound = false;
+  assert.deepEqual(await c.get(), { metadata: { name: 'l' } });
+  await c.create({ metadata: { name: '' }, spec: { holderIdentity: 'x' } });
+  await c.update({ metadata: { name: 'my.lease', resourceVersion: '5' }, spec: { holderIdentity: 'x' } });
+  assert.deepEqual(calls.map((c) => `${c.method} ${c.path}`), [
+    'GET /apis/coordination.k8s.io/v1/namespaces/ns/leases/my.lease',
+    'GET /apis/coordination.k8s.io/v1/namespaces/ns/leases/my.lease',
+    'POST /apis/coordination.k8s.io/v1/namespaces/ns/leases',
+    'PUT /apis/coordination.k8s.io/v1/namespaces/ns/leases/my.lease',
+  ]);
+  assert.deepEqual(calls[2]?.body, {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: 'my.lease', namespace: 'ns' },
+    spec: { holderIdentity: 'x' },
+  });
+  assert.equal((calls[3]?.body as Lease).metadata.resourceVersion, '5');
+  rest.json = () => Promise.reject(new ApiError(403, 'Forbidden', 'no', undefined));
+  await assert.rejects(c.get(), /no/);
+});
+
+test('microTime has six fractional digits', () => {
+  assert.equal(microTime(new Date('2030-01-02T03:04:05.678Z')), '2030-01-02T03:04:05.678000Z');
+});

@@ -1,0 +1,456 @@
+/**
+ * Lease-based leader election (coordination.k8s.io/v1), with client-go's semantics.
+ *
+ * Invariants and contracts:
+ *  - Expiry of someone else's lease is judged ONLY by this process's Clock: a lease record is considered valid until
+ *    `observedTime + leaseDurationSeconds`, where `observedTime` is the local Clock reading at which this process last
+ *    saw the record (holder, times, duration, transitions) change. Timestamps written by other holders are never
+ *    compared with the local clock, so clock skew between machines cannot make a lease look expired early.
+ *  - Writes use optimistic concurrency: updates carry the resourceVersion that was read; a 409 (or any error) just
+ *    means "try again next retry period". Of two candidates racing for a free lease, at most one update succeeds.
+ *  - Acquire: try every `retryPeriod × (1 + 1.2·rand)` until the lease is free/expired/ours and our write wins.
+ *  - Renew: every `retryPeriod` after the last success. Leadership is given up (result "lost") when no renewal has
+ *    succeeded within `renewDeadline` of the START of the last successful write (stricter than client-go, which measures
+ *    from a later point), or as soon as we observe another holder in the record. Because
+ *    `leaseDuration > renewDeadline`, a standby (which waits a full leaseDuration after observing our last write)
+ *    cannot take over before we stopped leading — assuming clock rates, not clock values, agree.
+ *  - Release on cancel: when `run`'s signal aborts while leading, the elector writes holderIdentity "" and
+ *    leaseDurationSeconds 1 (as client-go's ReleaseOnCancel) so a standby takes over at once. After a loss it never
+ *    writes: our controllers may still be stopping, and the lease is no longer ours anyway.
+ *  - In-flight renew requests are not cut short by `run`'s signal (they are bounded by the renew deadline), so the
+ *    release that follows works from an up-to-date resourceVersion.
+ *  - `leader_election_master_status{name}` is 1 exactly while `isLeader()` is true, else 0.
+ *
+ * Concurrency: one `run` at a time per elector; the LeaseClient is only used from within `run`.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { Gauge, type Registry } from 'prom-client';
+import { isNotFound, type RestClient } from '../client/rest.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
+import { type Clock, realClock } from '../util/clock.ts';
+
+export interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  /** MicroTime (RFC 3339 with 6 fractional digits). */
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+  [field: string]: unknown;
+}
+
+export interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; [field: string]: unknown };
+  spec?: LeaseSpec;
+}
+
+/**
+ * Storage of one Lease object. `get` resolves undefined when the Lease does not exist; `update` must fail when the
+ * stored resourceVersion differs from `lease.metadata.resourceVersion`; `create` must fail when the Lease exists.
+ */
+export interface LeaseClient {
+  /** "namespace/name", for logs. */
+  readonly description: string;
+  get(signal?: AbortSignal): Promise<Lease | undefined>;
+  create(lease: Lease, signal?: AbortSignal): Promise<Lease>;
+  update(lease: Lease, signal?: AbortSignal): Promise<Lease>;
+}
+
+/** LeaseClient over the API server: GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]. */
+export class RestLeaseClient implements LeaseClient {
+  readonly description: string;
+  private readonly rest: Pick<RestClient, 'json'>;
+  private readonly namespace: string;
+  private readonly name: string;
+
+  constructor(rest: Pick<RestClient, 'json'>, namespace: string, name: string) {
+    this.rest = rest;
+    this.namespace = namespace;
+    this.name = name;
+    this.description = `${namespace}/${name}`;
+  }
+
+  private collection(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
+  }
+
+  async get(signal?: AbortSignal): Promise<Lease | undefined> {
+    try {
+      return await this.rest.json<Lease>('GET', `${this.collection()}/${encodeURIComponent(this.name)}`, { signal });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  create(lease: Lease, signal?: AbortSignal): Promise<Lease> {
+    const body: Lease = {
+      ...lease,
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { ...lease.metadata, name: this.name, namespace: this.namespace },
+    };
+    return this.rest.json<Lease>('POST', this.collection(), { body, signal });
+  }
+
+  update(lease: Lease, signal?: AbortSignal): Promise<Lease> {
+    const body: Lease = { ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
+    return this.rest.json<Lease>('PUT', `${this.collection()}/${encodeURIComponent(this.name)}`, { body, signal });
+  }
+}
+
+/** hostname + "_" + random UUID: unique per process, so a restarted pod never mistakes the old lease for its own. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${randomUUID()}`;
+}
+
+/** Formats a wall-clock time as a Kubernetes MicroTime ("2006-01-02T15:04:05.000000Z"). */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export interface LeaderCallbacks {
+  /** Called once when this process becomes leader. */
+  onStartedLeading?: () => void;
+  /** Called once when leadership ends (lost, or released on cancel), after the release write. */
+  onStoppedLeading?: () => void;
+  /** Called whenever the observed holder changes (including to ourselves); "" = nobody. */
+  onNewLeader?: (identity: string) => void;
+}
+
+/** How `run` ended: "stopped" = its signal aborted (lease released if we led); "lost" = leadership lost. */
+export type ElectionResult = 'stopped' | 'lost';
+
+/** What the Manager needs from leader election (the LeaderElector, or a fake in tests). */
+export interface LeaderElection {
+  readonly name: string;
+  /**
+   * Campaigns until `signal` aborts or leadership is lost. Never rejects for expected failures (API errors are
+   * retried). Resolves "stopped" after releasing the lease if the signal aborted, "lost" if leadership was lost.
+   */
+  run(signal: AbortSignal, callbacks?: LeaderCallbacks): Promise<ElectionResult>;
+  isLeader(): boolean;
+}
+
+export interface LeaderElectorOptions {
+  lock: LeaseClient;
+  /** Label value of `leader_election_master_status{name}`; usually the lease name. */
+  name: string;
+  /** Defaults to `defaultIdentity()`. */
+  identity?: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** Default true: write an immediately expirable record when `run`'s signal aborts while leading. */
+  releaseOnCancel?: boolean;
+  /** Extra time past leaseDuration before the watchdog check fails (default 10 s). */
+  watchdogToleranceMs?: number;
+  clock?: Clock;
+  /** Wall clock for the timestamps written into the record (informational only). Default `() => new Date()`. */
+  wallClock?: () => Date;
+  /** Jitter source in [0, 1) for the acquire period. Default Math.random. */
+  random?: () => number;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+/** client-go's JitterFactor for the acquire loop. */
+const jitterFactor = 1.2;
+
+function recordKey(spec: LeaseSpec | undefined): string {
+  const s = spec ?? {};
+  return JSON.stringify([s.holderIdentity ?? '', s.leaseDurationSeconds ?? 0, s.acquireTime ?? '', s.renewTime ?? '', s.leaseTransitions ?? 0]);
+}
+
+function masterStatus(registry: Registry): Gauge<'name'> {
+  return getOrCreate(registry, 'leader_election_master_status', () => new Gauge({
+    name: 'leader_election_master_status',
+    help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease. Please make sure to group by name.',
+    labelNames: ['name'] as const,
+    registers: [registry],
+  }));
+}
+
+export class LeaderElector implements LeaderElection {
+  readonly name: string;
+  readonly identity: string;
+  private readonly lock: LeaseClient;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly releaseOnCancel: boolean;
+  private readonly watchdogToleranceMs: number;
+  private readonly clock: Clock;
+  private readonly wallClock: () => Date;
+  private readonly random: () => number;
+  private readonly log: Logger;
+  private readonly gauge: Gauge<'name'>;
+
+  private leading = false;
+  private running = false;
+  /** The last Lease we read or wrote, and the local Clock time at which its record last changed. */
+  private observed: Lease | undefined;
+  private observedTime = 0;
+  /** Clock time at which the last successful acquire/renew request was started. */
+  private lastRenewStart = 0;
+  private callbacks: LeaderCallbacks = {};
+  /** Last holder passed to onNewLeader ("" initially: a free lease is not news). */
+  private reportedLeader = '';
+
+  constructor(opts: LeaderElectorOptions) {
+    if (!(opts.leaseDurationMs > opts.renewDeadlineMs)) throw new Error('leaseDuration must be greater than renewDeadline');
+    if (!(opts.renewDeadlineMs > jitterFactor * opts.retryPeriodMs)) throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
+    if (!(opts.retryPeriodMs > 0)) throw new Error('retryPeriod must be positive');
+    this.lock = opts.lock;
+    this.name = opts.name;
+    this.identity = opts.identity ?? defaultIdentity();
+    this.leaseDurationMs = opts.leaseDurationMs;
+    this.renewDeadlineMs = opts.renewDeadlineMs;
+    this.retryPeriodMs = opts.retryPeriodMs;
+    this.releaseOnCancel = opts.releaseOnCancel ?? true;
+    this.watchdogToleranceMs = opts.watchdogToleranceMs ?? 10_000;
+    this.clock = opts.clock ?? realClock;
+    this.wallClock = opts.wallClock ?? (() => new Date());
+    this.random = opts.random ?? Math.random;
+    this.log = (opts.logger ?? silentLogger).child({ component: 'leader-election', lease: opts.lock.description, identity: this.identity });
+    this.gauge = masterStatus(opts.registry ?? globalRegistry);
+    this.gauge.set({ name: this.name }, 0);
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Identity of the holder in the last observed record ("" = none / unknown). */
+  leader(): string {
+    return this.observed?.spec?.holderIdentity ?? '';
+  }
+
+  /**
+   * Healthz check (client-go's HealthzAdaptor): throws when we believe we lead but have not renewed for longer than
+   * leaseDuration + tolerance — i.e. the renew loop is stuck and another replica may already lead.
+   */
+  watchdog(): void {
+    if (!this.leading) return;
+    const since = this.clock.now() - this.lastRenewStart;
+    if (since > this.leaseDurationMs + this.watchdogToleranceMs) {
+      throw new Error(`leader has not renewed lease ${this.lock.description} for ${Math.round(since / 1000)}s`);
+    }
+  }
+
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks = {}): Promise<ElectionResult> {
+    if (this.running) throw new Error('LeaderElector.run is already running');
+    this.running = true;
+    this.callbacks = callbacks;
+    try {
+      this.log.info('attempting to acquire leader lease');
+      if (!(await this.acquire(signal))) return 'stopped';
+      this.setLeading(true);
+      this.log.info('successfully acquired lease');
+      this.call(() => callbacks.onStartedLeading?.());
+      const result = await this.renewLoop(signal);
+      if (result === 'lost') {
+        this.setLeading(false);
+        this.log.error('leader election lost');
+      } else {
+        if (this.releaseOnCancel) await this.release();
+        this.setLeading(false);
+      }
+      this.call(() => callbacks.onStoppedLeading?.());
+      return result;
+    } finally {
+      this.setLeading(false);
+      this.running = false;
+    }
+  }
+
+  private setLeading(v: boolean): void {
+    this.leading = v;
+    this.gauge.set({ name: this.name }, v ? 1 : 0);
+  }
+
+  private call(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error({ err }, 'leader election callback threw');
+    }
+  }
+
+  /** Tries until acquired (true) or the signal aborts (false). */
+  private async acquire(signal: AbortSignal): Promise<boolean> {
+    for (;;) {
+      if (signal.aborted) return false;
+      const attempt = this.deadline(this.renewDeadlineMs, signal);
+      const ok = await this.tryAcquireOrRenew(attempt.signal).finally(attempt.cancel);
+      if (ok) return true;
+      if (signal.aborted) return false;
+      try {
+        await this.clock.sleep(this.retryPeriodMs * (1 + jitterFactor * this.random()), signal);
+      } catch {
+        return false;
+      }
+    }
+  }
+
+  /** Renews every retryPeriod; returns "lost" or "stopped" (signal aborted). */
+  private async renewLoop(signal: AbortSignal): Promise<ElectionResult> {
+    for (;;) {
+      try {
+        await this.clock.sleep(this.retryPeriodMs, signal);
+      } catch {
+        return 'stopped';
+      }
+      // Retry within the deadline measured from the start of the last successful write.
+      for (;;) {
+        const remaining = this.lastRenewStart + this.renewDeadlineMs - this.clock.now();
+        if (remaining <= 0) {
+          this.log.warn({ renewDeadlineMs: this.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
+          return 'lost';
+        }
+        // Not tied to `signal`: a renewal in flight at shutdown completes so the release sees our latest write.
+        const attempt = this.deadline(remaining);
+        const ok = await this.tryAcquireOrRenew(attempt.signal).finally(attempt.cancel);
+        if (ok) break;
+        const holder = this.leader();
+        if (holder !== this.identity && holder !== '' && this.isObservedValid()) {
+          this.log.warn({ holder }, 'lease is held by another candidate');
+          return 'lost';
+        }
+        if (signal.aborted) return 'stopped';
+        const left = this.lastRenewStart + this.renewDeadlineMs - this.clock.now();
+        if (left <= 0) continue;
+        try {
+          await this.clock.sleep(Math.min(this.retryPeriodMs, left), signal);
+        } catch {
+          return 'stopped';
+        }
+      }
+    }
+  }
+
+  /** An AbortSignal that fires after `ms` on the elector's Clock (or when `parent` aborts). */
+  private deadline(ms: number, parent?: AbortSignal): { signal: AbortSignal; cancel: () => void } {
+    const ac = new AbortController();
+    const timer = this.clock.setTimer(ms, () => ac.abort(new Error(`lease request timed out after ${ms}ms`)));
+    const onAbort = (): void => ac.abort(parent?.reason);
+    parent?.addEventListener('abort', onAbort, { once: true });
+    return {
+      signal: ac.signal,
+      cancel: () => {
+        timer.cancel();
+        parent?.removeEventListener('abort', onAbort);
+      },
+    };
+  }
+
+  private isObservedValid(): boolean {
+    const secs = this.observed?.spec?.leaseDurationSeconds ?? 0;
+    return this.observedTime + secs * 1000 > this.clock.now();
+  }
+
+  /** Records `lease` as observed; resets observedTime only when the record changed. */
+  private observe(lease: Lease): void {
+    if (recordKey(lease.spec) !== recordKey(this.observed?.spec)) this.observedTime = this.clock.now();
+    this.observed = lease;
+    const holder = lease.spec?.holderIdentity ?? '';
+    if (holder !== this.reportedLeader) {
+      this.reportedLeader = holder;
+      this.log.info({ holder }, 'new leader observed');
+      this.call(() => this.callbacks.onNewLeader?.(holder));
+    }
+  }
+
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const start = this.clock.now();
+    const now = microTime(this.wallClock());
+    const leaseDurationSeconds = Math.ceil(this.leaseDurationMs / 1000);
+    let current: Lease | undefined;
+    try {
+      current = await this.lock.get(signal);
+    } catch (err) {
+      this.log.warn({ err }, 'error retrieving lease');
+      return false;
+    }
+    if (!current) {
+      try {
+        const created = await this.lock.create(
+          {
+            metadata: { name: '' },
+            spec: { holderIdentity: this.identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+          },
+          signal,
+        );
+        this.observe(created);
+        this.lastRenewStart = start;
+        return true;
+      } catch (err) {
+        this.log.info({ err }, 'error creating lease');
+        return false;
+      }
+    }
+
+    this.observe(current);
+    const spec = current.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    if (holder !== '' && holder !== this.identity && this.isObservedValid()) {
+      this.log.debug({ holder }, 'lease is held by another candidate and has not yet expired');
+      return false;
+    }
+    const ours = holder === this.identity;
+    const next: Lease = {
+      ...current,
+      spec: {
+        ...spec,
+        holderIdentity: this.identity,
+        leaseDurationSeconds,
+        renewTime: now,
+        acquireTime: ours ? (spec.acquireTime ?? now) : now,
+        leaseTransitions: ours ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+      },
+    };
+    try {
+      const updated = await this.lock.update(next, signal);
+      this.observe(updated);
+      this.lastRenewStart = start;
+      return true;
+    } catch (err) {
+      this.log.info({ err }, ours ? 'failed to renew lease' : 'failed to acquire lease');
+      return false;
+    }
+  }
+
+  /** Writes an immediately expirable record if the lease is still ours. Best effort: failures are logged. */
+  private async release(): Promise<void> {
+    const attempt = this.deadline(this.renewDeadlineMs);
+    try {
+      const current = await this.lock.get(attempt.signal);
+      if (!current || (current.spec?.holderIdentity ?? '') !== this.identity) return;
+      const now = microTime(this.wallClock());
+      const released = await this.lock.update(
+        {
+          ...current,
+          spec: {
+            ...current.spec,
+            holderIdentity: '',
+            leaseDurationSeconds: 1,
+            acquireTime: now,
+            renewTime: now,
+            leaseTransitions: current.spec?.leaseTransitions ?? 0,
+          },
+        },
+        attempt.signal,
+      );
+      this.observe(released);
+      this.log.info('released leader lease');
+    } catch (err) {
+      this.log.error({ err }, 'failed to release lease');
+    } finally {
+      attempt.cancel();
+    }
+  }
+}

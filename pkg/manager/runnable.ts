@@ -1,0 +1,29 @@
+/**
+ * Runnable: the one lifecycle contract of everything the Manager starts (informers, servers, controllers).
+ *
+ * Contract:
+ *  - `start(signal)` begins work and returns a promise that settles only when the runnable has stopped.
+ *  - After `signal` aborts, the runnable stops taking new work, finishes (or abandons) in-flight work, releases its
+ *    resources and then resolves. It must not reject merely because the signal aborted.
+ *  - Rejecting (before or after the abort) reports a failure; the Manager treats a failure as fatal and shuts down.
+ *  - Resolving before the signal aborts means "done early" (not an error).
+ *  - `start` is called at most once per instance.
+ */
+export interface Runnable {
+  /** Unique, human-readable name used in logs (e.g. "controller/foo", "informer/apps/v1/deployments", "metrics-server"). */
+  readonly name: string;
+  /** True for runnables that may act only while this replica holds the leader-election lease (controllers). */
+  readonly needLeaderElection: boolean;
+  start(signal: AbortSignal): Promise<void>;
+}
+
+/** Builds a Runnable from a function (handy for servers and tests). */
+export function runnable(name: string, needLeaderElection: boolean, start: (signal: AbortSignal) => Promise<void>): Runnable {
+  return { name, needLeaderElection, start };
+}
+
+/** A promise that resolves when `signal` aborts (immediately if it already has). */
+export function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
