@@ -10,6 +10,9 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
+import { parseBindAddress } from '../../pkg/manager/httpserver.ts';
+
+export { parseBindAddress, type BindAddress } from '../../pkg/manager/httpserver.ts';
 
 /** A malformed invocation: the message is one line meant for the user. */
 export class UsageError extends Error {
@@ -177,24 +180,6 @@ export function formatDuration(ms: number): string {
   const m = Math.floor((ms % 3_600_000) / 60_000);
   const s = (ms % 60_000) / 1000;
   return `${h ? `${h}h` : ''}${h || m ? `${m}m` : ''}${s ? `${s}s` : ''}` || '0s';
-}
-
-export interface BindAddress {
-  /** undefined = all interfaces. */
-  host: string | undefined;
-  port: number;
-}
-
-/** Parses "host:port", ":port", "[v6]:port"; returns undefined for "0" (disabled). Throws on anything else. */
-export function parseBindAddress(text: string): BindAddress | undefined {
-  if (text === '0') return undefined;
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]*)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (!m || !(port >= 0 && port <= 65535)) {
-    throw new Error(`invalid address ${JSON.stringify(text)} (want "host:port", ":port" or "0" to disable)`);
-  }
-  const host = m[1] ?? m[2];
-  return { host: host === '' ? undefined : host, port };
 }
 
 const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
