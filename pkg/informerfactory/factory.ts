@@ -1,0 +1,168 @@
+/**
+ * SharedInformerFactory: hands out one SharedIndexInformer per resource type and namespace scope, so every
+ * controller of the process shares one list+watch and one cache per type.
+ *
+ * Scope: given at construction (`namespaces`: [] = all namespaces, one name, or several — parse WATCH_NAMESPACE
+ * with parseWatchNamespace) and overridable per call. With several namespaces an informer runs one reflector
+ * (list+watch) per namespace into a single cache (see sharedinformer.ts); cluster-scoped types always use one
+ * cluster-wide watch regardless of the scope.
+ *
+ * Identity: informerFor returns the same informer for the same group/version/kind, effective namespace set and
+ * selectors. The first call's `transform` and `indexers` win (indexers can still be added later with addIndexers).
+ *
+ * Lifecycle: `start(signal)` starts every informer created so far and every one created afterwards;
+ * `run(signal)` does the same and resolves once the signal aborted and all informers stopped (a Manager runnable).
+ * `waitForCacheSync` waits for the informers created so far.
+ *
+ * Concurrency: single event loop; the factory's maps are only touched by these methods.
+ */
+import type { RestClient } from '../client/rest.ts';
+import { silentLogger, type Logger } from '../log/logger.ts';
+import { realClock, type Clock } from '../util/clock.ts';
+import type { Indexers } from './indexer.ts';
+import type { KubeObject } from './object.ts';
+import { resourceId, type ResourceType } from './resource.ts';
+import { SharedIndexInformer, type ReflectorTuning } from './sharedinformer.ts';
+import { waitForCacheSync } from './waitforsync.ts';
+import { WatchCounter } from './watchcounter.ts';
+
+export interface SharedInformerFactoryOptions {
+  client: RestClient;
+  /** [] or undefined = all namespaces; otherwise the namespaces to watch. */
+  namespaces?: readonly string[];
+  /** Default resync period of handlers (ms; 0 = never). */
+  defaultResyncPeriodMs?: number;
+  /** Try streaming lists (sendInitialEvents) first; falls back to paged LIST when the server refuses. */
+  useWatchList?: boolean;
+  reflector?: ReflectorTuning;
+  clock?: Clock;
+  logger?: Logger;
+  random?: () => number;
+  /** Open-watch bookkeeping; default: a counter of this factory. */
+  watchCounter?: WatchCounter;
+}
+
+export interface InformerForOptions<T extends KubeObject> {
+  /** Overrides the factory's namespace scope for this informer ([] = all namespaces). */
+  namespaces?: readonly string[];
+  labelSelector?: string;
+  fieldSelector?: string;
+  transform?: (obj: KubeObject) => T;
+  indexers?: Indexers<T>;
+  resyncPeriodMs?: number;
+}
+
+/** WATCH_NAMESPACE: '' or unset = all namespaces ([]), 'a' = ['a'], 'a,b' = ['a', 'b'] (blanks dropped, deduplicated). */
+export function parseWatchNamespace(value: string | undefined): string[] {
+  return [...new Set((value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))];
+}
+
+function normalizeScope(resource: ResourceType, namespaces: readonly string[]): string[] {
+  if (!resource.namespaced) return [];
+  return [...new Set(namespaces.filter((n) => n !== ''))].sort();
+}
+
+export class SharedInformerFactory {
+  readonly watchCounter: WatchCounter;
+  private readonly opts: SharedInformerFactoryOptions;
+  private readonly namespaces: readonly string[];
+  private readonly byKey = new Map<string, SharedIndexInformer<KubeObject>>();
+  private readonly runs = new Set<Promise<void>>();
+  private signal: AbortSignal | undefined;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(opts: SharedInformerFactoryOptions) {
+    this.opts = opts;
+    this.namespaces = opts.namespaces ?? [];
+    this.watchCounter = opts.watchCounter ?? new WatchCounter();
+    this.clock = opts.clock ?? realClock;
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  /** The shared informer for a resource type in the factory's (or the given) namespace scope. */
+  informerFor<T extends KubeObject = KubeObject>(resource: ResourceType, opts: InformerForOptions<T> = {}): SharedIndexInformer<T> {
+    const scope = normalizeScope(resource, opts.namespaces ?? this.namespaces);
+    const key = [
+      `${resource.group}/${resource.version}/${resource.kind}`,
+      scope.join(','),
+      opts.labelSelector ?? '',
+      opts.fieldSelector ?? '',
+    ].join('|');
+    const existing = this.byKey.get(key);
+    if (existing) return existing as unknown as SharedIndexInformer<T>;
+
+    const informer = new SharedIndexInformer<T>({
+      resource,
+      client: this.opts.client,
+      namespaces: scope,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      transform: opts.transform,
+      indexers: opts.indexers,
+      resyncPeriodMs: opts.resyncPeriodMs ?? this.opts.defaultResyncPeriodMs,
+      useWatchList: this.opts.useWatchList,
+      reflector: this.opts.reflector,
+      clock: this.clock,
+      logger: this.log,
+      random: this.opts.random,
+      watchCounter: this.watchCounter,
+    });
+    // Informers of different T share one map; callers get back the T they asked for (a cast, as in client-go).
+    this.byKey.set(key, informer as unknown as SharedIndexInformer<KubeObject>);
+    if (this.signal && !this.signal.aborted) this.startOne(informer as unknown as SharedIndexInformer<KubeObject>, this.signal);
+    return informer;
+  }
+
+  /** Starts every informer not yet started, and every informer created later, until `signal` aborts. */
+  start(signal: AbortSignal): void {
+    this.signal = signal;
+    for (const informer of this.byKey.values()) {
+      if (!informer.isStarted()) this.startOne(informer, signal);
+    }
+  }
+
+  /** start(signal), then resolves once the signal aborted and every informer stopped. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.start(signal);
+    if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    while (this.runs.size > 0) await Promise.allSettled([...this.runs]);
+  }
+
+  /** Resolves true once every informer created so far has synced; false on timeout or abort. */
+  waitForCacheSync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    const informers = [...this.byKey.values()];
+    return waitForCacheSync(
+      informers.map((i) => () => i.hasSynced()),
+      { clock: this.clock, ...opts },
+    );
+  }
+
+  /** Sync state per informer, keyed `<resourceId>[ ns=a,b]` (diagnostics, /readyz details). */
+  syncStatus(): Record<string, boolean> {
+    const out: Record<string, boolean> = {};
+    for (const i of this.byKey.values()) {
+      const ns = i.scopes.filter((s) => s !== '');
+      out[`${resourceId(i.resource)}${ns.length ? ` ns=${ns.join(',')}` : ''}`] = i.hasSynced();
+    }
+    return out;
+  }
+
+  /** Every informer created so far. */
+  informers(): SharedIndexInformer<KubeObject>[] {
+    return [...this.byKey.values()];
+  }
+
+  /** Open watch streams of a resource (in one namespace, or summed over namespaces when undefined). */
+  openWatches(resource: ResourceType, namespace?: string): number {
+    return this.watchCounter.count(resource, namespace);
+  }
+
+  private startOne(informer: SharedIndexInformer<KubeObject>, signal: AbortSignal): void {
+    const p = informer.start(signal).catch((err: unknown) => {
+      this.log.error({ err, resource: resourceId(informer.resource) }, 'informer failed');
+    });
+    this.runs.add(p);
+    void p.finally(() => this.runs.delete(p));
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * ProcessorListener: one per handler registration. It owns an unbounded FIFO of notifications and a drain loop
+ * that calls the handler, so the informer's delta processing never waits for a handler and a slow handler (one that
+ * returns a promise that takes long, or a busy one) delays only its own notifications.
+ *
+ * Contract for handlers (ResourceEventHandler): map the event to keys and enqueue them; no I/O, no mutation of the
+ * objects (they are the cache's). A handler may return a promise; the next notification for that handler waits for
+ * it. A handler that throws (or rejects) is logged; the notification is dropped and the listener carries on.
+ *
+ * Sync tracking: an `add` marked isInInitialList counts as pending until the handler returned; the registration is
+ * synced when the informer is synced and no such notification is pending (client-go's per-handler HasSynced).
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Logger } from '../log/logger.ts';
+import type { DeletedFinalStateUnknown } from './object.ts';
+
+export interface ResourceEventHandler<T> {
+  /** A new object in the cache; isInInitialList is true for objects of the initial list (or the replay of the cache to a late handler). */
+  onAdd?(obj: T, isInInitialList: boolean): void | Promise<void>;
+  /** A changed object; on a resync old and new are the same object. */
+  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
+  /** An object gone from the cache: its final state, or a tombstone when the delete was inferred from a relist. */
+  onDelete?(obj: T | DeletedFinalStateUnknown<T>): void | Promise<void>;
+}
+
+export type Notification<T> =
+  | { type: 'add'; obj: T; isInInitialList: boolean }
+  | { type: 'update'; oldObj: T; newObj: T }
+  | { type: 'delete'; obj: T | DeletedFinalStateUnknown<T> };
+
+/** Notifications handled in a row before the drain loop yields to the event loop. */
+const BATCH = 128;
+
+export class ProcessorListener<T> {
+  readonly handler: ResourceEventHandler<T>;
+  /** 0 = no resync for this handler. */
+  readonly resyncPeriodMs: number;
+  /** clock time at which this handler is next due a resync. */
+  nextResyncAt = 0;
+  private buf: Array<Notification<T> | undefined> = [];
+  private head = 0;
+  private pendingInitialCount = 0;
+  private wake: (() => void) | undefined;
+  private running = false;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(handler: ResourceEventHandler<T>, resyncPeriodMs: number, log: Logger) {
+    this.handler = handler;
+    this.resyncPeriodMs = resyncPeriodMs;
+    this.log = log;
+  }
+
+  /** Notifications buffered and not yet handled. */
+  get pending(): number {
+    return this.buf.length - this.head;
+  }
+
+  /** Initial-list adds not yet handled. */
+  get pendingInitial(): number {
+    return this.pendingInitialCount;
+  }
+
+  add(n: Notification<T>): void {
+    if (this.stopped) return;
+    if (n.type === 'add' && n.isInInitialList) this.pendingInitialCount++;
+    this.buf.push(n);
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  /** Drains notifications until stop(). Call once. */
+  async run(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    let handled = 0;
+    while (!this.stopped) {
+      if (this.head >= this.buf.length) {
+        this.buf = [];
+        this.head = 0;
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        continue;
+      }
+      const n = this.buf[this.head] as Notification<T>;
+      this.buf[this.head] = undefined;
+      this.head++;
+      try {
+        const r = this.deliver(n);
+        if (r !== undefined) await r;
+      } catch (err) {
+        this.log.error({ err, notification: n.type }, 'event handler failed');
+      } finally {
+        if (n.type === 'add' && n.isInInitialList) this.pendingInitialCount--;
+      }
+      if (++handled % BATCH === 0) await yieldToEventLoop();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.buf = [];
+    this.head = 0;
+    this.pendingInitialCount = 0;
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private deliver(n: Notification<T>): void | Promise<void> {
+    switch (n.type) {
+      case 'add':
+        return this.handler.onAdd?.(n.obj, n.isInInitialList);
+      case 'update':
+        return this.handler.onUpdate?.(n.oldObj, n.newObj);
+      case 'delete':
+        return this.handler.onDelete?.(n.obj);
+    }
+  }
+}

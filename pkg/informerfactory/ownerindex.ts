@@ -1,0 +1,26 @@
+/**
+ * Ready-made index: objects by the UID of their controller ownerReference (the one with `controller: true`).
+ * Lets a controller find "the Deployments owned by this Foo" from the cache:
+ *
+ *   deployments.addIndexers(controllerOwnerUIDIndex);
+ *   deployments.getIndexer().byIndex(CONTROLLER_OWNER_UID_INDEX, foo.metadata.uid)
+ */
+import type { IndexFunc, Indexers } from './indexer.ts';
+import type { KubeObject, OwnerReference } from './object.ts';
+
+export const CONTROLLER_OWNER_UID_INDEX = 'controllerOwnerUID';
+
+/** The ownerReference marked `controller: true`, if any (metav1.GetControllerOf). */
+export function controllerOf(obj: KubeObject): OwnerReference | undefined {
+  return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
+}
+
+export const controllerOwnerUIDIndexFunc: IndexFunc<KubeObject> = (obj) => {
+  const ref = controllerOf(obj);
+  return ref?.uid ? [ref.uid] : [];
+};
+
+/** `{ controllerOwnerUID: controllerOwnerUIDIndexFunc }`, to pass to addIndexers. */
+export const controllerOwnerUIDIndex: Indexers<KubeObject> = {
+  [CONTROLLER_OWNER_UID_INDEX]: controllerOwnerUIDIndexFunc,
+};

@@ -1,0 +1,266 @@
+/**
+ * Reflector: the thin driver that runs the pure state machine of reflectorstate.ts. It owns the machine's state,
+ * feeds it events (results of LIST/WATCH requests, timer expiries, stop) and executes the actions it returns with a
+ * ListWatcher (HTTP through RestClient) and a Clock.
+ *
+ * Concurrency contract:
+ *  - One request at most is in flight (a LIST page or a WATCH stream), identified by an operation object; results of
+ *    an operation that was cancelled or superseded are dropped before they reach the state machine.
+ *  - Events are processed one at a time (a re-entrant dispatch is queued), on the event loop; `sink` calls happen
+ *    synchronously inside that processing, in stream order. The sink (the informer's DeltaQueue) must not do I/O.
+ *  - Silent-stream detection: an idle timer runs from the start of a watch request; every chunk received (events,
+ *    bookmarks, even blank keep-alive lines) pushes it back. When it expires the machine gets `watchIdle`, which
+ *    aborts the stream and re-watches after a backoff.
+ *  - `run(signal)` resolves after `signal` aborts and the request in flight has settled.
+ */
+import { ApiError } from '../client/rest.ts';
+import { silentLogger, type Logger } from '../log/logger.ts';
+import { realClock, type Clock, type Timer } from '../util/clock.ts';
+import type { ListWatcher } from './listwatch.ts';
+import type { KubeObject } from './object.ts';
+import {
+  defaultReflectorConfig,
+  initialReflectorState,
+  reflectorStep,
+  type ReflectorAction,
+  type ReflectorConfig,
+  type ReflectorEvent,
+  type ReflectorState,
+  type RequestFailure,
+} from './reflectorstate.ts';
+import type { WatchTracker } from './watchcounter.ts';
+import type { WatchEvent } from './watchdecoder.ts';
+
+/** Where a reflector delivers what it learns (the informer's DeltaQueue, through the transform). */
+export interface ReflectorSink {
+  replace(items: KubeObject[], resourceVersion: string): void;
+  add(obj: KubeObject): void;
+  update(obj: KubeObject): void;
+  delete(obj: KubeObject): void;
+}
+
+export interface ReflectorOptions {
+  listWatcher: ListWatcher;
+  sink: ReflectorSink;
+  /** For logs, e.g. `deployments.apps/v1` or `pods/v1 ns=default`. */
+  name?: string;
+  config?: Partial<ReflectorConfig>;
+  /** Abort and re-watch when a watch delivers no byte for this long. Default: the watch's timeoutSeconds + 30 s. */
+  watchIdleTimeoutMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Uniform [0, 1) source for jitter and watch timeouts. */
+  random?: () => number;
+  watchTracker?: WatchTracker;
+}
+
+interface Operation {
+  readonly controller: AbortController;
+  /** clock.now() of the last byte received (or of the request start). */
+  lastDataAt: number;
+  idleTimer: Timer | undefined;
+}
+
+/** Reduces any request error to data for the state machine. */
+export function toRequestFailure(err: unknown): RequestFailure {
+  if (err instanceof ApiError) return { status: err.status, reason: err.reason, message: err.message };
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return { status: 0, reason: err.name, message: `${err.message}${cause}` };
+  }
+  return { status: 0, reason: 'Unknown', message: String(err) };
+}
+
+export class Reflector {
+  private readonly lw: ListWatcher;
+  private readonly sink: ReflectorSink;
+  private readonly name: string;
+  private readonly cfg: ReflectorConfig;
+  private readonly idleTimeoutMs: number | undefined;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly random: () => number;
+  private readonly tracker: WatchTracker | undefined;
+  private state: ReflectorState;
+  private op: Operation | undefined;
+  private retryTimer: Timer | undefined;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly mailbox: ReflectorEvent[] = [];
+  private dispatching = false;
+  private started = false;
+
+  constructor(opts: ReflectorOptions) {
+    this.lw = opts.listWatcher;
+    this.sink = opts.sink;
+    this.name = opts.name ?? 'reflector';
+    this.cfg = { ...defaultReflectorConfig, ...opts.config };
+    this.idleTimeoutMs = opts.watchIdleTimeoutMs;
+    this.clock = opts.clock ?? realClock;
+    this.log = (opts.logger ?? silentLogger).child({ resource: this.name });
+    this.random = opts.random ?? Math.random;
+    this.tracker = opts.watchTracker;
+    this.state = initialReflectorState(this.cfg);
+  }
+
+  /** The last resourceVersion seen from a list, an event or a bookmark ('' before the first list). */
+  lastSyncResourceVersion(): string {
+    return this.state.resourceVersion;
+  }
+
+  /** The machine's current state (read-only; for tests and debugging). */
+  currentState(): Readonly<ReflectorState> {
+    return this.state;
+  }
+
+  /** Lists and watches until `signal` aborts. May be called once. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.started) throw new Error(`${this.name}: reflector already started`);
+    this.started = true;
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      signal.addEventListener(
+        'abort',
+        () => {
+          this.dispatch({ type: 'stop' });
+          resolve();
+        },
+        { once: true },
+      );
+      this.dispatch({ type: 'start' });
+    });
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private dispatch(event: ReflectorEvent): void {
+    this.mailbox.push(event);
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (let ev = this.mailbox.shift(); ev !== undefined; ev = this.mailbox.shift()) {
+        const { state, actions } = reflectorStep(this.state, ev, { now: this.clock.now(), random: this.random() }, this.cfg);
+        this.state = state;
+        for (const a of actions) this.execute(a);
+      }
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  private execute(a: ReflectorAction): void {
+    switch (a.type) {
+      case 'list':
+        this.track(this.runList(this.newOp(), a.continueToken, a.limit));
+        return;
+      case 'watch':
+        this.track(this.runWatch(this.newOp(), a));
+        return;
+      case 'cancelRequest':
+        this.cancelOp();
+        return;
+      case 'scheduleRetry':
+        this.retryTimer?.cancel();
+        this.retryTimer = this.clock.setTimer(a.delayMs, () => {
+          this.retryTimer = undefined;
+          this.dispatch({ type: 'retryTimer' });
+        });
+        return;
+      case 'cancelTimer':
+        this.retryTimer?.cancel();
+        this.retryTimer = undefined;
+        return;
+      case 'replace':
+        this.log.debug({ items: a.items.length, resourceVersion: a.resourceVersion }, 'replace from list');
+        this.sink.replace(a.items, a.resourceVersion);
+        return;
+      case 'delta':
+        if (a.delta === 'Added') this.sink.add(a.object);
+        else if (a.delta === 'Updated') this.sink.update(a.object);
+        else this.sink.delete(a.object);
+        return;
+      case 'log':
+        this.log[a.level](a.message);
+        return;
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  private newOp(): Operation {
+    this.cancelOp();
+    const op: Operation = { controller: new AbortController(), lastDataAt: this.clock.now(), idleTimer: undefined };
+    this.op = op;
+    return op;
+  }
+
+  private cancelOp(): void {
+    const op = this.op;
+    if (!op) return;
+    this.op = undefined;
+    op.idleTimer?.cancel();
+    op.controller.abort(new Error('request cancelled by the reflector'));
+  }
+
+  /** Marks the operation finished (if still current) and feeds its final event. */
+  private finish(op: Operation, event: ReflectorEvent): void {
+    if (this.op !== op) return;
+    this.op = undefined;
+    op.idleTimer?.cancel();
+    this.dispatch(event);
+  }
+
+  private async runList(op: Operation, continueToken: string | undefined, limit: number): Promise<void> {
+    try {
+      const page = await this.lw.list({ continueToken, limit, signal: op.controller.signal });
+      this.finish(op, { type: 'listPage', items: page.items, continueToken: page.continueToken, resourceVersion: page.resourceVersion });
+    } catch (err) {
+      this.finish(op, { type: 'listError', failure: toRequestFailure(err) });
+    }
+  }
+
+  private armIdle(op: Operation, timeoutMs: number): void {
+    const due = op.lastDataAt + timeoutMs - this.clock.now();
+    op.idleTimer = this.clock.setTimer(due, () => {
+      op.idleTimer = undefined;
+      if (this.op !== op) return;
+      if (this.clock.now() - op.lastDataAt >= timeoutMs) this.dispatch({ type: 'watchIdle' });
+      else this.armIdle(op, timeoutMs);
+    });
+  }
+
+  private async runWatch(op: Operation, a: Extract<ReflectorAction, { type: 'watch' }>): Promise<void> {
+    this.armIdle(op, this.idleTimeoutMs ?? (a.timeoutSeconds + 30) * 1000);
+    let stream: AsyncIterable<WatchEvent<KubeObject>>;
+    try {
+      stream = await this.lw.watch({
+        resourceVersion: a.resourceVersion,
+        timeoutSeconds: a.timeoutSeconds,
+        sendInitialEvents: a.sendInitialEvents,
+        signal: op.controller.signal,
+        onData: () => {
+          op.lastDataAt = this.clock.now();
+        },
+      });
+    } catch (err) {
+      this.finish(op, { type: 'watchError', failure: toRequestFailure(err) });
+      return;
+    }
+    op.lastDataAt = this.clock.now();
+    this.tracker?.opened();
+    try {
+      for await (const event of stream) {
+        if (this.op !== op) break;
+        this.dispatch({ type: 'watchEvent', event });
+        if (this.op !== op) break;
+      }
+      this.finish(op, { type: 'watchEnded' });
+    } catch (err) {
+      this.finish(op, { type: 'watchError', failure: toRequestFailure(err) });
+    } finally {
+      this.tracker?.closed();
+      op.controller.abort(new Error('watch finished'));
+    }
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * SharedIndexInformer: one cache of one resource type (in one namespace scope) shared by every controller that
+ * needs it, with any number of event handlers.
+ *
+ *   Reflector(s) ──transform──▶ DeltaQueue ──pop──▶ processDeltas ─┬─▶ Indexer (cache + indexes) ◀── Lister
+ *                                                                   └─▶ ProcessorListener per handler ──▶ handler
+ *
+ * Scope: `namespaces` empty/undefined = all namespaces with one reflector; N namespaces = N reflectors (one
+ * list+watch each) feeding the same DeltaQueue and Indexer. Each reflector's relist replaces only its own
+ * namespace's keys (DeltaQueue scoped replace), and the informer is synced once every namespace delivered its
+ * first list and the queue drained it. Cluster-scoped resources always use one cluster-wide reflector.
+ *
+ * Concurrency contract (one event loop, one owner per structure):
+ *  - Reflectors write only to the DeltaQueue. The processing loop (`start`) is the only writer of the Indexer; it
+ *    pops one key at a time and applies all of its deltas synchronously, so readers never see a partial update.
+ *  - Handlers run in their listener's own loop (see listener.ts): they may map objects to keys and enqueue them,
+ *    nothing else — no I/O, no mutation of the objects passed (they are the cached ones).
+ *  - Controllers read through `lister()` / `getIndexer()`; indexes may be added at any time.
+ *
+ * Semantics (client-go): handlers added after start are replayed the cache as adds (isInInitialList = true); each
+ * registration has its own hasSynced(); a Replaced delta whose resourceVersion did not change is treated as a resync
+ * and only reaches handlers whose resync is due; resync (Sync deltas → onUpdate(obj, obj)) at each handler's period.
+ */
+import type { RestClient } from '../client/rest.ts';
+import { silentLogger, type Logger } from '../log/logger.ts';
+import { realClock, type Clock, type Timer } from '../util/clock.ts';
+import { DeltaQueue, type Delta } from './deltaqueue.ts';
+import { Indexer, type IndexerReader, type Indexers } from './indexer.ts';
+import { Lister } from './lister.ts';
+import { ProcessorListener, type Notification, type ResourceEventHandler } from './listener.ts';
+import { RestListWatcher, type ListWatcher } from './listwatch.ts';
+import {
+  deletionHandlingKey,
+  resourceVersionOf,
+  stripManagedFields,
+  type KubeObject,
+} from './object.ts';
+import { Reflector, type ReflectorSink } from './reflector.ts';
+import type { ReflectorConfig } from './reflectorstate.ts';
+import { resourceId, type ResourceType } from './resource.ts';
+import { waitForCacheSync, type WaitForSyncOptions } from './waitforsync.ts';
+import { globalWatchCounter, type WatchCounter } from './watchcounter.ts';
+
+export interface ReflectorTuning {
+  config?: Partial<ReflectorConfig>;
+  /** See ReflectorOptions.watchIdleTimeoutMs. */
+  watchIdleTimeoutMs?: number;
+}
+
+export interface SharedIndexInformerOptions<T extends KubeObject> {
+  resource: ResourceType;
+  /** Needed unless `listWatcherFor` is given. */
+  client?: RestClient;
+  /** Namespaces to list and watch; undefined or [] = all. Ignored for cluster-scoped resources. */
+  namespaces?: readonly string[];
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Default resync period of handlers registered without one (ms; 0 = never). */
+  resyncPeriodMs?: number;
+  /** Applied to every object before it is queued and cached. Default: stripManagedFields. */
+  transform?: (obj: KubeObject) => T;
+  indexers?: Indexers<T>;
+  /** Use a streaming list (sendInitialEvents) when the server supports it. */
+  useWatchList?: boolean;
+  reflector?: ReflectorTuning;
+  clock?: Clock;
+  logger?: Logger;
+  random?: () => number;
+  watchCounter?: WatchCounter;
+  /** Overrides how each namespace ('' = all) is listed and watched (default: RestListWatcher with `client`). */
+  listWatcherFor?: (namespace: string) => ListWatcher;
+}
+
+export interface HandlerRegistration {
+  /** True once the informer synced and this handler has processed every object of the initial list. */
+  hasSynced(): boolean;
+  /** Unregisters the handler (pending notifications are dropped). */
+  remove(): void;
+}
+
+export interface AddEventHandlerOptions {
+  /** Resync period for this handler in ms (0 = never). Default: the informer's resyncPeriodMs. */
+  resyncPeriodMs?: number;
+}
+
+export class SharedIndexInformer<T extends KubeObject = KubeObject> {
+  readonly resource: ResourceType;
+  /** The namespaces listed ([''] = all namespaces or cluster-scoped). */
+  readonly scopes: readonly string[];
+  private readonly indexer: Indexer<T>;
+  private readonly queue: DeltaQueue<T>;
+  private readonly reflectors: Reflector[];
+  private readonly listers: Lister<T>;
+  private readonly transform: (obj: KubeObject) => T;
+  private readonly defaultResyncMs: number;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly listeners = new Set<ProcessorListener<T>>();
+  private syncing = new Set<ProcessorListener<T>>();
+  private resyncTimer: Timer | undefined;
+  private started = false;
+  private stopped = false;
+
+  constructor(opts: SharedIndexInformerOptions<T>) {
+    this.resource = opts.resource;
+    const nsList = opts.resource.namespaced ? [...new Set((opts.namespaces ?? []).filter((n) => n !== ''))] : [];
+    this.scopes = nsList.length > 0 ? nsList : [''];
+    this.clock = opts.clock ?? realClock;
+    const name = resourceId(opts.resource);
+    this.log = (opts.logger ?? silentLogger).child({ informer: name });
+    this.transform = opts.transform ?? ((o: KubeObject) => stripManagedFields(o) as T);
+    this.defaultResyncMs = opts.resyncPeriodMs ?? 0;
+    this.indexer = new Indexer<T>({
+      indexers: opts.indexers,
+      onIndexError: (index, key, err) => this.log.error({ err, index, key }, 'index function failed'),
+    });
+    this.queue = new DeltaQueue<T>({ knownObjects: this.indexer, scopes: this.scopes });
+    this.listers = new Lister(this.indexer);
+    const counter = opts.watchCounter ?? globalWatchCounter;
+    const listWatcherFor =
+      opts.listWatcherFor ??
+      ((ns: string): ListWatcher => {
+        if (!opts.client) throw new Error(`informer ${name}: a client (or listWatcherFor) is required`);
+        return new RestListWatcher({
+          client: opts.client,
+          resource: opts.resource,
+          namespace: ns,
+          labelSelector: opts.labelSelector,
+          fieldSelector: opts.fieldSelector,
+        });
+      });
+    this.reflectors = this.scopes.map(
+      (ns) =>
+        new Reflector({
+          name: ns ? `${name} ns=${ns}` : name,
+          listWatcher: listWatcherFor(ns),
+          sink: this.sinkFor(ns),
+          config: { useWatchList: opts.useWatchList ?? false, ...opts.reflector?.config },
+          watchIdleTimeoutMs: opts.reflector?.watchIdleTimeoutMs,
+          clock: this.clock,
+          logger: opts.logger,
+          random: opts.random,
+          watchTracker: counter.tracker(opts.resource, ns),
+        }),
+    );
+  }
+
+  /** Registers a handler. After start, the cache is replayed to it as adds. Throws once the informer stopped. */
+  addEventHandler(handler: ResourceEventHandler<T>, opts: AddEventHandlerOptions = {}): HandlerRegistration {
+    if (this.stopped) throw new Error(`informer ${resourceId(this.resource)} has stopped; handler not added`);
+    const period = opts.resyncPeriodMs ?? this.defaultResyncMs;
+    const listener = new ProcessorListener<T>(handler, period, this.log);
+    listener.nextResyncAt = this.clock.now() + period;
+    this.listeners.add(listener);
+    if (this.started) {
+      for (const obj of this.indexer.list()) listener.add({ type: 'add', obj, isInInitialList: true });
+      void listener.run();
+      this.armResync();
+    }
+    const registration: HandlerRegistration = {
+      hasSynced: () => this.listeners.has(listener) && this.hasSynced() && listener.pendingInitial === 0,
+      remove: () => {
+        if (this.listeners.delete(listener)) listener.stop();
+        this.syncing.delete(listener);
+      },
+    };
+    return registration;
+  }
+
+  /** Adds indexes; existing items are indexed at once. */
+  addIndexers(indexers: Indexers<T>): void {
+    this.indexer.addIndexers(indexers);
+  }
+
+  /** Read access to the cache and its indexes. */
+  getIndexer(): IndexerReader<T> {
+    return this.indexer;
+  }
+
+  lister(): Lister<T> {
+    return this.listers;
+  }
+
+  /** True once the initial list of every namespace has been delivered into the cache. */
+  hasSynced(): boolean {
+    return this.queue.hasSynced();
+  }
+
+  /** Resolves true once synced (false on timeout/abort). */
+  waitForSync(opts: WaitForSyncOptions = {}): Promise<boolean> {
+    return waitForCacheSync([() => this.hasSynced()], { clock: this.clock, ...opts });
+  }
+
+  /**
+   * The resourceVersion the cache reflects ('' before the first list). With several namespaces, the highest of
+   * their versions (resourceVersions come from one etcd, so they compare as integers in practice).
+   */
+  lastSyncResourceVersion(): string {
+    const rvs = this.reflectors.map((r) => r.lastSyncResourceVersion()).filter((rv) => rv !== '');
+    if (rvs.length <= 1) return rvs[0] ?? '';
+    if (!rvs.every((rv) => /^\d+$/.test(rv))) return rvs[rvs.length - 1] as string;
+    return rvs.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a));
+  }
+
+  isStarted(): boolean {
+    return this.started;
+  }
+
+  isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Lists, watches and dispatches until `signal` aborts; resolves once everything stopped. May be called once. */
+  async start(signal: AbortSignal): Promise<void> {
+    if (this.started) throw new Error(`informer ${resourceId(this.resource)} already started`);
+    this.started = true;
+    this.log.info({ namespaces: this.scopes }, 'starting informer');
+    for (const l of this.listeners) void l.run();
+    this.armResync();
+    const runs = this.reflectors.map((r) => r.run(signal));
+    const loop = (async (): Promise<void> => {
+      while (await this.queue.pop((deltas, initial) => this.processDeltas(deltas, initial), signal)) {
+        // one key per iteration; pop resolves false once aborted
+      }
+    })();
+    await Promise.all([...runs, loop]);
+    this.stopped = true;
+    this.resyncTimer?.cancel();
+    this.queue.close();
+    for (const l of this.listeners) l.stop();
+    this.log.info('informer stopped');
+  }
+
+  private sinkFor(scope: string): ReflectorSink {
+    const tf = (obj: KubeObject): T => {
+      try {
+        return this.transform(obj);
+      } catch (err) {
+        this.log.error({ err }, 'transform failed; caching the object untransformed');
+        return obj as T;
+      }
+    };
+    return {
+      replace: (items, rv) => {
+        const out: T[] = new Array<T>(items.length);
+        for (let i = 0; i < items.length; i++) out[i] = tf(items[i] as KubeObject);
+        this.queue.replace(out, rv, scope);
+      },
+      add: (obj) => this.queue.add(tf(obj)),
+      update: (obj) => this.queue.update(tf(obj)),
+      delete: (obj) => this.queue.delete(tf(obj)),
+    };
+  }
+
+  private processDeltas(deltas: readonly Delta<T>[], isInInitialList: boolean): void {
+    for (const d of deltas) {
+      try {
+        if (d.type === 'Deleted') {
+          this.indexer.deleteByKey(deletionHandlingKey(d.object));
+          this.distribute({ type: 'delete', obj: d.object }, false);
+          continue;
+        }
+        const obj = d.object as T;
+        const old = this.indexer.get(obj);
+        if (old !== undefined) {
+          this.indexer.update(obj);
+          const rv = resourceVersionOf(obj);
+          const isSync = d.type === 'Sync' || (d.type === 'Replaced' && rv !== '' && resourceVersionOf(old) === rv);
+          this.distribute({ type: 'update', oldObj: old, newObj: obj }, isSync);
+        } else {
+          this.indexer.add(obj);
+          this.distribute({ type: 'add', obj, isInInitialList }, false);
+        }
+      } catch (err) {
+        this.log.error({ err, delta: d.type }, 'cannot apply delta');
+      }
+    }
+  }
+
+  private distribute(n: Notification<T>, isSync: boolean): void {
+    for (const l of isSync ? this.syncing : this.listeners) l.add(n);
+  }
+
+  /** Arms one timer for the earliest handler resync due. */
+  private armResync(): void {
+    this.resyncTimer?.cancel();
+    this.resyncTimer = undefined;
+    if (!this.started || this.stopped) return;
+    let next = Infinity;
+    for (const l of this.listeners) if (l.resyncPeriodMs > 0) next = Math.min(next, l.nextResyncAt);
+    if (next === Infinity) return;
+    this.resyncTimer = this.clock.setTimer(next - this.clock.now(), () => {
+      this.resyncTimer = undefined;
+      const now = this.clock.now();
+      const due = new Set<ProcessorListener<T>>();
+      for (const l of this.listeners) {
+        if (l.resyncPeriodMs > 0 && now >= l.nextResyncAt) {
+          due.add(l);
+          l.nextResyncAt = now + l.resyncPeriodMs;
+        }
+      }
+      this.syncing = due;
+      if (due.size > 0) this.queue.resync();
+      this.armResync();
+    });
+  }
+}
