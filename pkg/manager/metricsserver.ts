@@ -1,0 +1,317 @@
+/**
+ * The /metrics endpoint (--metrics-bind-address, --metrics-secure, --metrics-cert-dir).
+ *
+ *  - Serves a prom-client Registry (default `globalRegistry`), to which Node process metrics are added once per
+ *    registry (`registerProcessMetrics`).
+ *  - Insecure mode: plain HTTP, no authentication (bind to localhost or protect with a NetworkPolicy).
+ *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, or a self-signed pair generated with the system
+ *    `openssl` CLI into a private temp dir; every scrape must carry `Authorization: Bearer <token>`, which is
+ *    authenticated with a TokenReview (401 when missing or not authenticated) and authorized with a
+ *    SubjectAccessReview for the non-resource URL (403 when not allowed) — as controller-runtime's
+ *    WithAuthenticationAndAuthorization filter. Review results (positive and negative) are cached for `ttlMs`
+ *    (default 10 s) in bounded LRU caches; API errors are not cached and answer 500.
+ *
+ * Tokens never appear in logs or cache keys (keys hold a SHA-256 digest).
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { LRUCache } from 'lru-cache';
+import { collectDefaultMetrics, type Registry } from 'prom-client';
+import type { RestClient } from '../client/rest.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { globalRegistry } from '../metrics/registry.ts';
+import { type Clock, realClock } from '../util/clock.ts';
+import { HttpServerRunnable } from './httpserver.ts';
+
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+export interface AuthorizationAttributes {
+  /** Non-resource URL path, e.g. "/metrics". */
+  path: string;
+  /** Lower-case HTTP verb, e.g. "get". */
+  verb: string;
+}
+
+export interface AuthorizationDecision {
+  allowed: boolean;
+  reason?: string;
+}
+
+/** Authentication and authorization of scrapers (the API server's reviews, or a fake in tests). */
+export interface AccessReviewer {
+  /** The user of a bearer token, or undefined when the token is not authenticated. Rejects on API errors. */
+  authenticate(token: string, signal?: AbortSignal): Promise<UserInfo | undefined>;
+  /** Whether `user` may perform `attrs`. Rejects on API errors. */
+  authorize(user: UserInfo, attrs: AuthorizationAttributes, signal?: AbortSignal): Promise<AuthorizationDecision>;
+}
+
+interface TokenReviewStatus {
+  authenticated?: boolean;
+  user?: UserInfo;
+  error?: string;
+}
+
+interface SubjectAccessReviewStatus {
+  allowed?: boolean;
+  denied?: boolean;
+  reason?: string;
+  evaluationError?: string;
+}
+
+/** AccessReviewer over authentication.k8s.io/v1 TokenReview and authorization.k8s.io/v1 SubjectAccessReview. */
+export class KubeAccessReviewer implements AccessReviewer {
+  private readonly rest: Pick<RestClient, 'json'>;
+
+  constructor(rest: Pick<RestClient, 'json'>) {
+    this.rest = rest;
+  }
+
+  async authenticate(token: string, signal?: AbortSignal): Promise<UserInfo | undefined> {
+    const review = await this.rest.json<{ status?: TokenReviewStatus }>('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
+      signal,
+    });
+    const status = review.status ?? {};
+    if (!status.authenticated || !status.user?.username) return undefined;
+    return status.user;
+  }
+
+  async authorize(user: UserInfo, attrs: AuthorizationAttributes, signal?: AbortSignal): Promise<AuthorizationDecision> {
+    const review = await this.rest.json<{ status?: SubjectAccessReviewStatus }>(
+      'POST',
+      '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      {
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: user.username,
+            uid: user.uid,
+            groups: user.groups,
+            extra: user.extra,
+            nonResourceAttributes: { path: attrs.path, verb: attrs.verb },
+          },
+        },
+        signal,
+      },
+    );
+    const status = review.status ?? {};
+    return { allowed: status.allowed === true && status.denied !== true, reason: status.reason ?? status.evaluationError };
+  }
+}
+
+export interface AuthResult {
+  status: 200 | 401 | 403 | 500;
+  message: string;
+  user?: string;
+}
+
+export interface AuthFilterOptions {
+  reviewer: AccessReviewer;
+  /** How long review answers are reused (default 10 s). */
+  ttlMs?: number;
+  /** Entries per cache (default 1024). */
+  max?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/**
+ * Bearer-token authentication + authorization with short-lived, bounded caches.
+ * Concurrency: safe for concurrent requests; two simultaneous first requests for one token may both call the API.
+ */
+export class AuthFilter {
+  private readonly reviewer: AccessReviewer;
+  private readonly authn: LRUCache<string, { user: UserInfo | false }>;
+  private readonly authz: LRUCache<string, AuthorizationDecision>;
+  private readonly log: Logger;
+
+  constructor(opts: AuthFilterOptions) {
+    this.reviewer = opts.reviewer;
+    const clock = opts.clock ?? realClock;
+    // ttlResolution 0: read the (possibly fake) clock on every lookup instead of caching "now" with a real timer.
+    const common = { max: opts.max ?? 1024, ttl: opts.ttlMs ?? 10_000, ttlResolution: 0, perf: clock };
+    this.authn = new LRUCache(common);
+    this.authz = new LRUCache(common);
+    this.log = (opts.logger ?? silentLogger).child({ component: 'metrics-auth' });
+  }
+
+  /** Decides one request from its Authorization header, path and (any-case) method. */
+  async check(authorization: string | undefined, path: string, method: string, signal?: AbortSignal): Promise<AuthResult> {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    const token = m?.[1];
+    if (!token) return { status: 401, message: 'Unauthorized: a bearer token is required' };
+    const tokenKey = createHash('sha256').update(token).digest('hex');
+    let user: UserInfo | false;
+    const cachedUser = this.authn.get(tokenKey);
+    if (cachedUser) {
+      user = cachedUser.user;
+    } else {
+      try {
+        user = (await this.reviewer.authenticate(token, signal)) ?? false;
+      } catch (err) {
+        this.log.error({ err }, 'TokenReview failed');
+        return { status: 500, message: 'Internal Server Error: authentication failed' };
+      }
+      this.authn.set(tokenKey, { user });
+    }
+    if (!user) return { status: 401, message: 'Unauthorized' };
+
+    const attrs: AuthorizationAttributes = { path, verb: method.toLowerCase() };
+    const authzKey = JSON.stringify([user.username, user.uid ?? '', [...(user.groups ?? [])].sort(), sortedExtra(user.extra), attrs.path, attrs.verb]);
+    let decision = this.authz.get(authzKey);
+    if (!decision) {
+      try {
+        decision = await this.reviewer.authorize(user, attrs, signal);
+      } catch (err) {
+        this.log.error({ err, user: user.username }, 'SubjectAccessReview failed');
+        return { status: 500, message: 'Internal Server Error: authorization failed' };
+      }
+      this.authz.set(authzKey, decision);
+    }
+    if (!decision.allowed) {
+      this.log.debug({ user: user.username, path, reason: decision.reason }, 'metrics scrape forbidden');
+      return { status: 403, message: `Forbidden: user "${user.username}" cannot ${attrs.verb} path "${attrs.path}"`, user: user.username };
+    }
+    return { status: 200, message: 'ok', user: user.username };
+  }
+
+  /** Express middleware: passes allowed requests on, answers 401/403/500 otherwise. */
+  middleware(): (req: Request, res: Response, next: NextFunction) => Promise<void> {
+    return async (req, res, next) => {
+      const result = await this.check(req.get('authorization'), req.path, req.method);
+      if (result.status === 200) {
+        next();
+        return;
+      }
+      if (result.status === 401) res.set('www-authenticate', 'Bearer');
+      res.status(result.status).type('text/plain').send(result.message + '\n');
+    };
+  }
+}
+
+function sortedExtra(extra: Record<string, string[]> | undefined): [string, string[]][] {
+  return Object.entries(extra ?? {})
+    .map(([k, v]): [string, string[]] => [k, [...v].sort()])
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+const withProcessMetrics = new WeakSet<Registry>();
+
+/** Adds prom-client's Node process metrics (process_*, nodejs_*) to `registry`, at most once per registry. */
+export function registerProcessMetrics(registry: Registry): void {
+  if (withProcessMetrics.has(registry) || registry.getSingleMetric('process_cpu_user_seconds_total')) return;
+  withProcessMetrics.add(registry);
+  collectDefaultMetrics({ register: registry });
+}
+
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
+}
+
+/** Reads tls.crt and tls.key from a directory (e.g. a mounted Secret). */
+export async function loadCertificate(certDir: string): Promise<TlsFiles> {
+  const [cert, key] = await Promise.all([readFile(join(certDir, 'tls.crt')), readFile(join(certDir, 'tls.key'))]);
+  return { cert, key };
+}
+
+/**
+ * Generates a self-signed P-256 certificate for localhost with the system `openssl` in a new private temp dir, reads
+ * it and removes the dir again (the key then lives only in memory).
+ */
+export async function selfSignedCertificate(commonName = 'ts-controller-manager-metrics'): Promise<TlsFiles> {
+  const dir = await mkdtemp(join(tmpdir(), 'ts-controller-manager-metrics-'));
+  const keyPath = join(dir, 'tls.key');
+  const certPath = join(dir, 'tls.crt');
+  try {
+    await promisify(execFile)(
+      'openssl',
+      [
+        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+        '-keyout', keyPath, '-out', certPath, '-days', '365',
+        '-subj', `/CN=${commonName}`, '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
+      { timeout: 30_000 },
+    );
+    return await loadCertificate(dir);
+  } catch (err) {
+    throw new Error(
+      `generating a self-signed metrics certificate with openssl failed (install openssl or pass --metrics-cert-dir): ${(err as Error).message}`,
+      { cause: err },
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export interface MetricsServerOptions {
+  /** "host:port", ":port", or "0" (disabled: newMetricsServer returns undefined). */
+  bindAddress: string;
+  registry?: Registry;
+  /** Default true: add Node process metrics to the registry. */
+  processMetrics?: boolean;
+  secure?: boolean;
+  /** Directory with tls.crt/tls.key (secure mode); a self-signed pair is generated when absent. */
+  certDir?: string;
+  /** Required in secure mode (unless `authFilter` is given). */
+  reviewer?: AccessReviewer;
+  authFilter?: AuthFilter;
+  logger?: Logger;
+  shutdownTimeoutMs?: number;
+}
+
+/** Builds the metrics server Runnable, or undefined when disabled ("0"). */
+export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable | undefined {
+  if (opts.bindAddress === '0') return undefined;
+  const registry = opts.registry ?? globalRegistry;
+  if (opts.processMetrics ?? true) registerProcessMetrics(registry);
+  const log = (opts.logger ?? silentLogger).child({ component: 'metrics-server' });
+
+  const app = express();
+  app.disable('x-powered-by');
+  const handlers: ((req: Request, res: Response, next: NextFunction) => Promise<void>)[] = [];
+  if (opts.secure) {
+    const filter = opts.authFilter ?? (opts.reviewer ? new AuthFilter({ reviewer: opts.reviewer, logger: opts.logger }) : undefined);
+    if (!filter) throw new Error('metrics server: secure mode needs an AccessReviewer');
+    handlers.push(filter.middleware());
+  }
+  app.get('/metrics', ...handlers, async (_req: Request, res: Response) => {
+    try {
+      const body = await registry.metrics();
+      res.status(200).type(registry.contentType).send(body);
+    } catch (err) {
+      log.error({ err }, 'collecting metrics failed');
+      res.status(500).type('text/plain').send('error collecting metrics\n');
+    }
+  });
+
+  let tls: (() => Promise<TlsFiles>) | undefined;
+  if (opts.secure) {
+    const certDir = opts.certDir;
+    tls = async () => {
+      if (certDir) return loadCertificate(certDir);
+      const generated = await selfSignedCertificate();
+      log.info('generated a self-signed certificate for the metrics server');
+      return generated;
+    };
+  }
+  return new HttpServerRunnable({
+    name: 'metrics-server',
+    bindAddress: opts.bindAddress,
+    handler: app,
+    tls,
+    logger: opts.logger,
+    shutdownTimeoutMs: opts.shutdownTimeoutMs,
+  });
+}
