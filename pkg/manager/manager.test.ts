@@ -1,0 +1,290 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { FakeClock } from '../util/clock.ts';
+import type { ElectionResult, LeaderCallbacks, LeaderElection } from './leaderelection.ts';
+import { Manager, installSignalHandlers, type ManagerOptions } from './manager.ts';
+import type { Runnable } from './runnable.ts';
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Unit-test fake runnable: logs start/abort/stop; stops on abort at once, or only when `finish()` is called. */
+class FakeRunnable implements Runnable {
+  readonly name: string;
+  readonly needLeaderElection: boolean;
+  private readonly log: string[];
+  private readonly manualStop: boolean;
+  started = false;
+  private resolve: () => void = () => {};
+  private reject: (err: Error) => void = () => {};
+
+  constructor(log: string[], name: string, needLeaderElection: boolean, opts: { manualStop?: boolean } = {}) {
+    this.log = log;
+    this.name = name;
+    this.needLeaderElection = needLeaderElection;
+    this.manualStop = opts.manualStop ?? false;
+  }
+
+  start(signal: AbortSignal): Promise<void> {
+    this.started = true;
+    this.log.push(`start:${this.name}`);
+    return new Promise((resolve, reject) => {
+      this.resolve = () => {
+        this.log.push(`stop:${this.name}`);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.log.push(`abort:${this.name}`);
+        if (!this.manualStop) this.resolve();
+      };
+      this.reject = (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Completes a manual stop (in-flight work finished). */
+  finish(): void {
+    this.resolve();
+  }
+
+  fail(err: Error): void {
+    this.reject(err);
+  }
+}
+
+/** Unit-test fake of LeaderElection: the test decides when we lead or lose; abort while leading logs a release. */
+class FakeElection implements LeaderElection {
+  readonly name = 'lock';
+  private readonly log: string[];
+  private leading = false;
+  private callbacks: LeaderCallbacks = {};
+  private settle: (r: ElectionResult) => void = () => {};
+
+  constructor(log: string[]) {
+    this.log = log;
+  }
+
+  run(signal: AbortSignal, callbacks: LeaderCallbacks = {}): Promise<ElectionResult> {
+    this.callbacks = callbacks;
+    this.log.push('campaign');
+    return new Promise((resolve) => {
+      this.settle = resolve;
+      signal.addEventListener('abort', () => {
+        if (this.leading) this.log.push('release');
+        this.leading = false;
+        resolve('stopped');
+      }, { once: true });
+    });
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  lead(): void {
+    this.leading = true;
+    this.callbacks.onStartedLeading?.();
+  }
+
+  lose(): void {
+    this.leading = false;
+    this.log.push('lost');
+    this.settle('lost');
+  }
+}
+
+function deferred(): { promise: Promise<boolean>; resolve: (v: boolean) => void } {
+  let resolve!: (v: boolean) => void;
+  const promise = new Promise<boolean>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+function setup(opts: Partial<ManagerOptions> & { manualStopController?: boolean } = {}) {
+  const log: string[] = [];
+  const clock = new FakeClock();
+  const election = new FakeElection(log);
+  const sync = deferred();
+  const mgr = new Manager({
+    leaderElection: election,
+    waitForCacheSync: () => {
+      log.push('wait-sync');
+      return sync.promise;
+    },
+    gracefulShutdownTimeoutMs: 30_000,
+    clock,
+    ...opts,
+  });
+  const informer = new FakeRunnable(log, 'informer', false);
+  const server = new FakeRunnable(log, 'server', false);
+  const controller = new FakeRunnable(log, 'controller', true, { manualStop: opts.manualStopController });
+  mgr.add(informer);
+  mgr.add(controller);
+  mgr.add(server);
+  const ac = new AbortController();
+  let exitCode: number | undefined;
+  const done = mgr.start(ac.signal).then((c) => (exitCode = c));
+  return { log, clock, election, sync, mgr, informer, server, controller, ac, done, code: () => exitCode };
+}
+
+test('controllers start only after leading AND cache sync; others start at once', async () => {
+  const t = setup();
+  await settle();
+  assert.deepEqual(t.log, ['start:informer', 'start:server', 'campaign', 'wait-sync']);
+  t.election.lead();
+  await settle();
+  assert.equal(t.controller.started, false, 'leading but caches not synced');
+  t.sync.resolve(true);
+  await settle();
+  assert.equal(t.controller.started, true);
+  assert.equal(t.mgr.controllersStarted(), true);
+  t.ac.abort();
+  assert.equal(await t.done, 0);
+});
+
+test('cache sync first, then leadership', async () => {
+  const t = setup();
+  t.sync.resolve(true);
+  await settle();
+  assert.equal(t.controller.started, false, 'synced but not leading');
+  t.election.lead();
+  await settle();
+  assert.equal(t.controller.started, true);
+  t.ac.abort();
+  await t.done;
+});
+
+test('without leader election controllers start right after cache sync', async () => {
+  const t = setup({ leaderElection: undefined });
+  await settle();
+  assert.equal(t.controller.started, false);
+  t.sync.resolve(true);
+  await settle();
+  assert.equal(t.controller.started, true);
+  assert.ok(!t.log.includes('campaign'));
+  t.ac.abort();
+  assert.equal(await t.done, 0);
+});
+
+test('graceful shutdown order: controllers drain, then the lease is released, then the rest stop', async () => {
+  const t = setup({ manualStopController: true });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.ac.abort();
+  await settle();
+  assert.deepEqual(t.log, ['abort:controller'], 'waits for in-flight reconciles before anything else');
+  t.controller.finish();
+  await settle();
+  assert.deepEqual(t.log, ['abort:controller', 'stop:controller', 'release', 'abort:informer', 'stop:informer', 'abort:server', 'stop:server']);
+  assert.equal(t.code(), 0);
+});
+
+test('graceful shutdown timeout: stuck controllers are reported, shutdown continues, exit code 1', async () => {
+  const t = setup({ manualStopController: true, gracefulShutdownTimeoutMs: 5_000 });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.ac.abort();
+  await settle();
+  t.clock.step(4_999);
+  await settle();
+  assert.ok(!t.log.includes('release'));
+  t.clock.step(1);
+  await settle();
+  assert.ok(t.log.includes('release'));
+  assert.ok(t.log.includes('stop:server'));
+  assert.equal(t.code(), 1);
+});
+
+test('losing the lease stops controllers at once and exits non-zero without releasing', async () => {
+  const t = setup({ manualStopController: true });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.election.lose();
+  await settle();
+  assert.equal(t.code(), 1, 'resolves without waiting for in-flight work');
+  assert.ok(t.log.includes('abort:controller'));
+  assert.ok(!t.log.includes('release'));
+  assert.ok(t.log.includes('abort:informer'));
+});
+
+test('a failing runnable triggers an ordered shutdown with exit code 1', async () => {
+  const t = setup();
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.informer.fail(new Error('watch broke for good'));
+  await settle();
+  assert.deepEqual(t.log, ['abort:controller', 'stop:controller', 'release', 'abort:server', 'stop:server']);
+  assert.equal(t.code(), 1);
+});
+
+test('cache sync giving up is fatal; controllers never start', async () => {
+  const t = setup();
+  t.election.lead();
+  t.sync.resolve(false);
+  await settle();
+  assert.equal(t.controller.started, false);
+  assert.equal(t.code(), 1);
+  assert.ok(t.log.includes('release'));
+});
+
+test('signal before leadership: controllers never start, exit 0', async () => {
+  const t = setup();
+  await settle();
+  t.ac.abort();
+  await settle();
+  assert.equal(t.code(), 0);
+  assert.equal(t.controller.started, false);
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  assert.equal(t.controller.started, false);
+});
+
+test('runnables added after start join their group; duplicates and late adds are rejected', async () => {
+  const t = setup();
+  await settle();
+  const late = new FakeRunnable(t.log, 'late-controller', true);
+  const lateInformer = new FakeRunnable(t.log, 'late-informer', false);
+  t.mgr.add(late);
+  t.mgr.add(lateInformer);
+  await settle();
+  assert.equal(lateInformer.started, true);
+  assert.equal(late.started, false);
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  assert.equal(late.started, true);
+  const after = new FakeRunnable(t.log, 'after-gate', true);
+  t.mgr.add(after);
+  await settle();
+  assert.equal(after.started, true);
+  assert.throws(() => t.mgr.add(new FakeRunnable(t.log, 'informer', false)), /already added/);
+  t.ac.abort();
+  await t.done;
+  assert.throws(() => t.mgr.add(new FakeRunnable(t.log, 'x', false)), /shutting down/);
+});
+
+test('first signal aborts gracefully, second exits 1 at once', () => {
+  const proc = Object.assign(new EventEmitter(), { exits: [] as number[], exit(code: number) { this.exits.push(code); } });
+  const { signal, dispose } = installSignalHandlers(proc);
+  assert.equal(signal.aborted, false);
+  proc.emit('SIGTERM', 'SIGTERM');
+  assert.equal(signal.aborted, true);
+  assert.deepEqual(proc.exits, []);
+  proc.emit('SIGINT', 'SIGINT');
+  assert.deepEqual(proc.exits, [1]);
+  dispose();
+  assert.equal(proc.listenerCount('SIGTERM'), 0);
+  assert.equal(proc.listenerCount('SIGINT'), 0);
+});
