@@ -1,0 +1,494 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeObject } from './object.ts';
+import {
+  defaultReflectorConfig,
+  INITIAL_EVENTS_END_ANNOTATION,
+  initialReflectorState,
+  nextBackoff,
+  reflectorStep,
+  type Phase,
+  type ReflectorAction,
+  type ReflectorConfig,
+  type ReflectorEvent,
+  type ReflectorState,
+  type RequestFailure,
+  type StepResult,
+} from './reflectorstate.ts';
+import type { WatchEventType } from './watchdecoder.ts';
+
+const cfg: ReflectorConfig = { ...defaultReflectorConfig };
+const wlCfg: ReflectorConfig = { ...defaultReflectorConfig, useWatchList: true };
+const T0 = 1_000_000;
+
+function obj(name: string, rv: string, ns = 'default'): KubeObject {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, resourceVersion: rv } };
+}
+function bookmark(rv: string, end = false): KubeObject {
+  return { kind: 'ConfigMap', metadata: { resourceVersion: rv, ...(end ? { annotations: { [INITIAL_EVENTS_END_ANNOTATION]: 'true' } } : {}) } };
+}
+function ev(type: WatchEventType, object: KubeObject | object): ReflectorEvent {
+  return { type: 'watchEvent', event: { type, object: object as KubeObject } };
+}
+const fail = (status: number, message = 'boom', reason = 'X'): RequestFailure => ({ status, reason, message });
+
+function step(s: ReflectorState, e: ReflectorEvent, now = T0, random = 0, c = cfg): StepResult {
+  return reflectorStep(s, e, { now, random }, c);
+}
+function types(actions: ReflectorAction[]): string[] {
+  return actions.filter((a) => a.type !== 'log').map((a) => a.type);
+}
+function phaseName(r: StepResult): Phase['name'] {
+  return r.state.phase.name;
+}
+function find<K extends ReflectorAction['type']>(actions: ReflectorAction[], type: K): Extract<ReflectorAction, { type: K }> {
+  const a = actions.find((x) => x.type === type);
+  assert.ok(a, `expected a ${type} action in ${JSON.stringify(actions.map((x) => x.type))}`);
+  return a as Extract<ReflectorAction, { type: K }>;
+}
+
+/** A state in the Watching phase at resourceVersion `rv`, started at `at`. */
+function watching(rv = '10', at = T0, c = cfg): ReflectorState {
+  let s = step(initialReflectorState(c), { type: 'start' }, at, 0, c).state;
+  if (s.phase.name === 'WatchListing') {
+    return step(s, ev('BOOKMARK', bookmark(rv, true)), at, 0, c).state;
+  }
+  s = step(s, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: rv }, at, 0, c).state;
+  assert.equal(s.phase.name, 'Watching');
+  return s;
+}
+function watchListing(): ReflectorState {
+  const s = step(initialReflectorState(wlCfg), { type: 'start' }, T0, 0, wlCfg).state;
+  assert.equal(s.phase.name, 'WatchListing');
+  return s;
+}
+
+describe('reflectorStep: Empty', () => {
+  it('start → Listing with a first page request of 500', () => {
+    const r = step(initialReflectorState(cfg), { type: 'start' });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(r.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+  });
+
+  it('start with watch-list enabled → WatchListing with a sendInitialEvents watch from ""', () => {
+    const r = step(initialReflectorState(wlCfg), { type: 'start' }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'WatchListing');
+    const w = find(r.actions, 'watch');
+    assert.equal(w.sendInitialEvents, true);
+    assert.equal(w.resourceVersion, '');
+    assert.equal(w.timeoutSeconds, 300);
+  });
+
+  it('ignores events other than start', () => {
+    const s = initialReflectorState(cfg);
+    const r = step(s, { type: 'listPage', items: [obj('a', '1')], continueToken: undefined, resourceVersion: '1' });
+    assert.equal(phaseName(r), 'Empty');
+    assert.deepEqual(r.actions, []);
+  });
+
+  it('stop → Stopped, cancelling request and timer', () => {
+    const r = step(initialReflectorState(cfg), { type: 'stop' });
+    assert.equal(phaseName(r), 'Stopped');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'cancelTimer']);
+  });
+});
+
+describe('reflectorStep: Listing', () => {
+  const listing = (): ReflectorState => step(initialReflectorState(cfg), { type: 'start' }).state;
+
+  it('a page with a continue token requests the next page and accumulates items', () => {
+    const r = step(listing(), { type: 'listPage', items: [obj('a', '1'), obj('b', '2')], continueToken: 'c1', resourceVersion: '5' });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(r.actions, [{ type: 'list', continueToken: 'c1', limit: 500 }]);
+    const p = r.state.phase as Extract<Phase, { name: 'Listing' }>;
+    assert.equal(p.continueToken, 'c1');
+    assert.deepEqual(p.items.map((o) => o.metadata?.name), ['a', 'b']);
+  });
+
+  it('the last page delivers ONE replace of all pages, then watches from the list resourceVersion', () => {
+    let s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    const r = step(s, { type: 'listPage', items: [obj('b', '2')], continueToken: undefined, resourceVersion: '7' }, T0, 0.5);
+    s = r.state;
+    assert.equal(phaseName(r), 'Watching');
+    assert.equal(s.resourceVersion, '7');
+    assert.deepEqual(types(r.actions), ['replace', 'watch']);
+    const rep = find(r.actions, 'replace');
+    assert.deepEqual(rep.items.map((o) => o.metadata?.name), ['a', 'b']);
+    assert.equal(rep.resourceVersion, '7');
+    const w = find(r.actions, 'watch');
+    assert.equal(w.resourceVersion, '7');
+    assert.equal(w.sendInitialEvents, false);
+    assert.ok(w.timeoutSeconds >= 300 && w.timeoutSeconds <= 600);
+  });
+
+  it('410 on a continue page (expired token) restarts the full list at once', () => {
+    const s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    const r = step(s, { type: 'listError', failure: fail(410, 'The provided continue parameter is too old', 'Expired') });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(types(r.actions), ['list']);
+    assert.equal(find(r.actions, 'list').continueToken, undefined);
+    const p = r.state.phase as Extract<Phase, { name: 'Listing' }>;
+    assert.deepEqual(p.items, []);
+    assert.equal(p.continueToken, undefined);
+  });
+
+  it('an error on the first page backs off, then relists', () => {
+    const r = step(listing(), { type: 'listError', failure: fail(500) });
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['scheduleRetry']);
+    assert.equal(find(r.actions, 'scheduleRetry').delayMs, 800);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+  });
+
+  it('429 on a later page backs off and keeps the token and items to retry that page', () => {
+    const s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    const r = step(s, { type: 'listError', failure: fail(429, 'slow down', 'TooManyRequests') });
+    assert.equal(phaseName(r), 'Backoff');
+    const resume = (r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume;
+    assert.equal(resume.op, 'listPage');
+    assert.ok(resume.op === 'listPage');
+    assert.equal(resume.continueToken, 'c1');
+    assert.deepEqual(resume.items.map((o) => o.metadata?.name), ['a']);
+  });
+
+  it('a 410 on the first page (no continue token) is an ordinary error', () => {
+    const r = step(listing(), { type: 'listError', failure: fail(410) });
+    assert.equal(phaseName(r), 'Backoff');
+  });
+
+  it('ignores watch events (late results of another request)', () => {
+    const r = step(listing(), ev('ADDED', obj('a', '3')));
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(r.actions, []);
+  });
+
+  it('stop cancels the page request', () => {
+    const r = step(listing(), { type: 'stop' });
+    assert.equal(phaseName(r), 'Stopped');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'cancelTimer']);
+  });
+});
+
+describe('reflectorStep: Backoff', () => {
+  function backoffWith(resumeFrom: 'relist' | 'listPage' | 'watch'): ReflectorState {
+    if (resumeFrom === 'watch') return step(watching('10'), { type: 'watchError', failure: fail(0, 'ECONNRESET') }).state;
+    let s = step(initialReflectorState(cfg), { type: 'start' }).state;
+    if (resumeFrom === 'listPage') {
+      s = step(s, { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    }
+    s = step(s, { type: 'listError', failure: fail(503) }).state;
+    assert.equal(s.phase.name, 'Backoff');
+    return s;
+  }
+
+  it('retryTimer resuming a relist → Listing from the first page', () => {
+    const r = step(backoffWith('relist'), { type: 'retryTimer' });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(r.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+  });
+
+  it('retryTimer resuming a page → Listing of that page with the items so far', () => {
+    const r = step(backoffWith('listPage'), { type: 'retryTimer' });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(r.actions, [{ type: 'list', continueToken: 'c1', limit: 500 }]);
+    assert.equal((r.state.phase as Extract<Phase, { name: 'Listing' }>).items.length, 1);
+  });
+
+  it('retryTimer resuming a watch → Watching from the last resourceVersion', () => {
+    const r = step(backoffWith('watch'), { type: 'retryTimer' }, T0 + 5000);
+    assert.equal(phaseName(r), 'Watching');
+    const w = find(r.actions, 'watch');
+    assert.equal(w.resourceVersion, '10');
+    assert.equal((r.state.phase as Extract<Phase, { name: 'Watching' }>).startedAt, T0 + 5000);
+  });
+
+  it('ignores other events while backing off', () => {
+    const s = backoffWith('relist');
+    for (const e of [
+      { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '1' },
+      { type: 'watchEnded' },
+      { type: 'watchIdle' },
+      { type: 'start' },
+    ] as ReflectorEvent[]) {
+      const r = step(s, e);
+      assert.equal(phaseName(r), 'Backoff');
+      assert.deepEqual(r.actions, []);
+    }
+  });
+
+  it('stop cancels the retry timer', () => {
+    const r = step(backoffWith('relist'), { type: 'stop' });
+    assert.equal(phaseName(r), 'Stopped');
+    assert.ok(r.actions.some((a) => a.type === 'cancelTimer'));
+  });
+});
+
+describe('nextBackoff', () => {
+  const b0 = { delayMs: 800, lastErrorAt: undefined };
+
+  it('doubles from 0.8 s up to 30 s', () => {
+    let b: { delayMs: number; lastErrorAt: number | undefined } = b0;
+    const waits: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = nextBackoff(b, { now: T0 + i * 1000, random: 0 }, cfg);
+      waits.push(r.waitMs);
+      b = r.backoff;
+    }
+    assert.deepEqual(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+  });
+
+  it('adds jitter of up to the base delay, capped at the maximum', () => {
+    assert.equal(nextBackoff(b0, { now: T0, random: 0.5 }, cfg).waitMs, 1200);
+    assert.equal(nextBackoff({ delayMs: 25_600, lastErrorAt: T0 }, { now: T0 + 1, random: 0.9 }, cfg).waitMs, 30_000);
+  });
+
+  it('resets to 0.8 s after 2 minutes without errors', () => {
+    const b = { delayMs: 12_800, lastErrorAt: T0 };
+    assert.equal(nextBackoff(b, { now: T0 + 119_000, random: 0 }, cfg).waitMs, 12_800);
+    assert.equal(nextBackoff(b, { now: T0 + 121_000, random: 0 }, cfg).waitMs, 800);
+  });
+
+  it('successive errors in the state machine grow the delay', () => {
+    let s = watching('10');
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = step(s, { type: 'watchError', failure: fail(0, 'ECONNREFUSED') }, T0 + i * 10);
+      delays.push(find(r.actions, 'scheduleRetry').delayMs);
+      s = step(r.state, { type: 'retryTimer' }, T0 + i * 10 + 1).state;
+    }
+    assert.deepEqual(delays, [800, 1600, 3200]);
+  });
+});
+
+describe('reflectorStep: Watching', () => {
+  it('ADDED/MODIFIED/DELETED become deltas and move the resourceVersion', () => {
+    let s = watching('10');
+    const cases: Array<[WatchEventType, string]> = [
+      ['ADDED', 'Added'],
+      ['MODIFIED', 'Updated'],
+      ['DELETED', 'Deleted'],
+    ];
+    let rv = 11;
+    for (const [type, delta] of cases) {
+      const o = obj('a', String(rv));
+      const r = step(s, ev(type, o));
+      assert.equal(phaseName(r), 'Watching');
+      assert.deepEqual(r.actions, [{ type: 'delta', delta, object: o }]);
+      assert.equal(r.state.resourceVersion, String(rv));
+      s = r.state;
+      rv++;
+    }
+    assert.equal((s.phase as Extract<Phase, { name: 'Watching' }>).events, 3);
+  });
+
+  it('BOOKMARK moves the resourceVersion without any delta', () => {
+    const r = step(watching('10'), ev('BOOKMARK', bookmark('42')));
+    assert.equal(phaseName(r), 'Watching');
+    assert.deepEqual(r.actions, []);
+    assert.equal(r.state.resourceVersion, '42');
+  });
+
+  it('an event without a resourceVersion keeps the previous one', () => {
+    const r = step(watching('10'), ev('ADDED', { metadata: { name: 'x', namespace: 'default' } }));
+    assert.equal(r.state.resourceVersion, '10');
+  });
+
+  it('ERROR event 410 → cancel the stream and relist', () => {
+    const r = step(watching('10'), ev('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 10 (20)' }));
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+  });
+
+  it('ERROR event saying "too old resource version" without a code → relist', () => {
+    const r = step(watching('10'), ev('ERROR', { kind: 'Status', message: 'too old resource version: 1 (2)' }));
+    assert.equal(phaseName(r), 'Listing');
+  });
+
+  it('other ERROR events → cancel, back off, resume watching from the same resourceVersion', () => {
+    const r = step(watching('10'), ev('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd down' }));
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'watch' });
+    assert.equal(r.state.resourceVersion, '10');
+  });
+
+  it('a watch ending normally after ≥1 s is resumed at once from the last resourceVersion', () => {
+    const s = step(watching('10', T0), ev('BOOKMARK', bookmark('15')), T0 + 100).state;
+    const r = step(s, { type: 'watchEnded' }, T0 + 300_000, 0.999);
+    assert.equal(phaseName(r), 'Watching');
+    assert.deepEqual(types(r.actions), ['watch']);
+    const w = find(r.actions, 'watch');
+    assert.equal(w.resourceVersion, '15');
+    assert.equal(w.timeoutSeconds, 600);
+  });
+
+  it('a watch ending within 1 s with no event is an error (backoff)', () => {
+    const r = step(watching('10', T0), { type: 'watchEnded' }, T0 + 200);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'watch' });
+  });
+
+  it('a short watch that delivered an event is not an error', () => {
+    const s = step(watching('10', T0), ev('ADDED', obj('a', '11')), T0 + 10).state;
+    const r = step(s, { type: 'watchEnded' }, T0 + 200);
+    assert.equal(phaseName(r), 'Watching');
+    assert.equal(find(r.actions, 'watch').resourceVersion, '11');
+  });
+
+  it('a long watch with no event that ends is not an error', () => {
+    const r = step(watching('10', T0), { type: 'watchEnded' }, T0 + 1000);
+    assert.equal(phaseName(r), 'Watching');
+  });
+
+  it('watch request failing with 410 → relist', () => {
+    const r = step(watching('10'), { type: 'watchError', failure: fail(410, 'Gone', 'Gone') });
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(types(r.actions), ['list']);
+  });
+
+  it('watch failing otherwise (network, 429, 5xx, truncated event) → backoff, then watch from the last RV', () => {
+    for (const f of [fail(0, 'stream cut in the middle of an event'), fail(429), fail(503)]) {
+      const r = step(watching('10'), { type: 'watchError', failure: f });
+      assert.equal(phaseName(r), 'Backoff');
+      const again = step(r.state, { type: 'retryTimer' });
+      assert.equal(find(again.actions, 'watch').resourceVersion, '10');
+    }
+  });
+
+  it('a silent stream (idle timeout) → cancel it, back off, re-watch', () => {
+    const r = step(watching('10'), { type: 'watchIdle' });
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'watch' });
+  });
+
+  it('relist after 410 uses the streaming list when enabled', () => {
+    const r = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'WatchListing');
+    assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
+  });
+
+  it('ignores list results (late answers)', () => {
+    const r = step(watching('10'), { type: 'listPage', items: [obj('z', '1')], continueToken: undefined, resourceVersion: '1' });
+    assert.equal(phaseName(r), 'Watching');
+    assert.deepEqual(r.actions, []);
+  });
+
+  it('stop cancels the stream', () => {
+    const r = step(watching('10'), { type: 'stop' });
+    assert.equal(phaseName(r), 'Stopped');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'cancelTimer']);
+  });
+});
+
+describe('reflectorStep: WatchListing (streaming list)', () => {
+  it('accumulates ADDED/MODIFIED and drops DELETED without emitting anything', () => {
+    let s = watchListing();
+    for (const e of [ev('ADDED', obj('a', '1')), ev('ADDED', obj('b', '2')), ev('MODIFIED', obj('a', '3')), ev('DELETED', obj('b', '4'))]) {
+      const r = step(s, e, T0, 0, wlCfg);
+      assert.deepEqual(r.actions, []);
+      s = r.state;
+    }
+    const items = (s.phase as Extract<Phase, { name: 'WatchListing' }>).items;
+    assert.deepEqual([...items.keys()], ['default/a']);
+    assert.equal(items.get('default/a')?.metadata?.resourceVersion, '3');
+  });
+
+  it('the initial-events-end bookmark replaces the cache and keeps watching on the same stream', () => {
+    let s = watchListing();
+    s = step(s, ev('ADDED', obj('a', '1')), T0, 0, wlCfg).state;
+    const r = step(s, ev('BOOKMARK', bookmark('9', true)), T0 + 50, 0, wlCfg);
+    assert.equal(phaseName(r), 'Watching');
+    assert.deepEqual(types(r.actions), ['replace']);
+    const rep = find(r.actions, 'replace');
+    assert.equal(rep.resourceVersion, '9');
+    assert.deepEqual(rep.items.map((o) => o.metadata?.name), ['a']);
+    assert.equal(r.state.resourceVersion, '9');
+    assert.equal(r.state.watchList, 'enabled');
+    // The next event on the same stream is a delta.
+    const next = step(r.state, ev('MODIFIED', obj('a', '10')), T0 + 60, 0, wlCfg);
+    assert.deepEqual(types(next.actions), ['delta']);
+  });
+
+  it('a bookmark without the annotation means the server ignored it → fall back to paged LIST for good', () => {
+    const r = step(watchListing(), ev('BOOKMARK', bookmark('9')), T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Listing');
+    assert.equal(r.state.watchList, 'disabled');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+    // Later relists use LIST.
+    let s = step(r.state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '9' }, T0, 0, wlCfg).state;
+    s = step(s, { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg).state;
+    assert.equal(s.phase.name, 'Listing');
+  });
+
+  for (const status of [400, 403, 422]) {
+    it(`a ${status} refusal falls back to paged LIST`, () => {
+      const r = step(watchListing(), { type: 'watchError', failure: fail(status) }, T0, 0, wlCfg);
+      assert.equal(phaseName(r), 'Listing');
+      assert.equal(r.state.watchList, 'disabled');
+      assert.deepEqual(types(r.actions), ['list']);
+    });
+  }
+
+  it('an ERROR event carrying a refusal falls back too', () => {
+    const r = step(watchListing(), ev('ERROR', { code: 422, reason: 'Invalid', message: 'sendInitialEvents unsupported' }), T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Listing');
+    assert.equal(r.state.watchList, 'disabled');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+  });
+
+  it('the stream ending before the end bookmark falls back', () => {
+    const r = step(watchListing(), { type: 'watchEnded' }, T0 + 10, 0, wlCfg);
+    assert.equal(phaseName(r), 'Listing');
+    assert.equal(r.state.watchList, 'disabled');
+  });
+
+  it('silence before the end bookmark falls back (and cancels the stream)', () => {
+    const r = step(watchListing(), { type: 'watchIdle' }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Listing');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+  });
+
+  it('410 restarts the streaming list', () => {
+    const r = step(watchListing(), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'WatchListing');
+    assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
+    const r2 = step(watchListing(), ev('ERROR', { code: 410, message: 'too old resource version' }), T0, 0, wlCfg);
+    assert.equal(phaseName(r2), 'WatchListing');
+    assert.deepEqual(types(r2.actions), ['cancelRequest', 'watch']);
+  });
+
+  it('other errors back off and retry the streaming list (still enabled)', () => {
+    const r = step(watchListing(), { type: 'watchError', failure: fail(503) }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.equal(r.state.watchList, 'enabled');
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 1000, 0, wlCfg);
+    assert.equal(phaseName(again), 'WatchListing');
+    const r2 = step(watchListing(), ev('ERROR', { code: 500, message: 'internal' }), T0, 0, wlCfg);
+    assert.equal(phaseName(r2), 'Backoff');
+    assert.deepEqual(types(r2.actions), ['cancelRequest', 'scheduleRetry']);
+  });
+
+  it('ignores list results', () => {
+    const r = step(watchListing(), { type: 'listError', failure: fail(500) }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'WatchListing');
+    assert.deepEqual(r.actions, []);
+  });
+});
+
+describe('reflectorStep: Stopped', () => {
+  it('ignores every event', () => {
+    const s = step(watching('10'), { type: 'stop' }).state;
+    for (const e of [
+      { type: 'start' },
+      { type: 'retryTimer' },
+      { type: 'watchEnded' },
+      { type: 'stop' },
+      { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '1' },
+    ] as ReflectorEvent[]) {
+      const r = step(s, e);
+      assert.equal(phaseName(r), 'Stopped');
+      assert.deepEqual(r.actions, []);
+    }
+  });
+});
