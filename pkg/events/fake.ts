@@ -1,0 +1,22 @@
+/**
+ * Unit-test fake of Recorder (like client-go's record.FakeRecorder): keeps every event in memory, in order.
+ * `events` holds "Type Reason message" strings for easy assertions; `recorded` keeps the full calls.
+ */
+import { objectReference, type EventType, type KubeObject, type ObjectReference, type Recorder } from './recorder.ts';
+
+export interface RecordedEvent {
+  ref: ObjectReference;
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+export class FakeRecorder implements Recorder {
+  readonly events: string[] = [];
+  readonly recorded: RecordedEvent[] = [];
+
+  event(obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void {
+    this.events.push(`${type} ${reason} ${message}`);
+    this.recorded.push({ ref: objectReference(obj), type, reason, message });
+  }
+}

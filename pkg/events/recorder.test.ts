@@ -1,0 +1,316 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError } from '../client/rest.ts';
+import { FakeClock } from '../util/clock.ts';
+import { FakeRecorder } from './fake.ts';
+import {
+  EventBroadcaster,
+  EventRecorder,
+  RestEventSink,
+  maxMessageLength,
+  type CoreEvent,
+  type EventPatch,
+  type EventRecorderOptions,
+  type EventSink,
+} from './recorder.ts';
+
+/**
+ * Unit-test fake sink: an in-memory Event store recording every call. `failures` are consumed one per call
+ * (create or patch) before the store is touched; `gate`, when set, holds every call until released.
+ */
+class FakeSink implements EventSink {
+  readonly store = new Map<string, CoreEvent>();
+  readonly calls: string[] = [];
+  failures: Error[] = [];
+  gate: Promise<void> | undefined;
+
+  async create(event: CoreEvent): Promise<unknown> {
+    this.calls.push(`create ${event.metadata.namespace}/${event.metadata.name} count=${event.count}`);
+    await this.gate;
+    const err = this.failures.shift();
+    if (err) throw err;
+    const key = `${event.metadata.namespace}/${event.metadata.name}`;
+    if (this.store.has(key)) throw new ApiError(409, 'AlreadyExists', 'exists', undefined);
+    this.store.set(key, structuredClone(event));
+    return event;
+  }
+
+  async patch(namespace: string, name: string, patch: EventPatch): Promise<unknown> {
+    this.calls.push(`patch ${namespace}/${name} count=${patch.count}`);
+    await this.gate;
+    const err = this.failures.shift();
+    if (err) throw err;
+    const ev = this.store.get(`${namespace}/${name}`);
+    if (!ev) throw new ApiError(404, 'NotFound', 'not found', undefined);
+    Object.assign(ev, patch);
+    return ev;
+  }
+
+  events(): CoreEvent[] {
+    return [...this.store.values()];
+  }
+}
+
+const foo = {
+  apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+  kind: 'Foo',
+  metadata: { name: 'example-foo', namespace: 'default', uid: 'uid-1', resourceVersion: '42' },
+};
+
+function setup(extra: Partial<EventRecorderOptions> = {}) {
+  const clock = new FakeClock();
+  let wall = Date.parse('2030-01-01T00:00:00Z');
+  const sink = new FakeSink();
+  const recorder = new EventRecorder({
+    sink,
+    component: 'foo-controller',
+    clock,
+    wallClock: () => new Date(wall),
+    ...extra,
+  });
+  const tick = (ms: number): void => {
+    clock.step(ms);
+    wall += ms;
+  };
+  return { clock, sink, recorder, tick };
+}
+
+test('writes one core/v1 Event per new (object, type, reason, message)', async () => {
+  const { sink, recorder } = setup();
+  recorder.event(foo, 'Normal', 'Synced', 'Foo synced successfully');
+  assert.deepEqual(sink.calls, [], 'never writes in the caller stack');
+  await recorder.flush();
+  const [ev] = sink.events();
+  assert.ok(ev);
+  assert.match(ev.metadata.name, /^example-foo\.[0-9a-f]+$/);
+  assert.deepEqual({ ...ev, metadata: { ...ev.metadata, name: 'x' } }, {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: 'x', namespace: 'default' },
+    involvedObject: {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+      kind: 'Foo',
+      namespace: 'default',
+      name: 'example-foo',
+      uid: 'uid-1',
+      resourceVersion: '42',
+    },
+    reason: 'Synced',
+    message: 'Foo synced successfully',
+    type: 'Normal',
+    source: { component: 'foo-controller' },
+    firstTimestamp: '2030-01-01T00:00:00Z',
+    lastTimestamp: '2030-01-01T00:00:00Z',
+    count: 1,
+    reportingComponent: 'foo-controller',
+    reportingInstance: '',
+  });
+});
+
+test('repeats are merged: count rises and lastTimestamp moves via PATCH', async () => {
+  const { sink, recorder, tick } = setup();
+  recorder.event(foo, 'Warning', 'ErrResourceExists', 'Resource "d" already exists');
+  await recorder.flush();
+  const name = sink.events()[0]?.metadata.name;
+  tick(30_000);
+  recorder.event(foo, 'Warning', 'ErrResourceExists', 'Resource "d" already exists');
+  await recorder.flush();
+  tick(30_000);
+  recorder.event(foo, 'Warning', 'ErrResourceExists', 'Resource "d" already exists');
+  await recorder.flush();
+  assert.deepEqual(sink.calls, [`create default/${name} count=1`, `patch default/${name} count=2`, `patch default/${name} count=3`]);
+  const [ev] = sink.events();
+  assert.equal(sink.store.size, 1);
+  assert.equal(ev?.count, 3);
+  assert.equal(ev?.firstTimestamp, '2030-01-01T00:00:00Z');
+  assert.equal(ev?.lastTimestamp, '2030-01-01T00:01:00Z');
+});
+
+test('a burst of repeats before the writer runs collapses into one write with the final count', async () => {
+  const { sink, recorder } = setup();
+  for (let i = 0; i < 5; i++) recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  assert.equal(sink.calls.length, 1);
+  assert.match(sink.calls[0] ?? '', /^create .* count=5$/);
+});
+
+test('different type, reason, message or object make separate Events', async () => {
+  const { sink, recorder } = setup();
+  recorder.event(foo, 'Normal', 'Synced', 'a');
+  recorder.event(foo, 'Normal', 'Synced', 'b');
+  recorder.event(foo, 'Warning', 'Synced', 'a');
+  recorder.event(foo, 'Normal', 'Other', 'a');
+  recorder.event({ ...foo, metadata: { ...foo.metadata, name: 'other-foo', uid: 'uid-2' } }, 'Normal', 'Synced', 'a');
+  await recorder.flush();
+  assert.equal(sink.store.size, 5);
+  assert.ok(sink.events().every((e) => e.count === 1));
+});
+
+test('a PATCH that 404s (expired Event) creates it anew with the running count', async () => {
+  const { sink, recorder } = setup();
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  sink.store.clear();
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  assert.match(sink.calls[1] ?? '', /^patch .* count=2$/);
+  assert.match(sink.calls[2] ?? '', /^create .* count=2$/);
+  assert.equal(sink.events()[0]?.count, 2);
+});
+
+test('after the correlation window a repeat starts a new Event', async () => {
+  const { sink, recorder, tick } = setup({ correlationWindowMs: 60_000 });
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  tick(59_999);
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  assert.equal(sink.store.size, 1);
+  tick(60_000);
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  await recorder.flush();
+  assert.equal(sink.store.size, 2);
+  assert.deepEqual(sink.events().map((e) => e.count), [2, 1]);
+});
+
+test('spam filter: burst of 25 per object, then 1 per 5 minutes; other objects unaffected', async () => {
+  const { sink, recorder, tick } = setup();
+  for (let i = 0; i < 30; i++) recorder.event(foo, 'Normal', 'Step', `step ${i}`);
+  await recorder.flush();
+  assert.equal(sink.store.size, 25);
+  recorder.event({ ...foo, metadata: { ...foo.metadata, name: 'bar', uid: 'uid-3' } }, 'Normal', 'Step', 'x');
+  await recorder.flush();
+  assert.equal(sink.store.size, 26, 'separate bucket per object');
+  tick(299_000);
+  recorder.event(foo, 'Normal', 'Step', 'late 1');
+  await recorder.flush();
+  assert.equal(sink.store.size, 26, 'bucket still empty');
+  tick(1_000);
+  recorder.event(foo, 'Normal', 'Step', 'late 2');
+  recorder.event(foo, 'Normal', 'Step', 'late 3');
+  await recorder.flush();
+  assert.equal(sink.store.size, 27, 'exactly one token refilled');
+  assert.ok(sink.events().some((e) => e.message === 'late 2'));
+});
+
+test('spam filter applies per source component', async () => {
+  const sink = new FakeSink();
+  const b = new EventBroadcaster({ sink, clock: new FakeClock(), burst: 2 });
+  const r1 = b.recorderFor('foo-controller');
+  const r2 = b.recorderFor('deployment-controller');
+  for (let i = 0; i < 3; i++) {
+    r1.event(foo, 'Normal', 'R', `m${i}`);
+    r2.event(foo, 'Normal', 'R', `m${i}`);
+  }
+  await b.flush();
+  assert.equal(sink.store.size, 4);
+  assert.deepEqual(new Set(sink.events().map((e) => e.source.component)), new Set(['foo-controller', 'deployment-controller']));
+});
+
+test('correlation memory is bounded by the LRU: an evicted entry starts a new Event', async () => {
+  const { sink, recorder } = setup({ cacheSize: 2 });
+  const obj = (n: string) => ({ ...foo, metadata: { ...foo.metadata, name: n, uid: n } });
+  recorder.event(obj('a'), 'Normal', 'R', 'm');
+  recorder.event(obj('b'), 'Normal', 'R', 'm');
+  await recorder.flush();
+  recorder.event(obj('b'), 'Normal', 'R', 'm');
+  await recorder.flush();
+  assert.equal(sink.store.size, 2, 'b still cached: patched');
+  recorder.event(obj('c'), 'Normal', 'R', 'm');
+  recorder.event(obj('a'), 'Normal', 'R', 'm');
+  await recorder.flush();
+  assert.equal(sink.store.size, 4, 'a was evicted: created again');
+  assert.deepEqual(sink.events().filter((e) => e.involvedObject.name === 'a').map((e) => e.count), [1, 1]);
+});
+
+test('transient errors are retried; permanent ones dropped; event() never throws', async () => {
+  const { sink, recorder, clock } = setup({ retryDelayMs: 1_000, maxRetries: 3 });
+  sink.failures = [new ApiError(500, 'InternalError', 'boom', undefined), new Error('ECONNRESET')];
+  recorder.event(foo, 'Normal', 'Synced', 'ok');
+  const flushed = recorder.flush();
+  for (let i = 0; i < 2; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.step(1_000);
+  }
+  await flushed;
+  assert.equal(sink.store.size, 1);
+  assert.equal(sink.calls.length, 3);
+
+  sink.failures = [new ApiError(403, 'Forbidden', 'namespace is being terminated', undefined)];
+  recorder.event(foo, 'Normal', 'Other', 'x');
+  await recorder.flush();
+  assert.equal(sink.store.size, 1, 'dropped without retry');
+  assert.equal(sink.calls.length, 4);
+
+  assert.doesNotThrow(() => recorder.event(foo, 'Bogus' as 'Normal', 'R', 'm'));
+  assert.doesNotThrow(() => recorder.event({ kind: 'Foo' }, 'Normal', 'R', 'm'));
+  await recorder.flush();
+  assert.equal(sink.calls.length, 4, 'invalid events are dropped');
+});
+
+test('the write queue is bounded: excess distinct events are dropped while the sink is slow', async () => {
+  const { sink, recorder } = setup({ queueLimit: 2 });
+  let release!: () => void;
+  sink.gate = new Promise((resolve) => (release = resolve));
+  recorder.event(foo, 'Normal', 'R', 'm0');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(sink.calls.length, 1, 'first write in flight');
+  for (let i = 1; i <= 4; i++) recorder.event(foo, 'Normal', 'R', `m${i}`);
+  release();
+  await recorder.flush();
+  assert.deepEqual(sink.events().map((e) => e.message), ['m0', 'm1', 'm2']);
+});
+
+test('cluster-scoped objects get their Events in "default"; long messages are truncated', async () => {
+  const { sink, recorder } = setup();
+  recorder.event({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1', uid: 'n1' } }, 'Warning', 'Pressure', 'x'.repeat(5000));
+  await recorder.flush();
+  const [ev] = sink.events();
+  assert.equal(ev?.metadata.namespace, 'default');
+  assert.equal(ev?.involvedObject.namespace, undefined);
+  assert.equal(ev?.message.length, maxMessageLength);
+  assert.ok(ev?.message.endsWith('...'));
+});
+
+test('host is reported as source.host and reportingInstance', async () => {
+  const { sink, recorder } = setup({ host: 'node-a' });
+  recorder.event(foo, 'Normal', 'R', 'm');
+  await recorder.flush();
+  assert.deepEqual(sink.events()[0]?.source, { component: 'foo-controller', host: 'node-a' });
+  assert.equal(sink.events()[0]?.reportingInstance, 'node-a');
+});
+
+test('shutdown flushes and then ignores new events', async () => {
+  const { sink, recorder } = setup();
+  recorder.event(foo, 'Normal', 'R', 'm');
+  await recorder.broadcaster.shutdown();
+  assert.equal(sink.store.size, 1);
+  recorder.event(foo, 'Normal', 'R', 'later');
+  await recorder.flush();
+  assert.equal(sink.store.size, 1);
+});
+
+test('RestEventSink uses POST and merge PATCH on /api/v1/namespaces/NS/events', async () => {
+  const calls: unknown[] = [];
+  const rest = {
+    json: <T>(method: string, path: string, opts: { body?: unknown; contentType?: string } = {}): Promise<T> => {
+      calls.push([method, path, opts.contentType, opts.body]);
+      return Promise.resolve({} as T);
+    },
+  };
+  const sink = new RestEventSink(rest);
+  const ev = { metadata: { name: 'e.1', namespace: 'ns' } } as CoreEvent;
+  await sink.create(ev);
+  await sink.patch('ns', 'e.1', { count: 2, lastTimestamp: 't', message: 'm' });
+  assert.deepEqual(calls, [
+    ['POST', '/api/v1/namespaces/ns/events', undefined, ev],
+    ['PATCH', '/api/v1/namespaces/ns/events/e.1', 'application/merge-patch+json', { count: 2, lastTimestamp: 't', message: 'm' }],
+  ]);
+});
+
+test('FakeRecorder keeps events for controller tests', () => {
+  const r = new FakeRecorder();
+  r.event(foo, 'Normal', 'Synced', 'Foo synced successfully');
+  assert.deepEqual(r.events, ['Normal Synced Foo synced successfully']);
+  assert.equal(r.recorded[0]?.ref.name, 'example-foo');
+});

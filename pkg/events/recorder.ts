@@ -1,0 +1,369 @@
+/**
+ * EventRecorder: core/v1 Events about any object, with client-go's correlation and spam filtering.
+ *
+ * Semantics:
+ *  - Spam filter (first): a token bucket per source (component, host) + involved object (apiVersion, kind,
+ *    namespace, name, uid) — burst 25, refilled continuously at 1 token per 5 minutes, as client-go's
+ *    EventSourceObjectSpamFilter. An event finding the bucket empty is dropped (logged at debug level).
+ *  - Correlation: an event equal to a recent one in (source, object, type, reason, message) — recent meaning the
+ *    previous occurrence was less than `correlationWindowMs` (default 10 min) ago and the entry is still in the LRU —
+ *    is merged into the existing Event: `count` rises, `lastTimestamp` moves, and the Event is PATCHed; if the PATCH
+ *    answers 404 (the Event expired or was deleted) it is created anew with the current count. Otherwise a new Event
+ *    named `<object>.<hex timestamp>` is POSTed with count 1.
+ *  - Memory: both caches are LRUs bounded by `cacheSize` (default 4096, as client-go); the write queue is bounded by
+ *    `queueLimit` (default 1000); pending writes for the same Event are collapsed into one (latest count wins).
+ *  - `event()` never blocks and never throws: it validates, filters and enqueues synchronously; one background loop
+ *    performs writes in order. Failed writes are retried (`maxRetries`, 5xx/transport errors only) and then dropped
+ *    with a warning. `flush()` resolves once everything enqueued so far is written or dropped.
+ *
+ * Structure (as client-go): one EventBroadcaster per process owns the sink, queue and caches; each controller gets
+ * an EventRecorder from `broadcaster.recorderFor("<name>-controller")` (or `new EventRecorder(opts)` stand-alone).
+ * Controllers should depend on the one-method `Recorder` interface (`FakeRecorder` in ./fake.ts for their tests).
+ *
+ * Objects from list responses often lack apiVersion/kind; set them (or pass an ObjectReference) so the Event's
+ * involvedObject is complete.
+ *
+ * Concurrency: single-threaded JS; `event` may be called from any handler or reconcile. Writes are sequential.
+ */
+import { LRUCache } from 'lru-cache';
+import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { type Clock, realClock } from '../util/clock.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface ObjectReference {
+  apiVersion?: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  fieldPath?: string;
+}
+
+/** Any Kubernetes object (typed API objects, informer cache entries). */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
+}
+
+export interface CoreEvent {
+  apiVersion: 'v1';
+  kind: 'Event';
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  involvedObject: ObjectReference;
+  reason: string;
+  message: string;
+  type: EventType;
+  source: { component: string; host?: string };
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+  reportingComponent: string;
+  reportingInstance: string;
+}
+
+export interface EventPatch {
+  count: number;
+  lastTimestamp: string;
+  message: string;
+}
+
+/** Where Events are written (the API server, or a fake in tests). Errors reject with ApiError where possible. */
+export interface EventSink {
+  create(event: CoreEvent, signal?: AbortSignal): Promise<unknown>;
+  patch(namespace: string, name: string, patch: EventPatch, signal?: AbortSignal): Promise<unknown>;
+}
+
+/** EventSink over /api/v1/namespaces/NS/events (POST, and JSON merge PATCH of count/lastTimestamp/message). */
+export class RestEventSink implements EventSink {
+  private readonly rest: Pick<RestClient, 'json'>;
+
+  constructor(rest: Pick<RestClient, 'json'>) {
+    this.rest = rest;
+  }
+
+  create(event: CoreEvent, signal?: AbortSignal): Promise<unknown> {
+    return this.rest.json('POST', `/api/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`, { body: event, signal });
+  }
+
+  patch(namespace: string, name: string, patch: EventPatch, signal?: AbortSignal): Promise<unknown> {
+    return this.rest.json('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`, {
+      body: patch,
+      contentType: 'application/merge-patch+json',
+      signal,
+    });
+  }
+}
+
+/** What controllers depend on: one method, fire-and-forget. */
+export interface Recorder {
+  event(obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void;
+}
+
+export interface EventRecorderOptions {
+  sink: EventSink;
+  /** source.component / reportingComponent, e.g. "foo-controller". */
+  component: string;
+  /** source.host (optional, as in client-go) and reportingInstance (defaults to the host name given here or ""). */
+  host?: string;
+  clock?: Clock;
+  /** Wall clock for timestamps and names. Default `() => new Date()`. */
+  wallClock?: () => Date;
+  logger?: Logger;
+  correlationWindowMs?: number;
+  /** Spam filter burst (default 25) and refill interval per token (default 5 min). */
+  burst?: number;
+  refillIntervalMs?: number;
+  /** Entries per LRU cache (default 4096). */
+  cacheSize?: number;
+  /** Pending writes before new ones are dropped (default 1000). */
+  queueLimit?: number;
+  /** Retries of a failed write on 5xx/transport errors (default 3), `retryDelayMs` apart (default 1 s). */
+  maxRetries?: number;
+  retryDelayMs?: number;
+}
+
+/** Longest message kept (client-go's events API limit); longer ones are truncated. */
+export const maxMessageLength = 1024;
+
+interface Correlated {
+  event: CoreEvent;
+  /** Clock time of the latest occurrence. */
+  lastSeen: number;
+}
+
+interface Pending {
+  op: 'create' | 'patch';
+  event: CoreEvent;
+}
+
+interface Bucket {
+  tokens: number;
+  last: number;
+}
+
+/** Builds an ObjectReference from an object (or passes a reference through). */
+export function objectReference(obj: KubeObject | ObjectReference): ObjectReference {
+  if ('metadata' in obj && obj.metadata) {
+    const m = obj.metadata;
+    return { apiVersion: obj.apiVersion, kind: obj.kind, namespace: m.namespace, name: m.name, uid: m.uid, resourceVersion: m.resourceVersion };
+  }
+  const r = obj as ObjectReference;
+  return { apiVersion: r.apiVersion, kind: r.kind, namespace: r.namespace, name: r.name, uid: r.uid, resourceVersion: r.resourceVersion, fieldPath: r.fieldPath };
+}
+
+/**
+ * EventBroadcaster: the shared part of a family of recorders — one sink, one write queue, one spam filter and one
+ * correlation cache (client-go's Broadcaster + EventCorrelator). Create one per process; hand each controller
+ * `recorderFor("<name>-controller")`.
+ */
+export class EventBroadcaster {
+  private readonly opts: Omit<EventRecorderOptions, 'component'>;
+  private readonly clock: Clock;
+  private readonly wallClock: () => Date;
+  private readonly log: Logger;
+  private readonly buckets: LRUCache<string, Bucket>;
+  private readonly correlated: LRUCache<string, Correlated>;
+  private readonly queue = new Map<string, Pending>();
+  private active = false;
+  private idle: Promise<void> = Promise.resolve();
+  private markIdle: () => void = () => {};
+  private closed = false;
+  private seq = 0;
+
+  constructor(opts: Omit<EventRecorderOptions, 'component'>) {
+    this.opts = opts;
+    this.clock = opts.clock ?? realClock;
+    this.wallClock = opts.wallClock ?? (() => new Date());
+    this.log = (opts.logger ?? silentLogger).child({ component: 'event-recorder' });
+    const max = opts.cacheSize ?? 4096;
+    this.buckets = new LRUCache({ max });
+    this.correlated = new LRUCache({ max });
+  }
+
+  /** A recorder whose events carry `component` as source.component / reportingComponent. */
+  recorderFor(component: string): EventRecorder {
+    return new EventRecorder({ broadcaster: this, component });
+  }
+
+  /** Resolves once every write enqueued before the call (and any enqueued meanwhile) is done or dropped. */
+  async flush(): Promise<void> {
+    while (this.active) await this.idle;
+  }
+
+  /** Stops accepting events and flushes the queue. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    await this.flush();
+  }
+
+  /** See the module comment; never throws. */
+  record(component: string, obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void {
+    try {
+      if (this.closed) return;
+      if (type !== 'Normal' && type !== 'Warning') {
+        this.log.error({ type, reason }, 'unsupported event type; dropped');
+        return;
+      }
+      const ref = objectReference(obj);
+      if (!ref.name) {
+        this.log.error({ reason, ref }, 'event about an object without a name; dropped');
+        return;
+      }
+      const host = this.opts.host;
+      const objectKey = JSON.stringify([component, host ?? '', ref.apiVersion ?? '', ref.kind ?? '', ref.namespace ?? '', ref.name, ref.uid ?? '']);
+      if (!this.allow(objectKey)) {
+        this.log.debug({ kind: ref.kind, namespace: ref.namespace, name: ref.name, reason }, 'event dropped by the spam filter');
+        return;
+      }
+      const msg = message.length > maxMessageLength ? message.slice(0, maxMessageLength - 3) + '...' : message;
+      const key = JSON.stringify([objectKey, type, reason, msg]);
+      const now = this.clock.now();
+      const stamp = timestamp(this.wallClock());
+      const window = this.opts.correlationWindowMs ?? 600_000;
+      const prior = this.correlated.get(key);
+      let pending: Pending;
+      if (prior && now - prior.lastSeen < window) {
+        prior.lastSeen = now;
+        prior.event.count++;
+        prior.event.lastTimestamp = stamp;
+        pending = { op: 'patch', event: prior.event };
+      } else {
+        const event: CoreEvent = {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: `${ref.name}.${this.uniqueSuffix()}`, namespace: ref.namespace || 'default' },
+          involvedObject: ref,
+          reason,
+          message: msg,
+          type,
+          source: host ? { component, host } : { component },
+          firstTimestamp: stamp,
+          lastTimestamp: stamp,
+          count: 1,
+          reportingComponent: component,
+          reportingInstance: host ?? '',
+        };
+        this.correlated.set(key, { event, lastSeen: now });
+        pending = { op: 'create', event };
+      }
+      this.enqueue(key, pending);
+    } catch (err) {
+      this.log.error({ err, reason }, 'recording event failed');
+    }
+  }
+
+  /** Spam filter: a passive token bucket per source+object. */
+  private allow(objectKey: string): boolean {
+    const burst = this.opts.burst ?? 25;
+    const interval = this.opts.refillIntervalMs ?? 300_000;
+    const now = this.clock.now();
+    const b = this.buckets.get(objectKey) ?? { tokens: burst, last: now };
+    b.tokens = Math.min(burst, b.tokens + (now - b.last) / interval);
+    b.last = now;
+    const ok = b.tokens >= 1;
+    if (ok) b.tokens -= 1;
+    this.buckets.set(objectKey, b);
+    return ok;
+  }
+
+  /** Hex nanoseconds like client-go's name suffix, made unique within this process by a sequence number. */
+  private uniqueSuffix(): string {
+    const ms = BigInt(this.wallClock().getTime());
+    return (ms * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16);
+  }
+
+  private enqueue(key: string, pending: Pending): void {
+    const queued = this.queue.get(key);
+    if (queued) {
+      // That Event is already waiting. A pending create of the same object carries the newest count (the object is
+      // shared); a new Event (window passed) replaces the stale pending write.
+      if (queued.event !== pending.event) this.queue.set(key, pending);
+    } else if (this.queue.size >= (this.opts.queueLimit ?? 1000)) {
+      this.log.warn({ reason: pending.event.reason }, 'event queue full; event dropped');
+      return;
+    } else {
+      this.queue.set(key, pending);
+    }
+    if (!this.active) {
+      this.active = true;
+      this.idle = new Promise((resolve) => (this.markIdle = resolve));
+      void this.drain();
+    }
+  }
+
+  private async drain(): Promise<void> {
+    // Never write in the caller's stack.
+    await Promise.resolve();
+    for (;;) {
+      const next = this.queue.entries().next();
+      if (next.done) {
+        this.active = false;
+        this.markIdle();
+        return;
+      }
+      const [key, pending] = next.value;
+      this.queue.delete(key);
+      await this.write(pending);
+    }
+  }
+
+  private async write(p: Pending): Promise<void> {
+    const maxRetries = this.opts.maxRetries ?? 3;
+    const ev = p.event;
+    const ctx = { kind: ev.involvedObject.kind, namespace: ev.involvedObject.namespace, name: ev.involvedObject.name, reason: ev.reason };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (p.op === 'patch') {
+          try {
+            await this.opts.sink.patch(ev.metadata.namespace, ev.metadata.name, { count: ev.count, lastTimestamp: ev.lastTimestamp, message: ev.message });
+            return;
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+            // The Event expired or was deleted: create it again, keeping the count.
+          }
+        }
+        await this.opts.sink.create(structuredClone(ev));
+        return;
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 409 && p.op === 'create') return; // already written
+        const retriable = !(err instanceof ApiError) || err.status === 0 || err.status === 429 || err.status >= 500;
+        if (!retriable || attempt >= maxRetries) {
+          this.log.warn({ err, ...ctx }, 'could not write event; dropped');
+          return;
+        }
+        this.log.debug({ err, ...ctx, attempt }, 'writing event failed; retrying');
+        await this.clock.sleep(this.opts.retryDelayMs ?? 1_000);
+      }
+    }
+  }
+}
+
+/** Records events for one source component. `new EventRecorder(opts)` brings its own broadcaster. */
+export class EventRecorder implements Recorder {
+  readonly broadcaster: EventBroadcaster;
+  readonly component: string;
+
+  constructor(opts: EventRecorderOptions | { broadcaster: EventBroadcaster; component: string }) {
+    this.broadcaster = 'broadcaster' in opts ? opts.broadcaster : new EventBroadcaster(opts);
+    this.component = opts.component;
+  }
+
+  /** Fire and forget: never blocks, never throws. */
+  event(obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void {
+    this.broadcaster.record(this.component, obj, type, reason, message);
+  }
+
+  /** Flushes the (shared) broadcaster. */
+  flush(): Promise<void> {
+    return this.broadcaster.flush();
+  }
+}
+
+/** metav1.Time: RFC 3339 with second precision. */
+function timestamp(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
