@@ -202,8 +202,8 @@ export class ControlPlane {
     const bins = opts.bins ?? (await ensureBinaries(log));
     mkdirSync(join(dir, 'pki'), { recursive: true });
     const pki = createPki(join(dir, 'pki'));
-    const [etcdPort, peerPort, apiPort, kcmPort, schedPort] = await Promise.all([
-      freePort(), freePort(), freePort(), freePort(), freePort(),
+    const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort] = await Promise.all([
+      freePort(), freePort(), freePort(), freePort(), freePort(), freePort(),
     ]);
     const server = `https://127.0.0.1:${apiPort}`;
     const etcdURL = `http://127.0.0.1:${etcdPort}`;
@@ -251,12 +251,12 @@ export class ControlPlane {
       ], `https://127.0.0.1:${schedPort}/healthz`);
       components.kwok = comp('kwok', join(bins.kwok, 'kwok'), [
         `--kubeconfig=${kubeconfig}`, '--manage-all-nodes=true', '--node-lease-duration-seconds=40',
-        `--config=${join(dir, 'kwok', 'kwok.yaml')}`,
-      ], null);
+        `--config=${join(dir, 'kwok', 'kwok.yaml')}`, `--server-address=127.0.0.1:${kwokPort}`,
+      ], `http://127.0.0.1:${kwokPort}/healthz`);
       // Our own config file keeps kwok from reading ~/.kwok; the default stages (hack/build-tools.sh puts them next
       // to the binary) make the Node Ready and bound Pods Running/Ready.
-      writeFileSync(join(dir, 'kwok', 'kwok.yaml'),
-        `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n${readFileSync(join(bins.kwok, 'stages.yaml'), 'utf8')}`);
+      // (No KwokConfiguration object: a partial one leaves options such as nodeLeaseParallelism at zero.)
+      writeFileSync(join(dir, 'kwok', 'kwok.yaml'), readFileSync(join(bins.kwok, 'stages.yaml'), 'utf8'));
     }
     const state: ClusterState = {
       version: 1, mode: opts.mode, dir, server, kubeconfig, etcdURL,
@@ -427,6 +427,11 @@ export class ControlPlane {
     if (res.status !== 201 && res.status !== 409) throw new Error(`creating Node ${name}: HTTP ${res.status} ${res.body}`);
     const deadline = Date.now() + STARTUP_TIMEOUT_MS;
     for (;;) {
+      for (const c of [this.component('kwok'), this.component('kube-controller-manager')]) {
+        if (c.pid === null || !isAlive(c.pid)) {
+          throw new Error(`${c.name} exited while node ${name} was coming up; last lines of ${c.log}:\n${tail(c.log)}`);
+        }
+      }
       const got = await this.get(`/api/v1/nodes/${name}`);
       if (got.status === 200) {
         const node = JSON.parse(got.body) as {

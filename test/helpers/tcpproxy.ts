@@ -20,33 +20,35 @@ export class TcpProxy {
   }
 
   static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
-    let proxy: TcpProxy | undefined;
-    const server = createServer((client) => {
-      if (!proxy || proxy.blocked) {
-        client.destroy();
-        return;
-      }
-      proxy.connections++;
-      const upstream = connect(targetPort, targetHost);
-      const pair = [client, upstream];
-      for (const s of pair) {
-        proxy.sockets.add(s);
-        s.on('error', () => pair.forEach((x) => x.destroy()));
-        s.on('close', () => {
-          proxy?.sockets.delete(s);
-          pair.forEach((x) => x.destroy());
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
+    const server = createServer();
     await new Promise<void>((res, rej) => {
       server.once('error', rej);
       server.listen(0, '127.0.0.1', () => res());
     });
     const addr = server.address();
-    proxy = new TcpProxy(server, typeof addr === 'object' && addr ? addr.port : 0);
+    const proxy = new TcpProxy(server, typeof addr === 'object' && addr ? addr.port : 0);
+    server.on('connection', (client: Socket) => proxy.accept(client, targetHost, targetPort));
     return proxy;
+  }
+
+  private accept(client: Socket, targetHost: string, targetPort: number): void {
+    if (this.blocked) {
+      client.destroy();
+      return;
+    }
+    this.connections++;
+    const upstream = connect(targetPort, targetHost);
+    const pair = [client, upstream];
+    for (const s of pair) {
+      this.sockets.add(s);
+      s.on('error', () => pair.forEach((x) => x.destroy()));
+      s.on('close', () => {
+        this.sockets.delete(s);
+        pair.forEach((x) => x.destroy());
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
   }
 
   /** Kills every open connection and refuses new ones until restore(). */
