@@ -13,7 +13,7 @@
  */
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
-import { fetch, type Dispatcher, type Response } from 'undici';
+import { fetch, type Response } from 'undici';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -137,8 +137,8 @@ export class RestClient {
         method,
         headers,
         body,
-        // client-node builds its dispatcher with undici too; the types come from the same package.
-        dispatcher: ctx.getDispatcher() as Dispatcher | undefined,
+        // client-node builds its dispatcher (TLS, client certificates, proxy) with this same undici package.
+        dispatcher: ctx.getDispatcher(),
         signal: signals.length > 0 ? AbortSignal.any(signals) : undefined,
       });
       this.requests.inc({ code: String(res.status), method, host: this.host });
