@@ -20,7 +20,7 @@ async function popOne(q: DeltaQueue<KubeObject>, store?: Indexer<KubeObject>): P
     // Apply to the store like the informer does.
     for (const d of deltas) {
       if (d.type === 'Deleted') store?.delete(d.object);
-      else store?.update(d.object as KubeObject);
+      else store?.update(d.object);
     }
   });
   assert.ok(ok && got);

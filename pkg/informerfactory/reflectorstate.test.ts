@@ -28,7 +28,7 @@ function bookmark(rv: string, end = false): KubeObject {
   return { kind: 'ConfigMap', metadata: { resourceVersion: rv, ...(end ? { annotations: { [INITIAL_EVENTS_END_ANNOTATION]: 'true' } } : {}) } };
 }
 function ev(type: WatchEventType, object: KubeObject | object): ReflectorEvent {
-  return { type: 'watchEvent', event: { type, object: object as KubeObject } };
+  return { type: 'watchEvent', event: { type, object: object } };
 }
 const fail = (status: number, message = 'boom', reason = 'X'): RequestFailure => ({ status, reason, message });
 

@@ -6,7 +6,10 @@ import { decodeWatchStream, LineSplitter, WatchDecodeError, type WatchEvent } fr
 const enc = new TextEncoder();
 
 async function* chunks(parts: Array<string | Uint8Array>): AsyncGenerator<Uint8Array | string> {
-  for (const p of parts) yield p;
+  for (const p of parts) {
+    await Promise.resolve(); // one chunk per turn, like a socket
+    yield p;
+  }
 }
 
 async function collect(src: Parameters<typeof decodeWatchStream>[0]): Promise<WatchEvent[]> {
