@@ -57,6 +57,8 @@ export interface Options {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   gracefulShutdownTimeoutMs: number;
+  /** `--sync-period`: resync period of the controllers' event handlers. */
+  syncPeriodMs: number;
   /** Enabled controllers, in `knownControllers` order; never empty. */
   controllers: ControllerName[];
   /** Workers per controller (1..maxConcurrency). */
@@ -100,6 +102,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'leader-elect-renew-deadline', kind: 'duration', def: '10s', help: 'How long the leader retries renewing before it gives up leadership (and exits).' },
   { name: 'leader-elect-retry-period', kind: 'duration', def: '2s', help: 'Interval between attempts to acquire or renew the Lease.' },
   { name: 'graceful-shutdown-timeout', kind: 'duration', def: '30s', help: 'How long to wait on SIGTERM/SIGINT for in-flight reconciles and runnables to stop.' },
+  { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net).' },
   { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
   ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
@@ -347,6 +350,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     );
   }
   const gracefulShutdownTimeoutMs = wrap('graceful-shutdown-timeout', parseDuration);
+  const syncPeriodMs = wrap('sync-period', parseDuration);
 
   const controllers = wrap('controllers', resolveControllers);
   const concurrency = Object.fromEntries(
@@ -405,6 +409,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     renewDeadlineMs,
     retryPeriodMs,
     gracefulShutdownTimeoutMs,
+    syncPeriodMs,
     controllers,
     concurrency,
     logLevel: level as LogLevel,

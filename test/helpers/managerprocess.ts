@@ -1,0 +1,137 @@
+/**
+ * Runs the real manager (`node cmd/manager/main.ts`) as a child process for end-to-end tests: free loopback ports
+ * for metrics and probes, JSON log lines collected and parsed, helpers to poll its endpoints and to stop it with a
+ * signal and read the exit code.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { freePort } from '../cluster/controlplane.ts';
+import { waitFor, type WaitOptions } from './cluster.ts';
+
+export const mainScript = join(import.meta.dirname, '..', '..', 'cmd', 'manager', 'main.ts');
+
+export interface LogLine {
+  level?: string;
+  msg?: string;
+  time?: string;
+  [key: string]: unknown;
+}
+
+export interface StartOptions {
+  args?: string[];
+  /** Environment of the child; PATH/HOME are added. No KUBECONFIG is inherited unless given here. */
+  env?: NodeJS.ProcessEnv;
+  /** Serve metrics on a free port (default true). */
+  metrics?: boolean;
+}
+
+export class ManagerProcess {
+  readonly proc: ChildProcess;
+  readonly healthPort: number;
+  readonly metricsPort: number | undefined;
+  readonly logs: LogLine[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+  private constructor(proc: ChildProcess, healthPort: number, metricsPort: number | undefined) {
+    this.proc = proc;
+    this.healthPort = healthPort;
+    this.metricsPort = metricsPort;
+    let buf = '';
+    proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.logs.push({ msg: line });
+        }
+      }
+    });
+    proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => this.stderr.push(chunk));
+    this.exited = new Promise((res) => proc.on('exit', (code, signal) => {
+      this.exitInfo = { code, signal };
+      res(this.exitInfo);
+    }));
+  }
+
+  static async start(opts: StartOptions = {}): Promise<ManagerProcess> {
+    const healthPort = await freePort();
+    const metricsPort = opts.metrics === false ? undefined : await freePort();
+    const args = [
+      mainScript,
+      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+      `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
+      ...(opts.args ?? []),
+    ];
+    const proc = spawn(process.execPath, args, {
+      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return new ManagerProcess(proc, healthPort, metricsPort);
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  /** GET a probe endpoint on the health port; resolves {status, body} (status 0 when not listening yet). */
+  async probe(path: string): Promise<{ status: number; body: string }> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.healthPort}${path}`, { signal: AbortSignal.timeout(5000) });
+      return { status: res.status, body: await res.text() };
+    } catch {
+      return { status: 0, body: '' };
+    }
+  }
+
+  async metrics(): Promise<string> {
+    if (this.metricsPort === undefined) throw new Error('metrics disabled for this manager');
+    const res = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, { signal: AbortSignal.timeout(5000) });
+    if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
+    return res.text();
+  }
+
+  /** Waits until a log line matches; fails early (with the stderr) if the process exits first. */
+  async waitForLog(what: string, match: (l: LogLine) => boolean, opts: WaitOptions = {}): Promise<LogLine> {
+    return waitFor(what, () => {
+      const hit = this.logs.find(match);
+      if (hit) return hit;
+      if (!this.running) throw new Error(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
+      return undefined;
+    }, opts);
+  }
+
+  async waitReady(opts: WaitOptions = {}): Promise<void> {
+    await waitFor('manager /readyz 200', async () => {
+      if (!this.running) throw new Error(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
+      return (await this.probe('/readyz')).status === 200;
+    }, opts);
+  }
+
+  /** Sends `signal` and resolves with the exit code (kills with SIGKILL after `timeoutMs`). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 60_000): Promise<number | null> {
+    if (this.running) this.proc.kill(signal);
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), timeoutMs);
+    const { code } = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+/** Reads one sample value from Prometheus text exposition (undefined when absent). */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== '{' && rest[0] !== ' ') continue;
+    const labelText = rest[0] === '{' ? rest.slice(1, rest.indexOf('}')) : '';
+    const ok = Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`));
+    if (ok) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
