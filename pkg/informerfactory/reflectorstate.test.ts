@@ -469,6 +469,12 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     assert.deepEqual(types(r2.actions), ['cancelRequest', 'scheduleRetry']);
   });
 
+  it('stop cancels the stream', () => {
+    const r = step(watchListing(), { type: 'stop' }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Stopped');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'cancelTimer']);
+  });
+
   it('ignores list results', () => {
     const r = step(watchListing(), { type: 'listError', failure: fail(500) }, T0, 0, wlCfg);
     assert.equal(phaseName(r), 'WatchListing');

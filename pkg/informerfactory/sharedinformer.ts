@@ -21,6 +21,7 @@
  * registration has its own hasSynced(); a Replaced delta whose resourceVersion did not change is treated as a resync
  * and only reaches handlers whose resync is due; resync (Sync deltas → onUpdate(obj, obj)) at each handler's period.
  */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { RestClient } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { realClock, type Clock, type Timer } from '../util/clock.ts';
@@ -40,6 +41,9 @@ import type { ReflectorConfig } from './reflectorstate.ts';
 import { resourceId, type ResourceType } from './resource.ts';
 import { waitForCacheSync, type WaitForSyncOptions } from './waitforsync.ts';
 import { globalWatchCounter, type WatchCounter } from './watchcounter.ts';
+
+/** Keys processed in a row before the processing loop yields to the event loop. */
+const POP_BATCH = 256;
 
 export interface ReflectorTuning {
   config?: Partial<ReflectorConfig>;
@@ -219,8 +223,10 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     this.armResync();
     const runs = this.reflectors.map((r) => r.run(signal));
     const loop = (async (): Promise<void> => {
+      let popped = 0;
       while (await this.queue.pop((deltas, initial) => this.processDeltas(deltas, initial), signal)) {
-        // one key per iteration; pop resolves false once aborted
+        // A big relist queues thousands of keys; let timers and sockets run between batches.
+        if (++popped % POP_BATCH === 0) await yieldToEventLoop();
       }
     })();
     await Promise.all([...runs, loop]);
