@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Starts a real OpenStack Neutron API server (Debian's neutron-server) on loopback, for development and tests.
+# See /work/shared/notes/neutron.md for why the configuration looks like this (noauth, SQLite, no agents/broker).
+#
+# Usage: hack/neutron/up.sh            (or: make neutron-up)
+#   stdout: exactly one line, `export NEUTRON_CLOUD_CONFIG=<state dir>/clouds.yaml` (eval-able)
+#   stderr: progress
+#
+# Environment:
+#   NEUTRON_DIR            state dir (config, SQLite db, logs, pids, clouds.yaml). Default: <repo>/.neutron
+#   NEUTRON_PORT           loopback port to bind. Default: the previous run's port if still free, else a free one
+#   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
+#                          keystonecontext: per-project isolation without Keystone; identity comes from the
+#                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
+#   NEUTRON_START_TIMEOUT  seconds to wait for `GET /` to answer 200. Default: 60
+#
+# Invariants:
+#   - Idempotent: if the server recorded in the state dir is alive and answers, only the export line is printed.
+#   - Data survives restarts: an existing neutron.db is reused (schema is only created for a new db).
+#   - neutron-server runs in its own session/process group (pgid == recorded pid); hack/neutron/down.sh stops the
+#     whole group plus any recorded worker pid, so nothing is left running.
+#   - Only 127.0.0.1 is bound. Package scripts never start services (policy-rc.d exits 101).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+dir=${NEUTRON_DIR:-$repo/.neutron}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd -P)
+auth_mode=${NEUTRON_AUTH:-noauth}
+start_timeout=${NEUTRON_START_TIMEOUT:-60}
+PY=/usr/bin/python3 # Debian's python: a python3 earlier on PATH (pyenv) lacks Debian's dist-packages.
+
+t0=$SECONDS
+log() { printf '[neutron-up +%ss] %s\n' "$((SECONDS - t0))" "$*" >&2; }
+die() { printf 'neutron-up: error: %s\n' "$*" >&2; exit 1; }
+
+case "$auth_mode" in noauth|keystonecontext) ;; *) die "NEUTRON_AUTH must be noauth or keystonecontext, not '$auth_mode'";; esac
+
+export_line() { printf 'export NEUTRON_CLOUD_CONFIG=%s\n' "$dir/clouds.yaml"; }
+
+# alive <pid>: the pid is a running neutron-server started with this state dir's config (guards against pid reuse).
+alive() {
+  local pid=$1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--config-file $dir/neutron.conf" || return 1
+  # A zombie has an empty cmdline, so it never gets here.
+}
+
+# answers <port>: GET http://127.0.0.1:<port>/ returns 200 within 2 s.
+answers() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$1/" 2>/dev/null || true)" = 200 ]; }
+
+# One up.sh at a time per state dir (down.sh takes the same lock).
+exec 9>"$dir/.lock"
+flock -w 300 9 || die "another up.sh/down.sh holds $dir/.lock"
+
+# --- already running? ---------------------------------------------------------------------------------------------
+if [ -f "$dir/neutron.pid" ] && [ -f "$dir/port" ]; then
+  pid=$(cat "$dir/neutron.pid"); port=$(cat "$dir/port")
+  if alive "$pid" && answers "$port" && [ -f "$dir/clouds.yaml" ]; then
+    running_mode=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth)
+    [ "$running_mode" = "$auth_mode" ] ||
+      die "the running neutron-server (pid $pid) uses NEUTRON_AUTH=$running_mode, not $auth_mode: run hack/neutron/down.sh first"
+    log "neutron-server already running (pid $pid, http://127.0.0.1:$port)"
+    export_line
+    exit 0
+  fi
+  if alive "$pid"; then
+    die "neutron-server pid $pid is running but http://127.0.0.1:$port/ does not answer: run hack/neutron/down.sh first (log: $dir/log/neutron-server.log)"
+  fi
+  log "stale pid file (pid $pid not running): starting a new server"
+fi
+
+# --- install (once per machine) -----------------------------------------------------------------------------------
+installed() {
+  [ -x /usr/bin/neutron-server ] && [ -x /usr/bin/neutron-db-manage ] &&
+    [ "$(dpkg-query -W -f='${Status}' neutron-server 2>/dev/null || true)" = "install ok installed" ]
+}
+if ! installed; then
+  [ "$(id -u)" = 0 ] || die "neutron-server is not installed and installing it needs root (apt-get install neutron-server)"
+  exec 8>/var/lock/ts-controller-manager-neutron-install.lock
+  flock -w 900 8 || die "timed out waiting for another neutron-server install"
+  if ! installed; then
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      log "writing /usr/sbin/policy-rc.d (exit 101: package scripts must not start services)"
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d
+    fi
+    ti=$SECONDS
+    log "installing Debian neutron-server (first time on this machine: ~200 packages, about a minute)"
+    log "apt-get update"
+    apt-get update -qq -o DPkg::Lock::Timeout=300 >&2 || die "apt-get update failed"
+    log "apt-get install neutron-server"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 \
+      neutron-server >"$dir/apt.log" 2>&1 || { tail -n 30 "$dir/apt.log" >&2; die "apt-get install neutron-server failed (full log: $dir/apt.log)"; }
+    installed || die "apt-get install finished but neutron-server is not installed (log: $dir/apt.log)"
+    log "installed neutron-server $(dpkg-query -W -f='${Version}' neutron-server) in $((SECONDS - ti))s"
+  fi
+  exec 8>&-
+fi
+
+# --- configuration ------------------------------------------------------------------------------------------------
+mkdir -p "$dir/state" "$dir/log" "$dir/lock"
+
+port_free() { "$PY" -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.close()' "$1" 2>/dev/null; }
+if [ -n "${NEUTRON_PORT:-}" ]; then
+  port=$NEUTRON_PORT
+  port_free "$port" || die "NEUTRON_PORT=$port is in use on 127.0.0.1"
+elif [ -f "$dir/port" ] && port_free "$(cat "$dir/port")"; then
+  port=$(cat "$dir/port")
+else
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+fi
+
+paste=/etc/neutron/api-paste.ini
+if [ "$auth_mode" = keystonecontext ]; then
+  # The noauth pipeline becomes upstream's keystone pipeline minus authtoken: keystonecontext builds the request
+  # context from X-User-Id / X-Project-Id / X-Roles (what keystonemiddleware sets after validating a token), and
+  # fake_project_id (which would make header-less requests admin) is gone.
+  paste=$dir/api-paste.ini
+  "$PY" - /etc/neutron/api-paste.ini "$paste" <<'EOF'
+import re, sys
+src, dst = sys.argv[1], sys.argv[2]
+text = open(src).read()
+sec = re.search(r'(?ms)^\[composite:neutronapi_v2_0\]\n(.*?)(?=^\[|\Z)', text)
+ks = sec and re.search(r'(?m)^keystone\s*=\s*(.*)$', sec.group(1))
+if not ks or ' authtoken ' not in ks.group(1):
+    sys.exit('could not find the keystone pipeline of [composite:neutronapi_v2_0] in ' + src)
+body = re.sub(r'(?m)^noauth\s*=.*$', 'noauth = ' + ks.group(1).replace(' authtoken ', ' '), sec.group(1), count=1)
+open(dst, 'w').write(text[:sec.start(1)] + body + text[sec.end(1):])
+EOF
+fi
+
+cat > "$dir/neutron.conf" <<EOF
+# Written by hack/neutron/up.sh: a single neutron-server with no Keystone, no message broker and no agents.
+[DEFAULT]
+bind_host = 127.0.0.1
+bind_port = $port
+auth_strategy = noauth
+core_plugin = ml2
+service_plugins =
+api_workers = 0
+rpc_workers = 0
+rpc_state_report_workers = 0
+transport_url = fake:/
+notify_nova_on_port_status_changes = false
+notify_nova_on_port_data_changes = false
+dhcp_agent_notification = false
+allow_overlapping_ips = true
+state_path = $dir/state
+api_paste_config = $paste
+log_dir = $dir/log
+log_file = neutron-server.log
+debug = false
+
+[database]
+connection = sqlite:///$dir/neutron.db
+
+[oslo_concurrency]
+lock_path = $dir/lock
+
+[oslo_messaging_notifications]
+driver = noop
+
+[agent]
+root_helper =
+EOF
+
+cat > "$dir/ml2_conf.ini" <<'EOF'
+[ml2]
+type_drivers = flat,vlan,vxlan
+tenant_network_types = vxlan
+mechanism_drivers =
+extension_drivers = port_security
+
+[ml2_type_flat]
+flat_networks = *
+
+[ml2_type_vlan]
+network_vlan_ranges = physnet1:100:199
+
+[ml2_type_vxlan]
+vni_ranges = 1:1000
+
+[securitygroup]
+enable_security_group = true
+EOF
+
+# --- database -----------------------------------------------------------------------------------------------------
+# `neutron-db-manage upgrade heads` cannot run on SQLite (ALTER of constraints): build the schema from the models and
+# stamp the migration heads instead. An existing db is kept (data survives restarts).
+if [ ! -s "$dir/neutron.db" ] || [ ! -f "$dir/db.stamped" ]; then
+  td=$SECONDS
+  rm -f "$dir/neutron.db" "$dir/db.stamped"
+  log "creating the SQLite schema from neutron's models"
+  "$PY" -c 'import sys, sqlalchemy as sa
+from neutron.db.migration.models import head
+head.get_metadata().create_all(sa.create_engine(sys.argv[1]))' "sqlite:///$dir/neutron.db" >"$dir/log/db.log" 2>&1 ||
+    { tail -n 30 "$dir/log/db.log" >&2; die "creating the schema failed (log: $dir/log/db.log)"; }
+  neutron-db-manage --config-file "$dir/neutron.conf" --config-file "$dir/ml2_conf.ini" stamp heads >>"$dir/log/db.log" 2>&1 ||
+    { tail -n 30 "$dir/log/db.log" >&2; die "neutron-db-manage stamp heads failed (log: $dir/log/db.log)"; }
+  touch "$dir/db.stamped"
+  log "database ready in $((SECONDS - td))s"
+fi
+
+# --- start --------------------------------------------------------------------------------------------------------
+log "starting neutron-server on http://127.0.0.1:$port (auth: $auth_mode; logs: $dir/log)"
+rm -f "$dir/neutron.pid" "$dir/workers.pid"
+ts=$SECONDS
+# setsid: a new session and process group whose id is the server's pid (a background job of a non-interactive shell
+# is never a group leader, so setsid execs in place and $! is the server). No inherited stdio/lock fds: callers that
+# read our stdout (e.g. the test helper) must see EOF when this script exits.
+setsid /usr/bin/neutron-server --config-file "$dir/neutron.conf" --config-file "$dir/ml2_conf.ini" \
+  </dev/null >>"$dir/log/stdout.log" 2>&1 9>&- &
+pid=$!
+echo "$pid" > "$dir/neutron.pid"
+echo "$port" > "$dir/port"
+
+fail_start() {
+  printf -- '--- last lines of %s ---\n' "$dir/log/neutron-server.log" >&2
+  tail -n 40 "$dir/log/neutron-server.log" >&2 2>/dev/null || true
+  printf -- '--- last lines of %s ---\n' "$dir/log/stdout.log" >&2
+  tail -n 20 "$dir/log/stdout.log" >&2 2>/dev/null || true
+  "$repo/hack/neutron/down.sh" --keep-state --no-lock >&2 || true
+  die "$1"
+}
+
+deadline=$((SECONDS + start_timeout))
+until answers "$port"; do
+  if ! kill -0 "$pid" 2>/dev/null || [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]; then
+    wait "$pid" 2>/dev/null && rc=0 || rc=$?
+    fail_start "neutron-server exited (status $rc) before answering on http://127.0.0.1:$port/"
+  fi
+  [ $SECONDS -lt $deadline ] || fail_start "neutron-server did not answer GET http://127.0.0.1:$port/ with 200 within ${start_timeout}s"
+  sleep 0.2 # polling interval of a readiness probe, not synchronisation
+done
+pgrep -P "$pid" > "$dir/workers.pid" || true
+log "neutron-server ready in $((SECONDS - ts))s (pid $pid, workers: $(tr '\n' ' ' < "$dir/workers.pid"))"
+
+# --- clouds.yaml --------------------------------------------------------------------------------------------------
+# Standard OpenStack clouds.yaml. auth_type none + auth.endpoint is keystoneauth's "none" plugin form; our client also
+# accepts endpoint_override / network_endpoint_override (openstacksdk's per-service override).
+cat > "$dir/clouds.yaml.tmp" <<EOF
+# Written by hack/neutron/up.sh: the local neutron-server (no Keystone; auth: $auth_mode).
+clouds:
+  local:
+    auth_type: none
+    auth:
+      endpoint: http://127.0.0.1:$port
+    region_name: RegionOne
+    network_api_version: "2"
+EOF
+mv "$dir/clouds.yaml.tmp" "$dir/clouds.yaml"
+echo "$auth_mode" > "$dir/auth_mode"
+
+log "up in $((SECONDS - t0))s"
+export_line
