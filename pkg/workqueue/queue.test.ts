@@ -19,7 +19,7 @@ async function getItem<T>(q: Queue<T>): Promise<T> {
   return r.item;
 }
 
-describe('Queue', () => {
+describe('Queue', { timeout: 30_000 }, () => {
   it('hands out items in FIFO order', async () => {
     const q = new Queue<string>();
     q.add('a');

@@ -1,0 +1,342 @@
+/**
+ * Controller: the generic runner between informer event handlers and a Reconciler (controller-runtime semantics).
+ *
+ *   informer handler ──enqueue(key)──▶ RateLimitingQueue<string> ──get──▶ N workers ──▶ reconciler(req, signal, ctx)
+ *                                             ▲                                                   │
+ *                                             └──── forget / addAfter / addRateLimited ◀─ result ─┘
+ *
+ * Concurrency contract
+ *  - Handlers only call `enqueue*`: an O(1) queue add, no I/O, safe at any time (before `start`, while running; a
+ *    no-op once shutdown began). Repeated events for one key collapse in the queue.
+ *  - Workers are `maxConcurrentReconciles` async loops on the one event loop. Each takes a key from the queue,
+ *    reconciles it, applies the result to the queue and calls `done(key)`. The queue hands a key to at most one
+ *    worker at a time, so a key is never reconciled twice concurrently; an event that arrives during its reconcile
+ *    makes it run again after this one finishes (level-triggered: the reconciler reads current cache state).
+ *  - A worker never dies: sync throws, rejections and non-Error throws are all caught and turned into results.
+ *
+ * Result handling (in this order, as controller-runtime's reconcileHandler):
+ *  - threw a TerminalError (or one in the `cause` chain) → error + terminal counted, key forgotten, NOT requeued;
+ *  - threw anything else → error counted (and panic, see errors.ts), `addRateLimited(key)` (per-key exponential
+ *    backoff 5 ms → 1000 s, max'ed with a 10 qps / burst 100 bucket by default);
+ *  - `{requeueAfter: ms}` with ms > 0 → `forget(key)` + `addAfter(key, ms)`; result `requeue_after`;
+ *  - `{requeue: true}` → `addRateLimited(key)`; result `requeue`;
+ *  - anything else (void, {}) → `forget(key)`; result `success`.
+ *
+ * Lifecycle
+ *  - `start(signal)` runs the workers. When `signal` aborts (or `stop()` is called) the queue is shut down with
+ *    drain: no key is handed out any more (queued keys are dropped; they are re-derived from the cache after a
+ *    restart) and in-flight reconciles run to completion. `start` resolves when every worker has exited, or when a
+ *    graceful timeout expired (then still-running reconciles are abandoned; their late results are ignored).
+ *  - `stop(timeoutMs)` begins the same shutdown and waits at most `timeoutMs` (on the Clock) for in-flight
+ *    reconciles. If they do not finish in time it aborts the AbortSignal every reconcile received, and reports
+ *    `{completed: false, inFlight}`. That signal aborts ONLY at that moment: a reconcile is never interrupted by
+ *    the start signal itself, only by the expiry of the graceful timeout.
+ *  - Option `gracefulShutdownTimeoutMs` makes the abort of the start signal call `stop(timeoutMs)` by itself.
+ *
+ * Logs (pino): every reconcile gets a child logger with `controller`, `namespace`, `name` and `reconcileID` (a
+ * random UUID), passed to the reconciler as `ctx.log`; errors are logged at error level as "Reconciler error".
+ */
+import { randomUUID } from 'node:crypto';
+import type { Registry } from 'prom-client';
+import { silentLogger, type Logger } from '../log/logger.ts';
+import { globalRegistry } from '../metrics/registry.ts';
+import { realClock, type Clock } from '../util/clock.ts';
+import { RateLimitingQueue, type RateLimitingWorkQueue } from '../workqueue/ratelimiting.ts';
+import type { RateLimiter } from '../workqueue/ratelimiter.ts';
+import { isPanic, isTerminalError } from './errors.ts';
+import { controllerMetricFamilies, reconcileResultLabels, type ControllerMetricFamilies, type ReconcileResultLabel } from './metrics.ts';
+import { requestCodec, type Request, type RequestCodec } from './request.ts';
+
+/** What a reconcile asks for next. Durations are milliseconds. */
+export interface Result {
+  /** Reconcile again after this many ms (the key's failure backoff is reset). Wins over `requeue`. */
+  requeueAfter?: number;
+  /** Reconcile again after the rate limiter's delay (counts as a requeue for backoff). */
+  requeue?: boolean;
+}
+
+/** Per-reconcile context handed to the reconciler. */
+export interface ReconcileContext {
+  /** Logger with controller, namespace, name and reconcileID fields. */
+  log: Logger;
+  reconcileID: string;
+  /** The work-queue key this reconcile is for. */
+  key: string;
+}
+
+/**
+ * Reconciles one object. `signal` aborts only when a graceful shutdown timeout expires; pass it to I/O.
+ * Throw (or reject) to retry with backoff; throw a TerminalError to give up until the next event.
+ */
+export type Reconciler<Req = Request> = (req: Req, signal: AbortSignal, ctx: ReconcileContext) => Promise<Result | void>;
+
+export interface BaseControllerOptions<Req> {
+  /** Controller name: the `controller` label of every metric, the queue's metric name and the `controller` log field. */
+  name: string;
+  reconciler: Reconciler<Req>;
+  /** Number of workers. Default 1. */
+  maxConcurrentReconciles?: number;
+  /** Default: defaultControllerRateLimiter() on `clock`. */
+  rateLimiter?: RateLimiter<string>;
+  logger?: Logger;
+  /** Default: globalRegistry. */
+  registry?: Registry;
+  /** Default: realClock. */
+  clock?: Clock;
+  /** When set, aborting the start signal behaves as `stop(gracefulShutdownTimeoutMs)`. */
+  gracefulShutdownTimeoutMs?: number;
+}
+
+/** `codec` is optional for the default `{namespace, name}` request and required for any other request type. */
+export type ControllerOptions<Req = Request> = BaseControllerOptions<Req> &
+  ([Req] extends [Request] ? ([Request] extends [Req] ? { codec?: RequestCodec<Req> } : { codec: RequestCodec<Req> }) : { codec: RequestCodec<Req> });
+
+export interface StopResult {
+  /** True when every in-flight reconcile finished within the timeout. */
+  completed: boolean;
+  /** Reconciles still running when `stop` returned (0 when completed). */
+  inFlight: number;
+}
+
+/** Largest delay setTimeout accepts; longer timeouts are treated as "no timeout". */
+const maxTimerMs = 2_147_483_647;
+
+function hasNamespacedName(req: unknown): req is Request {
+  return (
+    typeof req === 'object' &&
+    req !== null &&
+    typeof (req as Partial<Request>).namespace === 'string' &&
+    typeof (req as Partial<Request>).name === 'string'
+  );
+}
+
+export class Controller<Req = Request> {
+  readonly name: string;
+  /** Controllers act on the cluster: the Manager runs them only on the leader. */
+  readonly needLeaderElection = true;
+  /** The controller's queue (exposed for handlers that need addAfter, and for tests). */
+  readonly queue: RateLimitingWorkQueue<string>;
+
+  private readonly reconciler: Reconciler<Req>;
+  private readonly codec: RequestCodec<Req>;
+  private readonly workers: number;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly metrics: ControllerMetricFamilies;
+  private readonly labels: { controller: string };
+  private readonly gracefulShutdownTimeoutMs: number | undefined;
+  /** Aborted only when a graceful-shutdown timeout expires; every reconcile receives its signal. */
+  private readonly hardStop = new AbortController();
+  /** Resolved when a stop timeout expired: `start` stops waiting for abandoned reconciles. */
+  private readonly abandoned: { promise: Promise<void>; resolve: () => void };
+  private started = false;
+  private drained: Promise<void> | undefined;
+  private inFlightCount = 0;
+
+  constructor(opts: ControllerOptions<Req>) {
+    if (!opts.name) throw new Error('controller name is required');
+    const workers = opts.maxConcurrentReconciles ?? 1;
+    if (!Number.isInteger(workers) || workers < 1) {
+      throw new Error(`controller ${opts.name}: maxConcurrentReconciles must be a positive integer, got ${workers}`);
+    }
+    this.name = opts.name;
+    this.reconciler = opts.reconciler;
+    // The conditional options type guarantees a codec unless Req is exactly Request.
+    this.codec = (opts as { codec?: RequestCodec<Req> }).codec ?? (requestCodec as unknown as RequestCodec<Req>);
+    this.workers = workers;
+    this.clock = opts.clock ?? realClock;
+    this.log = (opts.logger ?? silentLogger).child({ controller: opts.name });
+    const registry = opts.registry ?? globalRegistry;
+    this.metrics = controllerMetricFamilies(registry);
+    this.labels = { controller: opts.name };
+    this.gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs;
+    this.queue = new RateLimitingQueue<string>({
+      name: opts.name,
+      registry,
+      clock: this.clock,
+      ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
+    });
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.abandoned = { promise, resolve };
+  }
+
+  /** Queues `key` ("ns/name", or "name" for cluster-scoped objects). Cheap; no I/O. */
+  enqueue(key: string): void {
+    this.queue.add(key);
+  }
+
+  /** Queues the key of `req`. */
+  enqueueRequest(req: Req): void {
+    this.queue.add(this.codec.key(req));
+  }
+
+  /** Queues `key` after `ms` milliseconds (earliest pending deadline wins). */
+  enqueueAfter(key: string, ms: number): void {
+    this.queue.addAfter(key, ms);
+  }
+
+  /** Number of reconciles running now. */
+  inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  /**
+   * Runs the workers until `signal` aborts (or `stop` is called), then drains in-flight reconciles (see the file
+   * comment). Rejects only if called twice.
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    if (this.started) throw new Error(`controller ${this.name}: already started`);
+    this.started = true;
+
+    for (const result of reconcileResultLabels) this.metrics.reconcileTotal.inc({ ...this.labels, result }, 0);
+    this.metrics.reconcileErrors.inc(this.labels, 0);
+    this.metrics.terminalReconcileErrors.inc(this.labels, 0);
+    this.metrics.reconcilePanics.inc(this.labels, 0);
+    this.metrics.maxConcurrentReconciles.set(this.labels, this.workers);
+    this.metrics.activeWorkers.set(this.labels, 0);
+
+    const onAbort = (): void => {
+      if (this.gracefulShutdownTimeoutMs === undefined) void this.beginShutdown();
+      else void this.stop(this.gracefulShutdownTimeoutMs);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+
+    this.log.info({ workerCount: this.workers }, 'Starting workers');
+    const workers = Array.from({ length: this.workers }, () => this.worker());
+    try {
+      const how = await Promise.race([
+        Promise.all(workers).then(() => 'finished' as const),
+        this.abandoned.promise.then(() => 'abandoned' as const),
+      ]);
+      if (how === 'finished') this.log.info('All workers finished');
+      else this.log.warn({ inFlight: this.inFlightCount }, 'Stopped with reconciles still running (graceful timeout expired)');
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Stops handing out keys and waits up to `timeoutMs` for in-flight reconciles. On timeout, aborts the reconciles'
+   * signal and resolves `{completed: false, inFlight}`. Safe before `start` and when called repeatedly.
+   * `timeoutMs` of Infinity (or beyond setTimeout's range) waits without limit.
+   */
+  async stop(timeoutMs: number): Promise<StopResult> {
+    const drained = this.beginShutdown();
+    let timer: { cancel(): void } | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      if (timeoutMs <= maxTimerMs) timer = this.clock.setTimer(Math.max(0, timeoutMs), () => resolve('timeout'));
+    });
+    const outcome = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
+    timer?.cancel();
+    if (outcome === 'drained') return { completed: true, inFlight: 0 };
+    const inFlight = this.inFlightCount;
+    if (!this.hardStop.signal.aborted) {
+      this.log.warn({ inFlight, timeoutMs }, 'Graceful shutdown timeout expired; aborting in-flight reconciles');
+      this.hardStop.abort(new Error(`controller ${this.name}: graceful shutdown timeout of ${timeoutMs} ms expired`));
+    }
+    this.abandoned.resolve();
+    return { completed: inFlight === 0, inFlight };
+  }
+
+  private beginShutdown(): Promise<void> {
+    if (!this.drained) {
+      this.log.info('Shutdown signal received, waiting for in-flight reconciles to finish');
+      this.drained = this.queue.shutDownWithDrain();
+    }
+    return this.drained;
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const next = await this.queue.get();
+      if (next.shutdown) return;
+      await this.processItem(next.item);
+    }
+  }
+
+  /** Reconciles one key and hands it back to the queue. Never rejects. */
+  private async processItem(key: string): Promise<void> {
+    this.inFlightCount++;
+    this.metrics.activeWorkers.inc(this.labels);
+    try {
+      await this.reconcileHandler(key);
+    } catch (err) {
+      // Only reachable through a fault in result handling itself (e.g. a throwing log stream): keep the worker alive.
+      this.log.error({ err, key }, 'Internal error while handling a reconcile result');
+    } finally {
+      this.queue.done(key);
+      this.inFlightCount--;
+      this.metrics.activeWorkers.dec(this.labels);
+    }
+  }
+
+  private count(result: ReconcileResultLabel): void {
+    this.metrics.reconcileTotal.inc({ ...this.labels, result });
+  }
+
+  private async reconcileHandler(key: string): Promise<void> {
+    const reconcileID = randomUUID();
+    let req: Req;
+    try {
+      req = this.codec.parse(key);
+    } catch (err) {
+      // A key that cannot be parsed will never reconcile: drop it like a terminal error.
+      this.queue.forget(key);
+      this.metrics.terminalReconcileErrors.inc(this.labels);
+      this.metrics.reconcileErrors.inc(this.labels);
+      this.count('error');
+      this.log.error({ err, key, reconcileID }, 'Invalid work queue key; dropping it');
+      return;
+    }
+    const fields = hasNamespacedName(req) ? { namespace: req.namespace, name: req.name } : { key };
+    const log = this.log.child({ ...fields, reconcileID });
+
+    log.debug('Reconciling');
+    const started = this.clock.now();
+    let failed = false;
+    let error: unknown;
+    let result: Result | void = undefined;
+    try {
+      result = await this.reconciler(req, this.hardStop.signal, { log, reconcileID, key });
+    } catch (err) {
+      failed = true;
+      error = err;
+    }
+    const seconds = (this.clock.now() - started) / 1000;
+    this.metrics.reconcileTime.observe(this.labels, seconds);
+
+    if (failed) {
+      const panic = isPanic(error);
+      const terminal = !panic && isTerminalError(error);
+      if (panic) this.metrics.reconcilePanics.inc(this.labels);
+      if (terminal) {
+        this.metrics.terminalReconcileErrors.inc(this.labels);
+        this.queue.forget(key);
+      } else {
+        this.queue.addRateLimited(key);
+      }
+      this.metrics.reconcileErrors.inc(this.labels);
+      this.count('error');
+      log.error({ err: error, terminal, panic, durationSeconds: seconds }, panic ? 'Observed a panic in reconciler' : 'Reconciler error');
+      return;
+    }
+
+    const r: Partial<Result> = typeof result === 'object' && result !== null ? result : {};
+    if (typeof r.requeueAfter === 'number' && r.requeueAfter > 0) {
+      this.queue.forget(key);
+      this.queue.addAfter(key, r.requeueAfter);
+      this.count('requeue_after');
+      log.debug({ requeueAfter: r.requeueAfter, durationSeconds: seconds }, 'Reconcile done, requeue after delay');
+    } else if (r.requeue === true) {
+      this.queue.addRateLimited(key);
+      this.count('requeue');
+      log.debug({ durationSeconds: seconds }, 'Reconcile done, requeue');
+    } else {
+      this.queue.forget(key);
+      this.count('success');
+      log.debug({ durationSeconds: seconds }, 'Reconcile successful');
+    }
+  }
+}

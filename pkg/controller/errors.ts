@@ -1,0 +1,50 @@
+/**
+ * Reconcile error classification.
+ *
+ * - TerminalError (controller-runtime's reconcile.TerminalError): the reconcile failed in a way retrying cannot fix
+ *   (invalid spec, …). The controller logs it, counts it in controller_runtime_terminal_reconcile_errors_total (and in
+ *   the error totals), forgets the key's backoff and does NOT requeue; the next event for the object triggers a new
+ *   reconcile. `isTerminalError` also finds a TerminalError in an error's `cause` chain (like errors.Is).
+ *
+ * - "Panic": TypeScript has no panics, so we count as a panic what is almost certainly a programming fault rather
+ *   than an operational failure:
+ *     1. a thrown value that is not an Error (`throw 'x'`, `throw undefined`, `throw {…}`), or
+ *     2. an instance of exactly one of the engine's fault classes — TypeError, ReferenceError, RangeError,
+ *        SyntaxError, EvalError, URIError — with no `cause` (the engine never sets one; libraries that use
+ *        TypeError for I/O failures, like fetch's "fetch failed", do set one, so those stay ordinary errors).
+ *   Subclasses of those built-ins are treated as ordinary errors (a library chose the class on purpose).
+ *   A panic is also an error: counted in controller_runtime_reconcile_panics_total AND the error totals, and
+ *   requeued with backoff — exactly what controller-runtime does with a recovered panic.
+ */
+
+export class TerminalError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+
+  /** Wraps any thrown value as a TerminalError (the original is kept as `cause`). */
+  static from(err: unknown): TerminalError {
+    if (err instanceof TerminalError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    return new TerminalError(message, { cause: err });
+  }
+}
+
+/** Whether `err` or an error in its `cause` chain is a TerminalError. */
+export function isTerminalError(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 16 && e instanceof Error; depth++) {
+    if (e instanceof TerminalError) return true;
+    e = e.cause;
+  }
+  return false;
+}
+
+const faultClasses: ReadonlySet<unknown> = new Set([TypeError, ReferenceError, RangeError, SyntaxError, EvalError, URIError]);
+
+/** Whether a thrown value counts as a panic (programming fault); see the file comment for the rule. */
+export function isPanic(err: unknown): boolean {
+  if (!(err instanceof Error)) return true;
+  return faultClasses.has(err.constructor) && err.cause === undefined;
+}
