@@ -3,27 +3,9 @@
  * samples in config/samples are valid.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
-
-const run = promisify(execFile);
-const repo = join(import.meta.dirname, '..');
-
-async function kubectl(...args: string[]): Promise<string> {
-  const cp = cluster();
-  const { stdout } = await run(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { cwd: repo });
-  return stdout;
-}
-
-/** Installs config/crd and waits until both CRDs are Established (idempotent; other test files do the same). */
-export async function installCRDs(): Promise<void> {
-  await kubectl('apply', '--server-side', '--force-conflicts', '-k', 'config/crd');
-  await kubectl('wait', '--for=condition=Established', '--timeout=60s',
-    'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
-}
+import { installCRDs, kubectl } from './helpers/crds.ts';
 
 describe('config/crd', () => {
   before(installCRDs);

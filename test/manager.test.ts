@@ -147,7 +147,7 @@ describe('probes and metrics', () => {
       // Self-signed serving certificate: this test checks auth, not the certificate chain.
       const args = ['-sk', '-o', '/dev/null', '-w', '%{http_code}', `https://127.0.0.1:${mgr.metricsPort}/metrics`,
         ...(token ? ['-H', `Authorization: Bearer ${token}`] : [])];
-      execFile('curl', args, (err, stdout) => (err ? rej(err) : res(Number(stdout))));
+      execFile('curl', args, (err, stdout) => (err ? rej(new Error(err.message)) : res(Number(stdout))));
     });
     assert.equal(await scrape(), 401);
     assert.equal(await scrape('not-a-token'), 401);

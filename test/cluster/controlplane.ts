@@ -188,7 +188,11 @@ export class ControlPlane {
    * On failure every component started so far is stopped again and the error names the failed component and
    * carries the tail of its log.
    */
-  static async start(opts: { mode: ClusterMode; dir: string; bins?: BinDirs; log?: Logger }): Promise<ControlPlane> {
+  static async start(opts: {
+    mode: ClusterMode; dir: string; bins?: BinDirs; log?: Logger;
+    /** Extra command-line flags per component (e.g. kube-apiserver --watch-cache=false for 410 tests). */
+    extraArgs?: Partial<Record<ComponentName, string[]>>;
+  }): Promise<ControlPlane> {
     const log = opts.log ?? defaultLogger;
     const dir = resolve(opts.dir);
     if (existsSync(join(dir, 'state.json'))) {
@@ -212,7 +216,7 @@ export class ControlPlane {
 
     const comp = (name: ComponentName, bin: string, args: string[], health: string | null): ComponentState => {
       mkdirSync(join(dir, name), { recursive: true });
-      return { name, bin, args, log: join(dir, name, `${name}.log`), pid: null, health };
+      return { name, bin, args: [...args, ...(opts.extraArgs?.[name] ?? [])], log: join(dir, name, `${name}.log`), pid: null, health };
     };
     const components: ClusterState['components'] = {
       etcd: comp('etcd', join(bins.etcd, 'etcd'), [
