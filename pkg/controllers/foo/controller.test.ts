@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, test } from 'node:test';
+import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
+import type { RequestOptions, Verb } from '../../client/rest.ts';
+import { isTerminalError } from '../../controller/index.ts';
+import { FakeRecorder } from '../../events/fake.ts';
+import { Indexer } from '../../informerfactory/indexer.ts';
+import { Lister } from '../../informerfactory/lister.ts';
+import { silentLogger } from '../../log/logger.ts';
+import type { Deployment } from '../deployment/types.ts';
+import { enqueueFoosOf, fooReconciler } from './controller.ts';
+import { FOO_BY_DEPLOYMENT_INDEX, fooDeploymentIndexFunc, newDeployment } from './desired.ts';
+
+interface Call { method: Verb; path: string; body: unknown; contentType: string | undefined }
+
+class FakeRest {
+  readonly calls: Call[] = [];
+  reply: (c: Call) => unknown = (c) => c.body;
+  json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+    const call = { method, path, body: opts.body, contentType: opts.contentType };
+    this.calls.push(call);
+    return Promise.resolve(this.reply(call) as T);
+  }
+}
+
+const signal = new AbortController().signal;
+const ctx = { log: silentLogger, reconcileID: 'r', key: 'ns/foo' };
+const req = { namespace: 'ns', name: 'foo' };
+
+function aFoo(spec: Foo['spec'], status?: Foo['status']): Foo {
+  return { metadata: { name: 'foo', namespace: 'ns', uid: 'foo-uid', generation: 1 }, spec, ...(status ? { status } : {}) };
+}
+
+function owned(foo: Foo, replicas: number, available: number): Deployment {
+  const d = newDeployment(foo);
+  return { ...d, metadata: { ...d.metadata, uid: 'dep-uid' }, spec: { ...d.spec, replicas }, status: { availableReplicas: available } };
+}
+
+let foos: Indexer<Foo>;
+let deployments: Indexer<Deployment>;
+let rest: FakeRest;
+let recorder: FakeRecorder;
+let reconcile: ReturnType<typeof fooReconciler>;
+
+beforeEach(() => {
+  foos = new Indexer<Foo>({ indexers: { [FOO_BY_DEPLOYMENT_INDEX]: fooDeploymentIndexFunc } });
+  deployments = new Indexer<Deployment>();
+  rest = new FakeRest();
+  recorder = new FakeRecorder();
+  reconcile = fooReconciler({ foos: new Lister(foos), deployments: new Lister(deployments), rest, recorder });
+});
+
+describe('fooReconciler', () => {
+  test('creates the Deployment, writes status 0 and records Synced', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 });
+    foos.add(foo);
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls.map((c) => `${c.method} ${c.path}`), [
+      'POST /apis/apps/v1/namespaces/ns/deployments',
+      'PATCH /apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status',
+    ]);
+    assert.deepEqual(rest.calls[0]?.body, newDeployment(foo));
+    assert.deepEqual(rest.calls[1]?.body, { metadata: { uid: 'foo-uid' }, status: { availableReplicas: 0 } });
+    assert.equal(rest.calls[1]?.contentType, 'application/merge-patch+json');
+    assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
+  });
+
+  test('converged: no writes, no events', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 }, { availableReplicas: 2 });
+    foos.add(foo);
+    deployments.add(owned(foo, 2, 2));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('replica drift: merge-patches spec.replicas (guarded by uid) and mirrors availableReplicas', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 3 }, { availableReplicas: 1 });
+    foos.add(foo);
+    deployments.add(owned(foo, 1, 1));
+    rest.reply = (c) => (c.method === 'PATCH' && c.path.endsWith('/deployments/web') ? owned(foo, 3, 2) : {});
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls.map((c) => [c.method, c.path, c.body]), [
+      ['PATCH', '/apis/apps/v1/namespaces/ns/deployments/web', { metadata: { uid: 'dep-uid' }, spec: { replicas: 3 } }],
+      ['PATCH', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status', { metadata: { uid: 'foo-uid' }, status: { availableReplicas: 2 } }],
+    ]);
+    assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
+  });
+
+  test('a Foo without replicas leaves the Deployment\'s replicas alone', async () => {
+    const foo = aFoo({ deploymentName: 'web' }, { availableReplicas: 4 });
+    foos.add(foo);
+    deployments.add(owned(foo, 4, 4));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('a Deployment not controlled by the Foo: ErrResourceExists event, retryable error, no write', async () => {
+    foos.add(aFoo({ deploymentName: 'web', replicas: 1 }));
+    deployments.add({ metadata: { name: 'web', namespace: 'ns', uid: 'x' }, spec: { replicas: 1 } });
+    await assert.rejects(reconcile(req, signal, ctx), (err: Error) => !isTerminalError(err) && /Resource "web" already exists and is not managed by Foo/.test(err.message));
+    assert.deepEqual(recorder.events, ['Warning ErrResourceExists Resource "web" already exists and is not managed by Foo']);
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('an empty deploymentName: TerminalError, one Warning per generation, no write', async () => {
+    const foo = aFoo({ replicas: 1 });
+    foos.add(foo);
+    for (let i = 0; i < 3; i++) await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    assert.deepEqual(recorder.events, ['Warning InvalidSpec spec.deploymentName must be specified']);
+    foos.update({ ...foo, metadata: { ...foo.metadata, generation: 2 } });
+    await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    assert.equal(recorder.events.length, 2);
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('a deleted or deleting Foo: nothing to do', async () => {
+    await reconcile(req, signal, ctx);
+    foos.add({ ...aFoo({ deploymentName: 'web', replicas: 1 }), metadata: { name: 'foo', namespace: 'ns', uid: 'u', deletionTimestamp: '2024-01-01T00:00:00Z' } });
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(recorder.events, []);
+  });
+});
+
+describe('enqueueFoosOf (Deployment event → Foo keys)', () => {
+  test('the controlling Foo when cached, and Foos that want a Deployment of that name', () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 1 });
+    const waiting: Foo = { metadata: { name: 'other', namespace: 'ns', uid: 'o' }, spec: { deploymentName: 'unowned' } };
+    foos.add(foo);
+    foos.add(waiting);
+    const keys: string[] = [];
+    const handle = enqueueFoosOf(new Lister(foos), foos, (k) => keys.push(k));
+
+    handle(owned(foo, 1, 1));
+    assert.deepEqual(keys, ['ns/foo', 'ns/foo']); // owner + index (the queue collapses duplicates)
+    keys.length = 0;
+    handle({ metadata: { name: 'unowned', namespace: 'ns' } });
+    assert.deepEqual(keys, ['ns/other']);
+    keys.length = 0;
+    const orphan = newDeployment({ ...foo, metadata: { name: 'gone', namespace: 'ns', uid: 'g' } });
+    handle({ ...orphan, metadata: { ...orphan.metadata, name: 'elsewhere' } });
+    handle({ metadata: { name: 'rs-owned', namespace: 'ns', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'foo', uid: 'r', controller: true }] } });
+    assert.deepEqual(keys, []);
+  });
+});
