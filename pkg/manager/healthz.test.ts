@@ -49,13 +49,13 @@ test('readyz lists failures; verbose shows reasons; single checks; exclude', asy
   const s = await serve(checks);
   try {
     let r = await get(`${s.base}/readyz`);
-    assert.equal(r.status, 500);
+    assert.equal(r.status, 503);
     assert.equal(r.body, '[-]informer-sync failed: reason withheld\n[+]ping ok\nreadyz check failed\n');
     r = await get(`${s.base}/readyz?verbose`);
-    assert.equal(r.status, 500);
+    assert.equal(r.status, 503);
     assert.equal(r.body, '[-]informer-sync failed: 2 informers not synced\n[+]ping ok\nreadyz check failed\n');
     r = await get(`${s.base}/readyz/informer-sync`);
-    assert.deepEqual([r.status, r.body], [500, 'internal server error: 2 informers not synced\n']);
+    assert.deepEqual([r.status, r.body], [503, 'internal server error: 2 informers not synced\n']);
     r = await get(`${s.base}/readyz/ping`);
     assert.deepEqual([r.status, r.body], [200, 'ok']);
     r = await get(`${s.base}/readyz/nope`);

@@ -1,11 +1,11 @@
 /**
  * Kubernetes-style health endpoints: /healthz (alias /livez) and /readyz with named checks.
  *
- *   GET /readyz             200 "ok" when every check passes; otherwise 500 with one line per check
+ *   GET /readyz             200 "ok" when every check passes; otherwise 503 with one line per check
  *                           ("[+]name ok" / "[-]name failed: reason withheld") and "readyz check failed".
  *   GET /readyz?verbose     the per-check list also on success, reasons shown, last line "readyz check passed|failed".
  *   GET /readyz?exclude=x   skips check x (repeatable), as the API server does.
- *   GET /readyz/<name>      runs one check: 200 "ok" or 500 "internal server error: <reason>"; 404 if unknown.
+ *   GET /readyz/<name>      runs one check: 200 "ok" or 503 "internal server error: <reason>"; 404 if unknown.
  *
  * Checks run concurrently on every request; each gets an AbortSignal and a timeout (`timeoutMs`, default 10 s)
  * after which it counts as failed. A check fails by throwing (or rejecting). Check functions must be cheap and free
@@ -113,7 +113,7 @@ export class HealthChecks {
       const exclude = ([] as unknown[]).concat(req.query.exclude ?? []).filter((x): x is string => typeof x === 'string');
       const results = await this.run(endpoint, { exclude });
       const failed = results.some((r) => !r.ok);
-      res.status(failed ? 500 : 200);
+      res.status(failed ? 503 : 200);
       if (!failed && !verbose) {
         send(res, 'ok');
         return;
@@ -137,7 +137,7 @@ export class HealthChecks {
       if (result?.ok) {
         send(res.status(200), 'ok');
       } else {
-        send(res.status(500), `internal server error: ${result?.reason ?? 'unknown'}\n`);
+        send(res.status(503), `internal server error: ${result?.reason ?? 'unknown'}\n`);
       }
     };
     for (const [path, endpoint] of [['healthz', 'healthz'], ['livez', 'healthz'], ['readyz', 'readyz']] as const) {

@@ -213,6 +213,11 @@ export function registerProcessMetrics(registry: Registry): void {
   if (withProcessMetrics.has(registry) || registry.getSingleMetric('process_cpu_user_seconds_total')) return;
   withProcessMetrics.add(registry);
   collectDefaultMetrics({ register: registry });
+  // prom-client names three gauges *_total, which Prometheus reserves for counters (`promtool check metrics` flags
+  // them). The same values stay available per type as nodejs_active_handles / _requests / _resources.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(name);
+  }
 }
 
 export interface TlsFiles {
