@@ -1,9 +1,10 @@
 /**
  * RestClient: the one HTTP path from this process to the Kubernetes API server.
  *
- * Authentication and TLS come from client-node's KubeConfig (kubeconfig files, in-cluster ServiceAccount with a
- * token file that client-node re-reads, exec/OIDC plugins): each request gets a fresh RequestContext, so rotated
- * credentials are picked up without a restart. Transport is undici's fetch with client-node's dispatcher (connection
+ * Authentication and TLS come from client-node's KubeConfig (kubeconfig files, in-cluster ServiceAccount, exec/OIDC
+ * plugins): each request gets a fresh RequestContext. For a token FILE (in-cluster bound ServiceAccount tokens, which
+ * the kubelet rotates by rewriting the file) client-node re-reads only every 60 s; RestClient checks the file's
+ * mtime at most once a second and uses a rewritten token at once, so rotation never leaves a revoked token in use. Transport is undici's fetch with client-node's dispatcher (connection
  * pooling per cluster/user). Every request — including streaming watches — is counted in
  * `rest_client_requests_total{code,method,host}` (client-go's name); a request that fails before a response is
  * counted with code `<error>`.
@@ -11,6 +12,7 @@
  * Concurrency: a RestClient is stateless between requests and safe to share across every informer, controller,
  * elector and recorder of the process.
  */
+import { readFileSync, statSync } from 'node:fs';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
 import { fetch, type Response } from 'undici';
@@ -88,12 +90,44 @@ export function requestsCounter(registry: Registry): Counter<'code' | 'method' |
   }));
 }
 
+/** The current token of a token file, re-read when the file changes (checked at most once per `checkEveryMs`). */
+class TokenFile {
+  private token: string | undefined;
+  private mtimeMs = -1;
+  private checkedAt = -Infinity;
+  private readonly path: string;
+  private readonly checkEveryMs: number;
+
+  constructor(path: string, checkEveryMs = 1000) {
+    this.path = path;
+    this.checkEveryMs = checkEveryMs;
+  }
+
+  current(): string | undefined {
+    const now = performance.now();
+    if (now - this.checkedAt >= this.checkEveryMs) {
+      this.checkedAt = now;
+      try {
+        const { mtimeMs } = statSync(this.path);
+        if (mtimeMs !== this.mtimeMs) {
+          this.token = readFileSync(this.path, 'utf8').trim();
+          this.mtimeMs = mtimeMs;
+        }
+      } catch {
+        // Keep the last good token; client-node's own header is used if there never was one.
+      }
+    }
+    return this.token;
+  }
+}
+
 export class RestClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   private readonly host: string;
   private readonly userAgent: string;
   private readonly requests: Counter<'code' | 'method' | 'host'>;
+  private readonly tokenFile: TokenFile | undefined;
 
   constructor(opts: RestClientOptions) {
     this.kubeConfig = opts.kubeConfig;
@@ -103,6 +137,9 @@ export class RestClient {
     this.host = new URL(this.server).host;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.requests = requestsCounter(opts.registry ?? globalRegistry);
+    const tokenFile = (opts.kubeConfig.getCurrentUser()?.authProvider as { config?: { tokenFile?: string } } | undefined)
+      ?.config?.tokenFile;
+    this.tokenFile = tokenFile ? new TokenFile(tokenFile) : undefined;
   }
 
   /** Builds the absolute URL of an API path with query parameters (undefined values are dropped). */
@@ -123,6 +160,11 @@ export class RestClient {
     const ctx = new RequestContext(url, HttpMethod[method]);
     await this.kubeConfig.applySecurityAuthentication(ctx);
     const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json', 'user-agent': this.userAgent };
+    const token = this.tokenFile?.current();
+    if (token) {
+      delete headers['Authorization'];
+      headers['authorization'] = `Bearer ${token}`;
+    }
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
