@@ -1,0 +1,80 @@
+/**
+ * One HTTP exchange with Neutron or Keystone, with a hard deadline and typed transport failures.
+ *
+ * Invariants:
+ *  - Every call has a timeout covering connect, headers and the whole body (`timeoutMs`, default 10 s).
+ *  - A caller's abort rejects with the caller's `signal.reason` unchanged (cancellation is not a server failure);
+ *    our own timeout and connection failures reject with NeutronUnavailableError (`Timeout` / `ConnectionError`).
+ *  - Bodies are read completely before returning, so connections go back to the pool.
+ *  - Nothing here logs headers or bodies (they carry tokens and credentials).
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, fetch, type Dispatcher } from 'undici';
+import type { CloudConfig } from './clouds.ts';
+import { NeutronUnavailableError } from './errors.ts';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  dispatcher?: Dispatcher;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/** The innermost cause's message of a fetch failure, e.g. `connect ECONNREFUSED 127.0.0.1:9696`. */
+function causeMessage(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Sends the request and reads the whole body. See the module comment for the failure contract. */
+export async function send(req: HttpRequest): Promise<HttpResponse> {
+  const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  const path = new URL(req.url).pathname;
+  try {
+    const res = await fetch(req.url, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      signal,
+      ...(req.dispatcher && { dispatcher: req.dispatcher }),
+    });
+    const text = await res.text();
+    // undici's Headers and the global Headers are the same shape; callers only read them.
+    return { status: res.status, headers: res.headers as unknown as Headers, text };
+  } catch (err) {
+    if (req.signal?.aborted) throw req.signal.reason;
+    if (timeout.aborted) {
+      throw new NeutronUnavailableError({
+        status: 0, type: 'Timeout', message: `no complete response within ${timeoutMs} ms`, method: req.method, path, cause: err,
+      });
+    }
+    throw new NeutronUnavailableError({
+      status: 0, type: 'ConnectionError', message: causeMessage(err), method: req.method, path, cause: err,
+    });
+  }
+}
+
+/** An undici dispatcher honouring the cloud's `verify`/`cacert`, or undefined for the default one. */
+export function dispatcherFor(cloud: CloudConfig): Dispatcher | undefined {
+  if (cloud.verify && cloud.cacert === undefined) return undefined;
+  return new Agent({
+    connect: {
+      rejectUnauthorized: cloud.verify,
+      ...(cloud.cacert !== undefined && { ca: readFileSync(cloud.cacert, 'utf8') }),
+    },
+  });
+}
