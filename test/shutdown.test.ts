@@ -33,7 +33,7 @@ async function setup(t: TestContext, reconcileMs: number, gracefulShutdownTimeou
   const factory = new SharedInformerFactory({ client: rest, namespaces: [ns] });
   let completed = 0;
   const controller = new Controller({
-    name: 'slow', registry, maxConcurrentReconciles: 100,
+    name: 'slow', registry, maxConcurrentReconciles: 100, gracefulShutdownTimeoutMs,
     // The work itself: a slow reconcile (a timer stands in for slow API calls).
     // `signal` aborts only when the graceful-shutdown timeout expires.
     reconciler: async (_req, signal) => {
@@ -84,6 +84,7 @@ describe('graceful shutdown', () => {
     assert.equal(await s.exit, 1);
     assert.ok(Date.now() - t0 < 15_000, 'did not wait for the reconciles');
     assert.equal(s.completed(), 0);
+    await waitFor('abandoned reconciles were aborted', () => s.controller.inFlight() === 0);
     assert.equal(await leaseHolder(s.ns, s.lease), '', 'the lease was released');
   });
 });
