@@ -12,6 +12,9 @@ NODE := $(CURDIR)/node_modules/.bin/node
 CLUSTER_MODE ?= full
 CLUSTER_DIR ?= $(CURDIR)/.cluster
 export CLUSTER_MODE CLUSTER_DIR
+IMG ?= ts-controller-manager:dev
+# kubectl: the one built with the local control plane (same release) when present, else the machine's.
+KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
 
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"
@@ -66,6 +69,20 @@ run: ## Run the manager against a local control plane (arrives with issue 7; not
 	@echo "make run is not implemented yet: it arrives with the manager (issue 4) and deployment work (issue 7)." >&2
 	@echo "Today: make cluster-up, then export the printed KUBECONFIG and use kubectl." >&2
 	@exit 1
+
+.PHONY: bench
+bench: deps tools ## Benchmarks on a private local control plane; prints a table.
+	$(NODE) bench/run.ts
+
+##@ Deployment
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of KUBECONFIG.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs (and every Foo and Network!) from the cluster of KUBECONFIG.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
 
 ##@ Local control plane (built from upstream Go modules)
 

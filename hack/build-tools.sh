@@ -7,11 +7,20 @@
 #   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
-# Usage: hack/build-tools.sh [--print-env]
+# Usage: hack/build-tools.sh [--print-env] [--no-build]
 #   --print-env   print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR) on stdout
+#   --no-build    fail instead of building what is missing (for callers that only want a cached kubectl)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+print_env=0 no_build=0
+for arg in "$@"; do
+  case "$arg" in
+    --print-env) print_env=1 ;;
+    --no-build) no_build=1 ;;
+    *) echo "usage: $0 [--print-env] [--no-build]" >&2; exit 2 ;;
+  esac
+done
 cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 
@@ -35,6 +44,7 @@ build() {
   local missing=()
   for spec in "$@"; do [ -x "$dir/${spec%%=*}" ] || missing+=("$spec"); done
   if [ ${#missing[@]} -eq 0 ]; then log "$mod $version: cached in $dir"; echo "$dir"; return; fi
+  [ "$no_build" = 1 ] && die "$mod $version: not built yet (run hack/build-tools.sh)"
   mkdir -p "$dir"
   log "$mod $version: downloading modules"
   (cd "$here/tools/$mod" && go mod download) >&2 || die "$mod $version: could not download Go modules (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
@@ -77,7 +87,7 @@ if [ ! -s "$kwok_dir/stages.yaml" ]; then
 fi
 log "all binaries ready in $((SECONDS - t_all))s"
 
-if [ "${1:-}" = --print-env ]; then
+if [ "$print_env" = 1 ]; then
   echo "ETCD_BIN_DIR=$etcd_dir"
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
