@@ -46,7 +46,9 @@ ours() {
   local pid=$1
   [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 1
   [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker"
+  local cmd
+  cmd=$( { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || return 1
+  [[ "$cmd" == *"$marker"* ]]
 }
 
 # candidates: every pid that may belong to this server (deduplicated, unchecked).

@@ -13,6 +13,8 @@
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
 #                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
 #   NEUTRON_START_TIMEOUT  seconds to wait for `GET /` to answer 200. Default: 60
+#   TSCM_CACHE_DIR         cache outside the clone (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager):
+#                          holds an empty, stamped neutron.db per neutron-server version
 #
 # Invariants:
 #   - Idempotent: if the server recorded in the state dir is alive and answers, only the export line is printed.
@@ -42,7 +44,9 @@ export_line() { printf 'export NEUTRON_CLOUD_CONFIG=%s\n' "$dir/clouds.yaml"; }
 alive() {
   local pid=$1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--config-file $dir/neutron.conf" || return 1
+  local cmd
+  cmd=$( { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || return 1
+  [[ "$cmd" == *"--config-file $dir/neutron.conf"* ]] || return 1
   # A zombie has an empty cmdline, so it never gets here.
 }
 
@@ -187,17 +191,33 @@ EOF
 
 # --- database -----------------------------------------------------------------------------------------------------
 # `neutron-db-manage upgrade heads` cannot run on SQLite (ALTER of constraints): build the schema from the models and
-# stamp the migration heads instead. An existing db is kept (data survives restarts).
+# stamp the migration heads instead (5-30 s of Python imports). The empty, stamped db is cached per neutron-server
+# version outside the clone (like hack/build-tools.sh's binaries) and copied, so later starts skip that work.
+# An existing db in the state dir is kept (data survives restarts).
 if [ ! -s "$dir/neutron.db" ] || [ ! -f "$dir/db.stamped" ]; then
   td=$SECONDS
   rm -f "$dir/neutron.db" "$dir/db.stamped"
-  log "creating the SQLite schema from neutron's models"
-  "$PY" -c 'import sys, sqlalchemy as sa
+  cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}/neutron/$(dpkg-query -W -f='${Version}' neutron-server | tr -c 'A-Za-z0-9.+~-' '_')
+  mkdir -p "$cache"
+  exec 7>"$cache/.lock"
+  flock -w 300 7 || die "timed out waiting for $cache/.lock"
+  if [ ! -s "$cache/neutron.db" ]; then
+    log "creating the SQLite schema from neutron's models (cached in $cache)"
+    rm -f "$cache/neutron.db.tmp"
+    "$PY" -c 'import sys, sqlalchemy as sa
 from neutron.db.migration.models import head
-head.get_metadata().create_all(sa.create_engine(sys.argv[1]))' "sqlite:///$dir/neutron.db" >"$dir/log/db.log" 2>&1 ||
-    { tail -n 30 "$dir/log/db.log" >&2; die "creating the schema failed (log: $dir/log/db.log)"; }
-  neutron-db-manage --config-file "$dir/neutron.conf" --config-file "$dir/ml2_conf.ini" stamp heads >>"$dir/log/db.log" 2>&1 ||
-    { tail -n 30 "$dir/log/db.log" >&2; die "neutron-db-manage stamp heads failed (log: $dir/log/db.log)"; }
+head.get_metadata().create_all(sa.create_engine(sys.argv[1]))' "sqlite:///$cache/neutron.db.tmp" >"$dir/log/db.log" 2>&1 ||
+      { tail -n 30 "$dir/log/db.log" >&2; die "creating the schema failed (log: $dir/log/db.log)"; }
+    # stamp writes the alembic heads into the db named by the config: point a scratch config at the template.
+    sed "s|^connection = .*|connection = sqlite:///$cache/neutron.db.tmp|" "$dir/neutron.conf" > "$dir/stamp.conf"
+    neutron-db-manage --config-file "$dir/stamp.conf" --config-file "$dir/ml2_conf.ini" stamp heads >>"$dir/log/db.log" 2>&1 ||
+      { tail -n 30 "$dir/log/db.log" >&2; die "neutron-db-manage stamp heads failed (log: $dir/log/db.log)"; }
+    rm -f "$dir/stamp.conf"
+    mv "$cache/neutron.db.tmp" "$cache/neutron.db"
+  fi
+  cp "$cache/neutron.db" "$dir/neutron.db.tmp"
+  mv "$dir/neutron.db.tmp" "$dir/neutron.db"
+  exec 7>&-
   touch "$dir/db.stamped"
   log "database ready in $((SECONDS - td))s"
 fi
