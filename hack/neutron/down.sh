@@ -29,11 +29,13 @@ stop_timeout=${NEUTRON_STOP_TIMEOUT:-15}
 
 log() { printf '[neutron-down] %s\n' "$*" >&2; }
 
-if [ ! -d "$dir" ]; then
-  log "nothing to do: $dir does not exist"
-  exit 0
+if [ -d "$dir" ]; then
+  dir=$(cd "$dir" && pwd -P)
+else
+  # No state dir (removed by hand?): still look for processes started with it, below.
+  dir=$(realpath -m "$dir")
+  lock=false keep=true
 fi
-dir=$(cd "$dir" && pwd -P)
 if $lock; then
   exec 9>"$dir/.lock"
   flock -w 120 9 || { log "another up.sh/down.sh holds $dir/.lock"; exit 1; }
@@ -95,9 +97,9 @@ if [ -n "$pids" ]; then
 else
   log "no neutron-server running for $dir"
 fi
-rm -f "$dir/neutron.pid" "$dir/workers.pid"
+rm -f "$dir/neutron.pid" "$dir/workers.pid" 2>/dev/null || true
 
-if ! $keep; then
+if [ -d "$dir" ] && ! $keep; then
   rm -rf "$dir"
   log "removed $dir"
 fi

@@ -2,9 +2,10 @@
 # Starts a real OpenStack Neutron API server (Debian's neutron-server) on loopback, for development and tests.
 # See /work/shared/notes/neutron.md for why the configuration looks like this (noauth, SQLite, no agents/broker).
 #
-# Usage: hack/neutron/up.sh            (or: make neutron-up)
+# Usage: hack/neutron/up.sh                 (or: make neutron-up)
 #   stdout: exactly one line, `export NEUTRON_CLOUD_CONFIG=<state dir>/clouds.yaml` (eval-able)
 #   stderr: progress
+#        hack/neutron/up.sh --install-only  (CI: install the Debian package and cache the db schema; start nothing)
 #
 # Environment:
 #   NEUTRON_DIR            state dir (config, SQLite db, logs, pids, clouds.yaml). Default: <repo>/.neutron
@@ -25,7 +26,19 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${NEUTRON_DIR:-$repo/.neutron}
+install_only=false
+for arg in "$@"; do
+  case "$arg" in
+    --install-only) install_only=true ;;
+    *) printf 'usage: %s [--install-only]\n' "$0" >&2; exit 2 ;;
+  esac
+done
+if $install_only; then
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/tscm-neutron-install.XXXXXX")
+  trap 'rm -rf "$dir"' EXIT
+else
+  dir=${NEUTRON_DIR:-$repo/.neutron}
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd -P)
 auth_mode=${NEUTRON_AUTH:-noauth}
@@ -220,6 +233,11 @@ head.get_metadata().create_all(sa.create_engine(sys.argv[1]))' "sqlite:///$cache
   exec 7>&-
   touch "$dir/db.stamped"
   log "database ready in $((SECONDS - td))s"
+fi
+
+if $install_only; then
+  log "neutron-server $(dpkg-query -W -f='${Version}' neutron-server) installed; db schema cached (nothing started)"
+  exit 0
 fi
 
 # --- start --------------------------------------------------------------------------------------------------------
