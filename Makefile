@@ -65,10 +65,8 @@ test: deps tools ## Everything CI runs: typecheck, lint, unit and integration te
 	  --test-global-setup=test/global-setup.ts $(UNIT_TESTS) $(INTEGRATION_TESTS)
 
 .PHONY: run
-run: ## Run the manager against a local control plane (arrives with issue 7; not yet available).
-	@echo "make run is not implemented yet: it arrives with the manager (issue 4) and deployment work (issue 7)." >&2
-	@echo "Today: make cluster-up, then export the printed KUBECONFIG and use kubectl." >&2
-	@exit 1
+run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control plane it starts (CRDs, samples). ARGS=... adds flags.
+	$(NODE) hack/run.ts $(ARGS)
 
 .PHONY: bench
 bench: deps tools ## Benchmarks on a private local control plane; prints a table.
@@ -83,6 +81,14 @@ install: ## Install the CRDs into the cluster of KUBECONFIG.
 .PHONY: uninstall
 uninstall: ## Remove the CRDs (and every Foo and Network!) from the cluster of KUBECONFIG.
 	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: deploy
+deploy: ## kubectl apply -k config/default with image IMG (default ts-controller-manager:dev).
+	$(KUBECTL) kustomize config/default | sed 's|image: ts-controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
+
+.PHONY: undeploy
+undeploy: ## kubectl delete -k config/default.
+	$(KUBECTL) delete --ignore-not-found -k config/default
 
 ##@ Local control plane (built from upstream Go modules)
 
