@@ -104,6 +104,14 @@ cluster-up: deps ## Start the local control plane (CLUSTER_MODE=full|minimal) an
 cluster-down: deps ## Stop every process of the local control plane and remove its state.
 	$(NODE) test/cluster/cli.ts down --dir $(CLUSTER_DIR)
 
+.PHONY: neutron-up
+neutron-up: ## Start a local neutron-server (Debian package, installed on first use); prints export NEUTRON_CLOUD_CONFIG=...
+	@bash hack/neutron/up.sh
+
+.PHONY: neutron-down
+neutron-down: ## Stop the local neutron-server (and its workers) and remove its state (.neutron/).
+	@bash hack/neutron/down.sh
+
 .PHONY: cluster-status
 cluster-status: deps ## Show the local control plane's components.
 	$(NODE) test/cluster/cli.ts status --dir $(CLUSTER_DIR)
