@@ -1,25 +1,15 @@
 #!/usr/bin/env node
 /**
- * ts-controller-manager: parse flags/env → credentials → shared informer factory → controllers → Manager → run until
- * a signal. Exit codes: 0 clean shutdown, 1 runtime failure (lost lease, graceful timeout, fatal runnable error),
+ * ts-controller-manager entry point: parse flags/env first (cheap, no heavy imports, so `--help` and bad invocations
+ * answer at once), then load the wiring (run.ts) and run until a signal.
+ * Exit codes: 0 clean shutdown, 1 runtime failure (lost lease, graceful timeout, fatal runnable error),
  * 2 bad invocation (flags, environment, unreadable kubeconfig).
  */
-import { readFileSync } from 'node:fs';
-import { RestClient } from '../../pkg/client/rest.ts';
-import { controllerSetups } from '../../pkg/controllers/index.ts';
-import { EventBroadcaster, RestEventSink } from '../../pkg/events/recorder.ts';
-import { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
-import { newLogger } from '../../pkg/log/logger.ts';
-import { globalRegistry } from '../../pkg/metrics/registry.ts';
-import { HealthChecks, newHealthProbeServer } from '../../pkg/manager/healthz.ts';
-import { loadKubeConfig, serviceAccountDir } from '../../pkg/manager/kubeconfig.ts';
-import { LeaderElector, RestLeaseClient } from '../../pkg/manager/leaderelection.ts';
-import { installSignalHandlers, Manager } from '../../pkg/manager/manager.ts';
-import { KubeAccessReviewer, newMetricsServer } from '../../pkg/manager/metricsserver.ts';
-import { runnable } from '../../pkg/manager/runnable.ts';
 import { helpText, parseOptions, UsageError, type Options } from './options.ts';
 
 const usageExit = 2;
+// Same path as pkg/manager/kubeconfig.ts (not imported here: that module loads client-node).
+const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 function usage(message: string): number {
   process.stderr.write(`error: ${message}\nRun with --help for the list of flags.\n`);
@@ -39,88 +29,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     process.stdout.write(helpText());
     return 0;
   }
+  const { loadKubeConfig } = await import('../../pkg/manager/kubeconfig.ts');
   let kube;
   try {
     kube = loadKubeConfig(opts.kubeconfig, env);
   } catch (err) {
     return usage((err as Error).message);
   }
-
-  const log = newLogger({ level: opts.logLevel });
-  const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  log.info({
-    version, node: process.version, credentials: kube.source, server: kube.kubeConfig.getCurrentCluster()?.server,
-    watchNamespaces: opts.watchNamespaces.length ? opts.watchNamespaces : 'all', controllers: opts.controllers,
-    leaderElect: opts.leaderElect,
-  }, 'starting ts-controller-manager');
-
-  const registry = globalRegistry;
-  const rest = new RestClient({ kubeConfig: kube.kubeConfig, registry, userAgent: `ts-controller-manager/${version}` });
-  const factory = new SharedInformerFactory({
-    client: rest, namespaces: opts.watchNamespaces, defaultResyncPeriodMs: opts.syncPeriodMs, logger: log,
-  });
-  const events = new EventBroadcaster({ sink: new RestEventSink(rest), logger: log });
-  const checks = new HealthChecks({ logger: log });
-
-  const elector = opts.leaderElect
-    ? new LeaderElector({
-      lock: new RestLeaseClient(rest, opts.leaderElectionNamespace ?? '', opts.leaderElectionId),
-      name: opts.leaderElectionId, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs,
-      retryPeriodMs: opts.retryPeriodMs, logger: log, registry,
-    })
-    : undefined;
-  if (elector) checks.addHealthzCheck('leaderElection', () => elector.watchdog());
-
-  // Controllers first: their informers must exist before the factory starts listing.
-  const syncedChecks: (() => boolean)[] = [];
-  const manager = new Manager({
-    ...(elector ? { leaderElection: elector } : {}),
-    gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
-    logger: log,
-    waitForCacheSync: async (signal) => {
-      const synced = await factory.waitForCacheSync({ signal });
-      if (!synced) return false;
-      // Handler registrations sync right after their informer's initial list has been handed to them.
-      while (!syncedChecks.every((ok) => ok())) {
-        if (signal.aborted) return false;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return true;
-    },
-  });
-  for (const name of opts.controllers) {
-    const setup = controllerSetups[name];
-    const result = await setup.setup({
-      factory, rest, recorder: events.recorderFor(`${name}-controller`), logger: log, registry,
-      concurrency: opts.concurrency[name], gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
-      namespaces: opts.watchNamespaces,
-      neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud },
-    });
-    if (!result) continue;
-    manager.add(result.runnable);
-    syncedChecks.push(...result.syncedChecks);
-  }
-  manager.add(runnable('informers', false, (signal) => factory.run(signal)));
-  checks.addReadyzCheck('informers', () => {
-    const notSynced = Object.entries(factory.syncStatus()).filter(([, ok]) => !ok).map(([id]) => id);
-    if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join(', ')}`);
-  });
-
-  const health = newHealthProbeServer(opts.healthProbeBindAddress, checks, { logger: log });
-  if (health) manager.add(health);
-  const metrics = newMetricsServer({
-    bindAddress: opts.metricsBindAddress, registry, secure: opts.metricsSecure, logger: log,
-    ...(opts.metricsCertDir ? { certDir: opts.metricsCertDir } : {}),
-    ...(opts.metricsSecure ? { reviewer: new KubeAccessReviewer(rest) } : {}),
-  });
-  if (metrics) manager.add(metrics);
-
-  const { signal, dispose } = installSignalHandlers(process, log);
-  const code = await manager.start(signal);
-  await events.shutdown();
-  dispose();
-  log.info({ exitCode: code }, 'ts-controller-manager stopped');
-  return code;
+  const { run } = await import('./run.ts');
+  return run(opts, kube);
 }
 
 main(process.argv.slice(2), process.env).then(
