@@ -208,6 +208,7 @@ describe('leader election across processes', () => {
 
     // Leadership intervals [start, end] from logs and kill times: they must never overlap.
     const intervals: { start: number; end: number; how: string }[] = [];
+    const tookMs: { how: string; ms: number }[] = [];
     let leader = await currentLeader(ms);
     const followers = ms.filter((m) => m !== leader);
     await waitFor('followers observed the leader', () => followers.every((f) => f.logs.some((l) => l.msg === 'new leader observed')));
@@ -235,8 +236,13 @@ describe('leader election across processes', () => {
       leader = await currentLeader(ms.filter((m) => m !== old));
       const took = at(leader.logs.find(acquired) ?? {}) - end;
       if (graceful) assert.ok(took < 3000, `SIGTERM handoff within 3 s (took ${took} ms)`);
-      else assert.ok(took <= leaseMs + retryMs + 500, `kill -9 takeover within lease + retry (took ${took} ms)`);
+      // A follower sees the leader's last renewal at its next poll (≤ 1 retry period late), the lease expires one
+      // lease duration after that observation, and the follower acquires at its first poll after expiry (≤ 1 more
+      // retry period): lease + 2 × retry after the kill at worst, plus scheduling slack on a loaded 2-core machine.
+      else assert.ok(took <= leaseMs + 2 * retryMs + 1000, `kill -9 takeover within lease + 2 × retry (took ${took} ms)`);
+      tookMs.push({ how: graceful ? 'SIGTERM' : 'kill -9', ms: took });
     }
+    t.diagnostic(`handoff times: ${JSON.stringify(tookMs)}`);
     intervals.sort((a, b) => a.start - b.start);
     for (let i = 1; i < intervals.length; i++) {
       const prev = intervals[i - 1];
