@@ -13,7 +13,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -71,6 +71,19 @@ async function newNamespace(rest: RestClient, prefix: string): Promise<string> {
   return ns;
 }
 
+async function deleteNamespace(rest: RestClient, ns: string): Promise<void> {
+  log(`deleting ${ns} and waiting until it is gone`);
+  await rest.json('DELETE', `/api/v1/namespaces/${ns}`);
+  const deadline = performance.now() + 600_000;
+  while (performance.now() < deadline) {
+    const res = await rest.request('GET', `/api/v1/namespaces/${ns}`);
+    await res.body?.cancel();
+    if (res.status === 404) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  log(`${ns} still terminating; continuing`);
+}
+
 async function waitUntil(what: string, probe: () => boolean, deadline: number): Promise<number | undefined> {
   while (!probe()) {
     if (performance.now() > deadline) {
@@ -116,8 +129,12 @@ async function fooRun(cp: ControlPlane, rest: RestClient, workers: number): Prom
     await informers;
 
     const metrics = await manager.metrics();
-    const by = (method: string): number => metricValue(metrics, 'rest_client_requests_total', { method, code: method === 'POST' ? '201' : '200' }) ?? 0;
-    const writes = `manager writes: POST 201 ${by('POST')}, PATCH 200 ${by('PATCH')}, PUT ${metricValue(metrics, 'rest_client_requests_total', { method: 'PUT' }) ?? 0}`;
+    const value = (name: string, labels: Record<string, string> = {}): number => metricValue(metrics, name, labels) ?? 0;
+    const reconciles = value('controller_runtime_reconcile_time_seconds_count', { controller: 'foo' });
+    const meanMs = reconciles > 0 ? (1000 * value('controller_runtime_reconcile_time_seconds_sum', { controller: 'foo' })) / reconciles : 0;
+    const writes = `manager: ${reconciles} Foo reconciles (mean ${meanMs.toFixed(1)} ms), ` +
+      `writes POST ${value('rest_client_requests_total', { method: 'POST', code: '201' })} / PATCH ${value('rest_client_requests_total', { method: 'PATCH', code: '200' })} ` +
+      `(Deployments, Foo statuses and Events), ${value('process_cpu_seconds_total').toFixed(1)} CPU seconds`;
     const since = (t: number | undefined): number | undefined => (t === undefined ? undefined : t - t0);
     return {
       namespace: ns,
@@ -165,14 +182,16 @@ async function main(): Promise<void> {
     }));
     const rows: Row[] = [{ what: `API server: ConfigMap creates (${clients} in flight)`, objects: N, ms: cmMs }];
     const notes: string[] = [];
-    for (const workers of workerCounts) {
+    for (const [i, workers] of workerCounts.entries()) {
       const run = await fooRun(cp, rest, workers);
-      namespaces.push(run.namespace);
       rows.push(...run.rows);
       notes.push(`--foo-concurrency=${workers}: ${run.writes}`);
+      // Free the node's Pod capacity and let the cluster settle before the next run.
+      if (i < workerCounts.length - 1) await deleteNamespace(rest, run.namespace);
+      else namespaces.push(run.namespace);
     }
     process.stdout.write(`\n${table(rows)}\n\n${notes.join('\n')}\n` +
-      `(times from the first create request; Node ${process.version}, ${cpus().length} CPUs)\n`);
+      `(times from the first create request; Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
   } finally {
     for (const ns of namespaces) await rest.json('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
     if (owned) await cp.stop();
