@@ -4,8 +4,8 @@
  *  - Serves a prom-client Registry (default `globalRegistry`), to which Node process metrics are added once per
  *    registry (`registerProcessMetrics`).
  *  - Insecure mode: plain HTTP, no authentication (bind to localhost or protect with a NetworkPolicy).
- *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, or a self-signed pair generated with the system
- *    `openssl` CLI into a private temp dir; every scrape must carry `Authorization: Bearer <token>`, which is
+ *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, or a self-signed pair generated in memory
+ *    (selfsigned.ts); every scrape must carry `Authorization: Bearer <token>`, which is
  *    authenticated with a TokenReview (401 when missing or not authenticated) and authorized with a
  *    SubjectAccessReview for the non-resource URL (403 when not allowed) — as controller-runtime's
  *    WithAuthenticationAndAuthorization filter. Review results (positive and negative) are cached for `ttlMs`
@@ -13,12 +13,9 @@
  *
  * Tokens never appear in logs or cache keys (keys hold a SHA-256 digest).
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { LRUCache } from 'lru-cache';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
@@ -27,6 +24,7 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { type Clock, realClock } from '../util/clock.ts';
 import { HttpServerRunnable } from './httpserver.ts';
+import { selfSignedCertificate } from './selfsigned.ts';
 
 export interface UserInfo {
   username: string;
@@ -232,32 +230,12 @@ export async function loadCertificate(certDir: string): Promise<TlsFiles> {
 }
 
 /**
- * Generates a self-signed P-256 certificate for localhost with the system `openssl` in a new private temp dir, reads
- * it and removes the dir again (the key then lives only in memory).
+ * A self-signed P-256 certificate for localhost/127.0.0.1, made in memory (no openssl, nothing written to disk).
+ * Scrapers authenticate with bearer tokens; they skip verification of this certificate or pin it.
  */
-export async function selfSignedCertificate(commonName = 'ts-controller-manager-metrics'): Promise<TlsFiles> {
-  const dir = await mkdtemp(join(tmpdir(), 'ts-controller-manager-metrics-'));
-  const keyPath = join(dir, 'tls.key');
-  const certPath = join(dir, 'tls.crt');
-  try {
-    await promisify(execFile)(
-      'openssl',
-      [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-keyout', keyPath, '-out', certPath, '-days', '365',
-        '-subj', `/CN=${commonName}`, '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      ],
-      { timeout: 30_000 },
-    );
-    return await loadCertificate(dir);
-  } catch (err) {
-    throw new Error(
-      `generating a self-signed metrics certificate with openssl failed (install openssl or pass --metrics-cert-dir): ${(err as Error).message}`,
-      { cause: err },
-    );
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+export function generatedCertificate(commonName = 'ts-controller-manager-metrics'): TlsFiles {
+  const { cert, key } = selfSignedCertificate({ commonName, dnsNames: ['localhost'], ips: ['127.0.0.1'] });
+  return { cert: Buffer.from(cert), key: Buffer.from(key) };
 }
 
 export interface MetricsServerOptions {
@@ -306,7 +284,7 @@ export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable
     const certDir = opts.certDir;
     tls = async () => {
       if (certDir) return loadCertificate(certDir);
-      const generated = await selfSignedCertificate();
+      const generated = generatedCertificate();
       log.info('generated a self-signed certificate for the metrics server');
       return generated;
     };
