@@ -1,0 +1,472 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, test } from 'node:test';
+import type { Network } from '../../apis/samplecrd/v1/types.ts';
+import { ApiError, type RequestOptions, type Verb } from '../../client/rest.ts';
+import { isTerminalError } from '../../controller/index.ts';
+import { FakeRecorder } from '../../events/fake.ts';
+import { Indexer } from '../../informerfactory/indexer.ts';
+import { Lister } from '../../informerfactory/lister.ts';
+import { silentLogger } from '../../log/logger.ts';
+import {
+  errorForStatus, type CallOptions, type Network as NNetwork, type NetworkCreate, type NetworkFilter, type Subnet,
+  type SubnetCreate, type SubnetFilter, type SubnetUpdate, type TaggableResource,
+} from '../../neutron/index.ts';
+import { networkReconciler, type NeutronNetworkAPI } from './controller.ts';
+import { computeStatus, FINALIZER, neutronDescription, uidTag } from './desired.ts';
+
+// ---- fakes ---------------------------------------------------------------------------------------------------------
+
+interface Call { method: Verb; path: string; body: unknown }
+
+class FakeRest {
+  readonly calls: Call[] = [];
+  fail: ((c: Call) => Error | undefined) | undefined;
+  json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+    const call = { method, path, body: opts.body };
+    this.calls.push(call);
+    const err = this.fail?.(call);
+    return err ? Promise.reject(err) : Promise.resolve({} as T);
+  }
+}
+
+type Op = keyof NeutronNetworkAPI;
+
+/** In-memory Neutron: networks and subnets with tags; `failNext` makes the next calls of an op fail. */
+class FakeNeutron implements NeutronNetworkAPI {
+  readonly networks = new Map<string, NNetwork>();
+  readonly subnets = new Map<string, Subnet>();
+  readonly ops: string[] = [];
+  private seq = 0;
+  private readonly failures = new Map<Op, Error[]>();
+
+  failNext(op: Op, ...errors: Error[]): void {
+    this.failures.set(op, [...(this.failures.get(op) ?? []), ...errors]);
+  }
+
+  private step(op: Op, detail = ''): void {
+    this.ops.push(detail ? `${op} ${detail}` : op);
+    const err = this.failures.get(op)?.shift();
+    if (err) throw err;
+  }
+
+  private stamp(): { id: string; created_at: string } {
+    this.seq++;
+    return { id: `id-${this.seq}`, created_at: `2024-01-01T00:00:${String(this.seq).padStart(2, '0')}Z` };
+  }
+
+  addNetwork(over: Partial<NNetwork> = {}): NNetwork {
+    const n: NNetwork = {
+      ...this.stamp(), name: '', description: '', project_id: 'p', admin_state_up: true, status: 'ACTIVE', shared: false,
+      subnets: [], tags: [], revision_number: 1, ...over,
+    };
+    this.networks.set(n.id, n);
+    return n;
+  }
+
+  addSubnet(networkId: string, cidr: string, gateway: string | null, over: Partial<Subnet> = {}): Subnet {
+    const s: Subnet = {
+      ...this.stamp(), name: '', description: '', network_id: networkId, project_id: 'p', cidr, gateway_ip: gateway,
+      ip_version: cidr.includes(':') ? 6 : 4, allocation_pools: [], enable_dhcp: true, dns_nameservers: [], host_routes: [],
+      tags: [], revision_number: 1, ...over,
+    };
+    this.subnets.set(s.id, s);
+    this.networks.get(networkId)?.subnets.push(s.id);
+    return s;
+  }
+
+  private notFound(what: string): Error {
+    return errorForStatus({ status: 404, type: `${what}NotFound`, message: 'not found' });
+  }
+
+  listNetworks(f: NetworkFilter = {}, _o?: CallOptions): Promise<NNetwork[]> {
+    return Promise.resolve().then(() => {
+      this.step('listNetworks', f.tags ? `tags=${f.tags.join(',')}` : `name=${f.name}`);
+      return [...this.networks.values()].filter((n) => (!f.name || n.name === f.name) && (f.tags ?? []).every((t) => n.tags.includes(t)))
+        .map((n) => structuredClone(n));
+    });
+  }
+
+  createNetwork(spec: NetworkCreate, _o?: CallOptions): Promise<NNetwork> {
+    return Promise.resolve().then(() => {
+      this.step('createNetwork', spec.name);
+      return structuredClone(this.addNetwork({ name: spec.name ?? '', description: spec.description ?? '', tags: spec.tags ?? [] }));
+    });
+  }
+
+  deleteNetwork(id: string, _o?: CallOptions): Promise<void> {
+    return Promise.resolve().then(() => {
+      this.step('deleteNetwork', id);
+      if (!this.networks.delete(id)) throw this.notFound('Network');
+      for (const [sid, s] of this.subnets) if (s.network_id === id) this.subnets.delete(sid);
+    });
+  }
+
+  addTag(resource: TaggableResource, id: string, tag: string, _o?: CallOptions): Promise<void> {
+    return Promise.resolve().then(() => {
+      this.step('addTag', `${resource}/${id}`);
+      const r = resource === 'networks' ? this.networks.get(id) : this.subnets.get(id);
+      if (!r) throw this.notFound(resource);
+      if (!r.tags.includes(tag)) r.tags.push(tag);
+    });
+  }
+
+  listSubnets(f: SubnetFilter = {}, _o?: CallOptions): Promise<Subnet[]> {
+    return Promise.resolve().then(() => {
+      this.step('listSubnets', f.networkId);
+      return [...this.subnets.values()].filter((s) => !f.networkId || s.network_id === f.networkId).map((s) => structuredClone(s));
+    });
+  }
+
+  createSubnet(spec: SubnetCreate, _o?: CallOptions): Promise<Subnet> {
+    return Promise.resolve().then(() => {
+      this.step('createSubnet', spec.cidr);
+      if (!this.networks.has(spec.network_id)) throw this.notFound('Network');
+      const gw = spec.gateway_ip === undefined ? spec.cidr.replace(/0\/\d+$/, '1') : spec.gateway_ip;
+      return structuredClone(this.addSubnet(spec.network_id, spec.cidr, gw, { tags: spec.tags ?? [], name: spec.name ?? '' }));
+    });
+  }
+
+  updateSubnet(id: string, patch: SubnetUpdate, _o?: CallOptions): Promise<Subnet> {
+    return Promise.resolve().then(() => {
+      this.step('updateSubnet', `${id} ${JSON.stringify(patch)}`);
+      const s = this.subnets.get(id);
+      if (!s) throw this.notFound('Subnet');
+      Object.assign(s, patch);
+      return structuredClone(s);
+    });
+  }
+
+  deleteSubnet(id: string, _o?: CallOptions): Promise<void> {
+    return Promise.resolve().then(() => {
+      this.step('deleteSubnet', id);
+      const s = this.subnets.get(id);
+      if (!s) throw this.notFound('Subnet');
+      this.subnets.delete(id);
+      const n = this.networks.get(s.network_id);
+      if (n) n.subnets = n.subnets.filter((x) => x !== id);
+    });
+  }
+}
+
+// ---- fixtures ------------------------------------------------------------------------------------------------------
+
+const signal = new AbortController().signal;
+const ctx = { log: silentLogger, reconcileID: 'r', key: 'ns/net' };
+const req = { namespace: 'ns', name: 'net' };
+const UID = 'uid-1';
+const TAG = uidTag(UID);
+const statusPath = '/apis/samplecrd.k8s.io/v1/namespaces/ns/networks/net/status';
+const objPath = '/apis/samplecrd.k8s.io/v1/namespaces/ns/networks/net';
+const now = new Date('2024-05-01T10:00:00Z');
+
+function aNetwork(spec: Network['spec'], meta: Network['metadata'] = {}, status?: Network['status']): Network {
+  return {
+    metadata: { name: 'net', namespace: 'ns', uid: UID, generation: 1, resourceVersion: '5', finalizers: [FINALIZER], ...meta },
+    spec, ...(status && { status }),
+  };
+}
+
+let cache: Indexer<Network>;
+let rest: FakeRest;
+let neutron: FakeNeutron;
+let recorder: FakeRecorder;
+let reconcile: ReturnType<typeof networkReconciler>;
+
+beforeEach(() => {
+  cache = new Indexer<Network>();
+  rest = new FakeRest();
+  neutron = new FakeNeutron();
+  recorder = new FakeRecorder();
+  reconcile = networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => now });
+});
+
+const statusWrites = (): Network['status'][] =>
+  rest.calls.filter((c) => c.path === statusPath).map((c) => (c.body as { status: Network['status'] }).status);
+const lastReady = (): { status: string; reason?: string; message?: string } | undefined =>
+  statusWrites().at(-1)?.conditions?.find((c) => c.type === 'Ready');
+/** The Network as it would be cached after the status writes seen so far (the informer's view). */
+function withWrittenStatus(net: Network): Network {
+  const s = statusWrites().at(-1);
+  if (!s) return net;
+  return { ...net, status: { ...s, networkID: s.networkID ?? undefined, subnetID: s.subnetID ?? undefined } };
+}
+
+// ---- tests ---------------------------------------------------------------------------------------------------------
+
+describe('networkReconciler: create and converge', () => {
+  test('adds the finalizer before creating anything in Neutron, then creates a tagged network and subnet', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.1' }, { finalizers: ['other'] });
+    cache.add(net);
+    rest.fail = (c) => (c.path === objPath && neutron.ops.length > 0 ? new Error('finalizer after a Neutron call') : undefined);
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls[0], { method: 'PATCH', path: objPath, body: { metadata: { finalizers: ['other', FINALIZER], resourceVersion: '5' } } });
+    assert.deepEqual(neutron.ops, [`listNetworks tags=${TAG}`, 'listNetworks name=ns/net', 'createNetwork ns/net', 'createSubnet 10.0.0.0/24']);
+    const [n] = [...neutron.networks.values()];
+    const [s] = [...neutron.subnets.values()];
+    assert.deepEqual([n?.tags, n?.description], [[TAG], neutronDescription(UID)]);
+    assert.deepEqual([s?.tags, s?.gateway_ip, s?.network_id], [[TAG], '10.0.0.1', n?.id]);
+    assert.deepEqual(statusWrites(), [{
+      networkID: n?.id, subnetID: s?.id, observedGeneration: 1,
+      conditions: [{
+        type: 'Ready', status: 'True', reason: 'Synced', message: `Neutron network ${n?.id} with subnet ${s?.id} (10.0.0.0/24, gateway 10.0.0.1)`,
+        observedGeneration: 1, lastTransitionTime: '2024-05-01T10:00:00Z',
+      }],
+    }]);
+    assert.deepEqual(recorder.events, [`Normal Synced Synced with Neutron: created network ${n?.id}; created subnet ${s?.id} (10.0.0.0/24, gateway 10.0.0.1)`]);
+  });
+
+  test('converged: Neutron is read (tag lookup + subnets), nothing is written, no event', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.1' });
+    cache.add(net);
+    await reconcile(req, signal, ctx);
+    const converged = withWrittenStatus(net);
+    cache.update(converged);
+    rest.calls.length = 0;
+    neutron.ops.length = 0;
+    recorder.events.length = 0;
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(recorder.events, []);
+    assert.deepEqual(neutron.ops.map((o) => o.split(' ')[0]), ['listNetworks', 'listSubnets']);
+  });
+
+  test('a retry after a crash finds the tagged network and subnet: no duplicates', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' })); // no status: the crash came before the status write
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.size, 1);
+    assert.equal(neutron.subnets.size, 1);
+    assert.equal(neutron.ops.some((o) => o.startsWith('create')), false);
+    assert.deepEqual([statusWrites()[0]?.networkID, statusWrites()[0]?.subnetID], [n.id, s.id]);
+    assert.deepEqual(recorder.events, [], 'nothing changed in Neutron');
+  });
+
+  test('an untagged network from a timed-out create (same name + description) is adopted, not duplicated', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) });
+    neutron.addNetwork({ name: 'ns/net', description: 'someone else\'s network with the same name' });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.networks.get(n.id)?.tags, [TAG]);
+    assert.equal(neutron.networks.size, 2, 'nothing created, the stranger untouched');
+    assert.equal([...neutron.subnets.values()][0]?.network_id, n.id);
+    assert.equal(statusWrites()[0]?.networkID, n.id);
+  });
+
+  test('duplicate tagged networks: the one in status is kept, the others deleted', async () => {
+    const a = neutron.addNetwork({ tags: [TAG] });
+    const b = neutron.addNetwork({ tags: [TAG] });
+    neutron.addSubnet(b.id, '10.0.0.0/24', '10.0.0.1');
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }, {}, { networkID: b.id }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([...neutron.networks.keys()], [b.id]);
+    assert.ok(neutron.ops.includes(`deleteNetwork ${a.id}`));
+    assert.equal(neutron.subnets.size, 1);
+    assert.ok([...neutron.subnets.values()][0]?.tags.includes(TAG), 'an untagged subnet of our network gets the tag');
+  });
+
+  test('gateway change: updated in place with the allocation pools moved around it', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.254' }, { generation: 2 }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.filter((o) => o.startsWith('updateSubnet')), [
+      `updateSubnet ${s.id} {"gateway_ip":"10.0.0.254","allocation_pools":[{"start":"10.0.0.1","end":"10.0.0.253"}]}`,
+    ]);
+    assert.equal(neutron.subnets.get(s.id)?.gateway_ip, '10.0.0.254');
+    assert.equal(neutron.subnets.size, 1);
+    assert.equal(statusWrites()[0]?.observedGeneration, 2);
+    assert.match(recorder.events[0] ?? '', /updated gateway of subnet id-2 from 10.0.0.1 to 10.0.0.254/);
+  });
+
+  test('no spec.gateway: Neutron\'s gateway is left alone', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.77', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.ops.some((o) => o.startsWith('updateSubnet')), false);
+  });
+
+  test('same gateway written differently (IPv6) is not an update', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    neutron.addSubnet(n.id, '2001:db8::/64', '2001:db8::fe', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '2001:DB8:0::/64', gateway: '2001:DB8:0:0::FE' }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.map((o) => o.split(' ')[0]), ['listNetworks', 'listSubnets']);
+  });
+
+  test('CIDR change: the old subnet is deleted first, then the new one created', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    const old = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/23', gateway: '10.0.1.254' }, { generation: 3 }, { networkID: n.id, subnetID: old.id }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.slice(2), [`deleteSubnet ${old.id}`, 'createSubnet 10.0.0.0/23']);
+    const [s] = [...neutron.subnets.values()];
+    assert.deepEqual([s?.cidr, s?.gateway_ip, neutron.subnets.size], ['10.0.0.0/23', '10.0.1.254', 1]);
+    assert.equal(statusWrites()[0]?.subnetID, s?.id);
+  });
+
+  test('a Network deleted from the cache: nothing to do', async () => {
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([rest.calls, neutron.ops], [[], []]);
+  });
+});
+
+describe('networkReconciler: invalid specs and Neutron errors', () => {
+  test('invalid spec: Ready=False InvalidSpec + Warning, TerminalError, no Neutron call, no finalizer', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.1.1' }, { finalizers: [] });
+    cache.add(net);
+    await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    assert.deepEqual(neutron.ops, []);
+    assert.deepEqual(rest.calls.map((c) => c.path), [statusPath]);
+    assert.deepEqual(lastReady(), {
+      type: 'Ready', status: 'False', reason: 'InvalidSpec', message: 'spec.gateway 10.0.1.1 is not inside spec.cidr 10.0.0.0/24',
+      observedGeneration: 1, lastTransitionTime: '2024-05-01T10:00:00Z',
+    });
+    assert.deepEqual(recorder.events, ['Warning InvalidSpec spec.gateway 10.0.1.1 is not inside spec.cidr 10.0.0.0/24']);
+
+    // Once recorded (e.g. after a restart, or a resync), the same generation is left alone.
+    cache.update(withWrittenStatus(net));
+    await reconcile(req, signal, ctx);
+    assert.equal(rest.calls.length, 1);
+    assert.equal(recorder.events.length, 1);
+  });
+
+  test('Neutron 400: Ready=False NeutronRejected + one Warning, TerminalError; not retried for that generation', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.0' });
+    cache.add(net);
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'Invalid input for operation: Gateway is not valid on subnet.' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    const [n] = [...neutron.networks.values()];
+    assert.equal(statusWrites()[0]?.networkID, n?.id, 'the network that was created is recorded');
+    assert.equal(statusWrites()[0]?.subnetID, null, 'cleared (merge patch null)');
+    assert.deepEqual(lastReady()?.reason, 'NeutronRejected');
+    assert.match(lastReady()?.message ?? '', /Gateway is not valid on subnet/);
+    assert.deepEqual(recorder.events, ['Warning NeutronRejected Neutron rejected the request: Invalid input for operation: Gateway is not valid on subnet.']);
+
+    const opsBefore = neutron.ops.length;
+    cache.update(withWrittenStatus(net));
+    for (let i = 0; i < 3; i++) await reconcile(req, signal, ctx);
+    assert.equal(neutron.ops.length, opsBefore, 'no Neutron call for the rejected generation');
+
+    // A new generation is tried again.
+    cache.update({ ...withWrittenStatus(net), metadata: { ...net.metadata, generation: 2 }, spec: { cidr: '10.0.0.0/24', gateway: '10.0.0.1' } });
+    await reconcile(req, signal, ctx);
+    assert.equal(lastReady()?.status, 'True');
+    assert.equal(neutron.subnets.size, 1);
+  });
+
+  test('Neutron unavailable: Ready=False NeutronUnavailable, one Warning per condition change, plain error (backoff)', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    cache.add(net);
+    const down = (): Error => errorForStatus({ status: 0, type: 'ConnectionError', message: 'connect ECONNREFUSED' });
+    neutron.failNext('listNetworks', down(), down());
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /ECONNREFUSED/.test((err as Error).message));
+    assert.deepEqual([lastReady()?.status, lastReady()?.reason], ['False', 'NeutronUnavailable']);
+    cache.update(withWrittenStatus(net));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.equal(statusWrites().length, 1, 'same condition: not rewritten');
+    assert.deepEqual(recorder.events, ['Warning NeutronUnavailable Neutron is unavailable (ConnectionError); retrying with backoff']);
+    await reconcile(req, signal, ctx);
+    assert.equal(lastReady()?.status, 'True');
+    assert.equal(neutron.networks.size, 1);
+  });
+
+  test('Neutron unavailable during the drift check of a Ready Network: status left Ready', async () => {
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    cache.add(net);
+    await reconcile(req, signal, ctx);
+    cache.update(withWrittenStatus(net));
+    rest.calls.length = 0;
+    neutron.failNext('listNetworks', errorForStatus({ status: 503, type: 'HTTP503', message: 'down' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('a timed-out subnet create that happened is found on the retry', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    const origCreate = neutron.createSubnet.bind(neutron);
+    let first = true;
+    neutron.createSubnet = async (spec, o) => {
+      const s = await origCreate({ ...spec, tags: [] }, o); // POST happened, tagging did not, response lost
+      if (first) {
+        first = false;
+        throw errorForStatus({ status: 0, type: 'Timeout', message: 'no complete response within 10000 ms' });
+      }
+      return s;
+    };
+    await assert.rejects(reconcile(req, signal, ctx));
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.size, 1);
+    assert.equal(neutron.subnets.size, 1);
+    assert.deepEqual([...neutron.subnets.values()][0]?.tags, [TAG]);
+  });
+
+  test('a Kubernetes API failure (finalizer patch conflict) is retried without touching Neutron', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { finalizers: [] }));
+    rest.fail = () => new ApiError(409, 'Conflict', 'the object has been modified', {});
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /modified/.test((err as Error).message));
+    assert.deepEqual(neutron.ops, []);
+  });
+});
+
+describe('networkReconciler: deletion', () => {
+  const deleting = (meta: Network['metadata'] = {}): Network =>
+    aNetwork({ cidr: '10.0.0.0/24' }, { deletionTimestamp: '2024-05-01T09:00:00Z', finalizers: ['other', FINALIZER], ...meta });
+
+  test('deletes the tagged network(s) and the untagged leftover, then removes only our finalizer', async () => {
+    const a = neutron.addNetwork({ tags: [TAG] });
+    neutron.addSubnet(a.id, '10.0.0.0/24', '10.0.0.1');
+    const leftover = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) });
+    const stranger = neutron.addNetwork({ name: 'ns/net' });
+    cache.add(deleting());
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([...neutron.networks.keys()], [stranger.id]);
+    assert.equal(neutron.subnets.size, 0);
+    assert.deepEqual(rest.calls, [{ method: 'PATCH', path: objPath, body: { metadata: { finalizers: ['other'], resourceVersion: '5' } } }]);
+    assert.deepEqual(recorder.events, [`Normal Deleted Deleted Neutron network ${a.id}, ${leftover.id}`]);
+  });
+
+  test('already gone in Neutron (404 or nothing found): the finalizer is removed', async () => {
+    const a = neutron.addNetwork({ tags: [TAG] });
+    neutron.failNext('deleteNetwork', errorForStatus({ status: 404, type: 'NetworkNotFound', message: 'gone' }));
+    cache.add(deleting());
+    await reconcile(req, signal, ctx);
+    assert.ok(neutron.ops.includes(`deleteNetwork ${a.id}`));
+    assert.equal(rest.calls.length, 1);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('409 NetworkInUse: Warning Event, error (backoff), finalizer kept', async () => {
+    neutron.addNetwork({ tags: [TAG] });
+    neutron.failNext('deleteNetwork', errorForStatus({ status: 409, type: 'NetworkInUse', message: 'Unable to complete operation on network. There are one or more ports still in use on the network.' }));
+    cache.add(deleting());
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /NetworkInUse/.test((err as Error).message));
+    assert.deepEqual(rest.calls, []);
+    assert.match(recorder.events[0] ?? '', /^Warning DeleteFailed Cannot delete Neutron network id-1: NetworkInUse: Unable to complete/);
+  });
+
+  test('Neutron unavailable: error (backoff), finalizer kept', async () => {
+    neutron.failNext('listNetworks', errorForStatus({ status: 0, type: 'ConnectionError', message: 'refused' }));
+    cache.add(deleting());
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('without our finalizer: nothing to do; an object already gone when the finalizer is removed is fine', async () => {
+    cache.add(deleting({ finalizers: ['other'] }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([rest.calls, neutron.ops], [[], []]);
+    cache.update(deleting());
+    rest.fail = () => new ApiError(404, 'NotFound', 'gone', {});
+    await reconcile(req, signal, ctx);
+  });
+
+  test('a Network that was rejected is still cleaned up on deletion', async () => {
+    neutron.addNetwork({ tags: [TAG] });
+    const rejected = computeStatus(aNetwork({}), { networkID: undefined, subnetID: undefined, ready: false, reason: 'NeutronRejected', message: 'x' }, now);
+    cache.add({ ...deleting(), status: rejected });
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.size, 0);
+  });
+});
