@@ -132,7 +132,8 @@ async function fooRun(cp: ControlPlane, rest: RestClient, workers: number): Prom
     const value = (name: string, labels: Record<string, string> = {}): number => metricValue(metrics, name, labels) ?? 0;
     const reconciles = value('controller_runtime_reconcile_time_seconds_count', { controller: 'foo' });
     const meanMs = reconciles > 0 ? (1000 * value('controller_runtime_reconcile_time_seconds_sum', { controller: 'foo' })) / reconciles : 0;
-    const writes = `manager: ${reconciles} Foo reconciles (mean ${meanMs.toFixed(1)} ms), ` +
+    const errors = value('controller_runtime_reconcile_errors_total', { controller: 'foo' });
+    const writes = `manager: ${reconciles} Foo reconciles (mean ${meanMs.toFixed(1)} ms, ${errors} errors), ` +
       `writes POST ${value('rest_client_requests_total', { method: 'POST', code: '201' })} / PATCH ${value('rest_client_requests_total', { method: 'PATCH', code: '200' })} ` +
       `(Deployments, Foo statuses and Events), ${value('process_cpu_seconds_total').toFixed(1)} CPU seconds`;
     const since = (t: number | undefined): number | undefined => (t === undefined ? undefined : t - t0);

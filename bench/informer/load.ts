@@ -57,6 +57,8 @@ export interface LoadResult {
   /** Send → response latency of the writes, ms. */
   ackP50Ms: number;
   ackP99Ms: number;
+  /** CPU time (user + system) the generator process used, ms. */
+  cpuMs: number;
   /** With reportAcks: [send timestamp carried in the object, response received] per write, monoNs decimal strings. */
   acks?: [string, string][];
 }
@@ -244,6 +246,7 @@ async function run(cfg: LoadConfig): Promise<LoadResult> {
     ackRate: seconds > 0 ? lat.length / seconds : NaN,
     ackP50Ms: percentile(lat, 50),
     ackP99Ms: percentile(lat, 99),
+    cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
     ...(cfg.reportAcks ? { acks } : {}),
   };
 }

@@ -5,6 +5,8 @@
  * one boot, so a timestamp taken in the load-generator child and one taken in the bench process compare directly
  * (no wall-clock steps, no NTP slewing between two different clocks, nanosecond resolution).
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /** CLOCK_MONOTONIC in nanoseconds (same clock in every process of the machine). */
 export function monoNs(): bigint {
@@ -14,6 +16,21 @@ export function monoNs(): bigint {
 /** Milliseconds between two monoNs() readings. */
 export function msBetween(fromNs: bigint, toNs: bigint): number {
   return Number(toNs - fromNs) / 1e6;
+}
+
+let clockTicks: number | undefined;
+
+/** CPU time (user + system, all threads) a process has used so far, in ms, from /proc/<pid>/stat; NaN if gone. */
+export function procCpuMs(pid: number): number {
+  try {
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Nearest-rank percentile of `values` (0 < p ≤ 100); NaN for an empty list. Does not modify `values`. */

@@ -29,7 +29,7 @@ import {
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { progress, restClient, runLoad, until } from './cluster.ts';
 import type { LoadResult } from './load.ts';
-import { monoNs, msBetween, percentile } from './stats.ts';
+import { monoNs, msBetween, percentile, procCpuMs } from './stats.ts';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 
@@ -62,8 +62,18 @@ export interface LatencyResult {
   load: LoadResult;
 }
 
+/** CPU used during the live throughput phase, in cores (CPU time / wall time). */
+export interface CpuShare {
+  wallMs: number;
+  apiserver: number;
+  etcd: number;
+  generator: number;
+  /** This process: the informer, handler, queue and the raw recorder watch. */
+  bench: number;
+}
+
 export interface SteadyResult {
-  throughput: { events: number; handlerRate: number; load: LoadResult };
+  throughput: { events: number; handlerRate: number; load: LoadResult; cpu: CpuShare };
   /** One entry per latency phase: the requested rate first, then (if lower) a rate the API server sustains. */
   latency: LatencyResult[];
   /** The raw watch stream bytes (cut after the last complete line) and the resourceVersion it starts after. */
@@ -146,11 +156,23 @@ export async function steadyState(cp: ControlPlane, opts: SteadyOptions): Promis
     })();
 
     progress(`steady state: creating ${opts.creates} ConfigMaps from a separate process (${opts.concurrency} in flight)`);
+    const pidOf = (name: 'kube-apiserver' | 'etcd'): number => cp.state.components[name]?.pid ?? -1;
+    const cpu0 = { at: monoNs(), apiserver: procCpuMs(pidOf('kube-apiserver')), etcd: procCpuMs(pidOf('etcd')), bench: process.cpuUsage() };
     const createLoad = await runLoad(cp, {
       mode: 'create', kind: 'configmap', namespace: opts.namespace, prefix: opts.prefix, count: opts.creates,
       concurrency: opts.concurrency, label: 'steady-state creates',
     });
     await until('the handler saw every create', () => adds >= opts.creates, 120_000, 20);
+    const wallMs = msBetween(cpu0.at, monoNs());
+    const benchCpu = process.cpuUsage(cpu0.bench);
+    const cpu: CpuShare = {
+      wallMs,
+      apiserver: (procCpuMs(pidOf('kube-apiserver')) - cpu0.apiserver) / wallMs,
+      etcd: (procCpuMs(pidOf('etcd')) - cpu0.etcd) / wallMs,
+      // The generator's whole life (startup included) falls inside this window.
+      generator: createLoad.cpuMs / wallMs,
+      bench: (benchCpu.user + benchCpu.system) / 1000 / wallMs,
+    };
     const spanS = msBetween(firstAdd, lastAdd) / 1000;
     const handlerRate = spanS > 0 ? (adds - 1) / spanS : NaN;
     progress(`steady state: handler saw ${adds} adds at ${Math.round(handlerRate)}/s; API acked ${Math.round(createLoad.ackRate)}/s`);
@@ -200,7 +222,7 @@ export async function steadyState(cp: ControlPlane, opts: SteadyOptions): Promis
     await recording;
     const bytes = trimToLastLine(chunks);
     return {
-      throughput: { events: adds, handlerRate, load: createLoad },
+      throughput: { events: adds, handlerRate, load: createLoad, cpu },
       latency,
       recording: { chunks, startResourceVersion: startRv, bytes },
     };
