@@ -18,6 +18,8 @@ import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 const fooRules = [
   { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos/status'], verbs: ['update', 'patch'] },
+  // blockOwnerDeletion on the Deployment's ownerReference (OwnerReferencesPermissionEnforcement).
+  { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos/finalizers'], verbs: ['update'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },

@@ -235,6 +235,9 @@ export class ControlPlane {
         `--service-account-key-file=${pki.saPublicKey}`, `--service-account-signing-key-file=${pki.saPrivateKey}`,
         // As envtest does: Pods need no ServiceAccount controller to be admitted.
         '--disable-admission-plugins=ServiceAccount',
+        // As on hardened clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers subresource,
+        // so RBAC tests see that requirement.
+        '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
         '--profiling=false', '--v=0',
       ], `${server}/readyz`),
     };
