@@ -1,0 +1,504 @@
+/**
+ * Network controller acceptance (issue 6) on the real control plane and a REAL neutron-server (hack/neutron/up.sh in a
+ * private state dir). Neutron's state is always checked through the raw `neutronApi` (not the controller's client).
+ *
+ * The controller talks to Neutron through a counting HTTP proxy (below), so tests can count the Neutron calls the
+ * controller made (e.g. subnet POSTs per generation) independently of its own metrics and logs. When neutron-server is
+ * down the proxy drops the client connection, so the controller sees "unreachable", as without the proxy.
+ *
+ * In-process controllers (the same wiring as test/helpers/manager.ts, plus the Neutron settings) are used where a test
+ * reads controller metrics; the real manager process (ManagerProcess) where it must be killed or restarted.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { Registry } from 'prom-client';
+import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
+import { RestClient } from '../pkg/client/rest.ts';
+import { controllerSetups } from '../pkg/controllers/index.ts';
+import { neutronDescription } from '../pkg/controllers/network/index.ts';
+import { EventBroadcaster, RestEventSink } from '../pkg/events/recorder.ts';
+import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
+import { newLogger, silentLogger, type Logger } from '../pkg/log/logger.ts';
+import { Manager } from '../pkg/manager/manager.ts';
+import { runnable } from '../pkg/manager/runnable.ts';
+import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { installCRDs, repoRoot } from './helpers/crds.ts';
+import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
+import { neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+
+const FINALIZER = 'samplecrd.k8s.io/neutron';
+const NEUTRON_START_TIMEOUT = 15 * 60_000;
+/** neutron-server answers in 0.2–0.6 s per request on a loaded 2-core machine: be generous. */
+const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
+
+type Json = Record<string, unknown>;
+
+// ---- counting proxy in front of neutron-server --------------------------------------------------------------------
+
+interface SeenRequest { method: string; path: string; body: string; at: number }
+
+class CountingProxy {
+  readonly seen: SeenRequest[] = [];
+  target: URL;
+  private readonly server: Server;
+
+  private constructor(server: Server, target: string) {
+    this.server = server;
+    this.target = new URL(target);
+  }
+
+  static async start(target: string): Promise<CountingProxy> {
+    const server = createServer();
+    const proxy = new CountingProxy(server, target);
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        proxy.seen.push({ method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '', body: body.toString(), at: Date.now() });
+        const up = httpRequest({
+          host: proxy.target.hostname, port: proxy.target.port, method: req.method, path: req.url,
+          headers: { ...req.headers, host: proxy.target.host },
+        }, (ur) => {
+          res.writeHead(ur.statusCode ?? 502, ur.headers);
+          ur.pipe(res);
+        });
+        up.on('error', () => res.destroy()); // neutron-server down: the client sees a dropped connection
+        up.end(body);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return proxy;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  count(method: string, path: string, bodyIncludes = '', since = 0): number {
+    return this.seen.filter((r) => r.method === method && r.path === path && r.body.includes(bodyIncludes) && r.at >= since).length;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+// ---- Kubernetes helpers -------------------------------------------------------------------------------------------
+
+const networksPath = (ns: string): string => `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`;
+
+async function createNetwork(ns: string, name: string, spec: Network['spec']): Promise<Network> {
+  return expectStatus<Network>(await cluster().request('POST', networksPath(ns), {
+    apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name }, spec,
+  }), 201, `create Network ${name}`);
+}
+
+async function getNetwork(ns: string, name: string): Promise<Network | undefined> {
+  const res = await cluster().get(`${networksPath(ns)}/${name}`);
+  return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
+}
+
+async function patchSpec(ns: string, name: string, spec: Network['spec']): Promise<Network> {
+  return expectStatus<Network>(await cluster().request('PATCH', `${networksPath(ns)}/${name}`, { spec },
+    { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch Network ${name}`);
+}
+
+async function deleteNetwork(ns: string, name: string): Promise<void> {
+  expectStatus(await cluster().request('DELETE', `${networksPath(ns)}/${name}`), 200, `delete Network ${name}`);
+}
+
+const readyOf = (n: Network | undefined): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined =>
+  n?.status?.conditions?.find((c) => c.type === 'Ready');
+
+/** Waits for Ready=True at `generation` (observedGeneration too). */
+async function waitReady(ns: string, name: string, generation: number): Promise<Network> {
+  return waitFor(`Network ${name} Ready at generation ${generation}`, async () => {
+    const n = await getNetwork(ns, name);
+    const c = readyOf(n);
+    return c?.status === 'True' && c.observedGeneration === generation && n?.status?.observedGeneration === generation ? n : undefined;
+  }, CONVERGE);
+}
+
+async function waitCondition(ns: string, name: string, status: string, reason: string): Promise<Network> {
+  return waitFor(`Network ${name} Ready=${status} ${reason}`, async () => {
+    const n = await getNetwork(ns, name);
+    const c = readyOf(n);
+    return c?.status === status && c.reason === reason ? n : undefined;
+  }, CONVERGE);
+}
+
+interface CoreEvent { type: string; reason: string; message: string; count?: number; metadata: { resourceVersion: string } }
+
+async function eventsFor(ns: string, name: string): Promise<CoreEvent[]> {
+  const sel = encodeURIComponent(`involvedObject.kind=Network,involvedObject.name=${name}`);
+  const list = expectStatus<{ items: CoreEvent[] }>(await cluster().get(`/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`), 200, 'list events');
+  return list.items.sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+}
+
+// ---- in-process controller (test/helpers/manager.ts's wiring, with Neutron settings) ------------------------------
+
+interface InProcess {
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  flushEvents(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function testLogger(): Logger {
+  const level = process.env['TSCM_TEST_LOG_LEVEL'];
+  return level ? newLogger({ level: level as 'debug', destination: process.stderr }) : silentLogger;
+}
+
+async function startInProcess(t: TestContext, ns: string, cloudsYaml: string, opts: { resyncPeriodMs?: number; concurrency?: number } = {}): Promise<InProcess> {
+  const logger = testLogger().child({ test: t.name });
+  const registry = new Registry();
+  const rest = new RestClient({ kubeConfig: adminKubeConfig(), registry, userAgent: 'ts-controller-manager-test' });
+  const factory = new SharedInformerFactory({ client: rest, namespaces: [ns], defaultResyncPeriodMs: opts.resyncPeriodMs ?? 0, logger });
+  const events = new EventBroadcaster({ sink: new RestEventSink(rest), logger });
+  const result = await controllerSetups.network.setup({
+    factory, rest, recorder: events.recorderFor('network-controller'), logger, registry, concurrency: opts.concurrency ?? 1,
+    gracefulShutdownTimeoutMs: 10_000, namespaces: [ns], neutron: { cloudConfig: cloudsYaml, cloud: 'local' },
+  });
+  if (!result) throw new Error('network controller did not set up');
+  const manager = new Manager({
+    gracefulShutdownTimeoutMs: 10_000, logger,
+    waitForCacheSync: async (signal) => {
+      if (!(await factory.waitForCacheSync({ signal }))) return false;
+      return waitFor('handler synced', () => result.syncedChecks.every((ok) => ok())).then(() => true);
+    },
+  });
+  manager.add(result.runnable);
+  manager.add(runnable('informers', false, (signal) => factory.run(signal)));
+  const ac = new AbortController();
+  const exited = manager.start(ac.signal);
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => (stopping ??= (async () => {
+    ac.abort();
+    const code = await exited;
+    await events.shutdown();
+    if (code !== 0) throw new Error(`manager exited with code ${code}`);
+  })());
+  t.after(stop);
+  const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
+    const m = registry.getSingleMetric(name);
+    if (!m) return 0;
+    return (await m.get()).values
+      .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+      .reduce((sum, v) => sum + v.value, 0);
+  };
+  await waitFor('network controller running', async () => (await metric('controller_runtime_max_concurrent_reconciles', { controller: 'network' })) > 0);
+  return { metric, flushEvents: () => events.flush(), stop };
+}
+
+// ---- neutron-server stop/start keeping its database ---------------------------------------------------------------
+
+function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [join(repoRoot, script), ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${script} exited ${code}: ${stderr.slice(-2000)}`))));
+  });
+}
+
+/**
+ * Starts the stopped neutron-server of `dir` again with its database (hack/neutron/up.sh; on a failed start up.sh
+ * stops what it started and keeps the state, so one more attempt is safe). Returns the endpoint.
+ */
+async function restartNeutron(t: TestContext, dir: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await runScript('hack/neutron/up.sh', [], { ...process.env, NEUTRON_DIR: dir });
+      break;
+    } catch (err) {
+      if (attempt >= 2) throw err;
+      t.diagnostic(`neutron-server restart failed once (${(err as Error).message.split('\n').at(-2) ?? ''}); trying again`);
+    }
+  }
+  return `http://127.0.0.1:${readFileSync(join(dir, 'port'), 'utf8').trim()}`;
+}
+
+// ---- the tests ----------------------------------------------------------------------------------------------------
+
+describe('Network controller on a real neutron-server', () => {
+  let neutron: NeutronInstance;
+  let api: NeutronApi;
+  let proxy: CountingProxy;
+  /** clouds.yaml with cloud `local` pointing at the counting proxy. */
+  let cloudsYaml: string;
+
+  before(async () => {
+    await installCRDs();
+    neutron = await startNeutron();
+    api = neutronApi(neutron.endpoint);
+    proxy = await CountingProxy.start(neutron.endpoint);
+    cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-net-clouds-')), 'clouds.yaml');
+    writeFileSync(cloudsYaml, `clouds:\n  local:\n    auth_type: none\n    auth:\n      endpoint: ${proxy.endpoint}\n    region_name: RegionOne\n`);
+  }, { timeout: NEUTRON_START_TIMEOUT });
+
+  after(async () => {
+    await proxy?.close();
+    await neutron?.stop();
+  });
+
+  /** Neutron's own view of a Network: networks by tag and by name, subnets of the tagged network. */
+  async function inNeutron(ns: string, name: string, uid: string): Promise<{ tagged: Json[]; named: Json[]; subnets: Json[] }> {
+    const tagged = await api.networks({ tags: `k8s-uid:${uid}` });
+    const named = await api.networks({ name: `${ns}/${name}` });
+    const subnets = tagged.length === 1 ? await api.subnets({ network_id: String(tagged[0]?.['id']) }) : [];
+    return { tagged, named, subnets };
+  }
+
+  /** Asserts exactly one network (by tag and by name) with exactly one subnet of `cidr`/`gateway`; returns both. */
+  async function expectExactlyOne(ns: string, name: string, uid: string, cidr: string, gateway: string): Promise<{ network: Json; subnet: Json }> {
+    const s = await inNeutron(ns, name, uid);
+    assert.equal(s.tagged.length, 1, `one network tagged with the UID: ${JSON.stringify(s.tagged.map((n) => n['id']))}`);
+    assert.deepEqual(s.named.map((n) => n['id']), s.tagged.map((n) => n['id']), 'no other network with that name');
+    assert.equal(s.subnets.length, 1, `one subnet: ${JSON.stringify(s.subnets.map((x) => x['cidr']))}`);
+    const [network, subnet] = [s.tagged[0] as Json, s.subnets[0] as Json];
+    assert.deepEqual([subnet['cidr'], subnet['gateway_ip']], [cidr, gateway]);
+    assert.deepEqual(network['tags'], [`k8s-uid:${uid}`]);
+    assert.deepEqual(subnet['tags'], [`k8s-uid:${uid}`]);
+    return { network, subnet };
+  }
+
+  test('create, update the gateway, change the CIDR, delete: exactly the expected Neutron network and subnet each time', async (t) => {
+    const ns = await testNamespace(t, 'net-life');
+    const m = await startInProcess(t, ns, cloudsYaml);
+    const uid = (await createNetwork(ns, 'n1', { cidr: '10.10.0.0/24', gateway: '10.10.0.1' })).metadata?.uid ?? '';
+
+    let cur = await waitReady(ns, 'n1', 1);
+    assert.deepEqual(cur.metadata?.finalizers, [FINALIZER]);
+    const one = await expectExactlyOne(ns, 'n1', uid, '10.10.0.0/24', '10.10.0.1');
+    assert.deepEqual([cur.status?.networkID, cur.status?.subnetID], [one.network['id'], one.subnet['id']]);
+    assert.equal(one.network['name'], `${ns}/n1`);
+    assert.equal(readyOf(cur)?.reason, 'Synced');
+
+    await patchSpec(ns, 'n1', { gateway: '10.10.0.254' });
+    cur = await waitReady(ns, 'n1', 2);
+    const two = await expectExactlyOne(ns, 'n1', uid, '10.10.0.0/24', '10.10.0.254');
+    assert.equal(two.subnet['id'], one.subnet['id'], 'the gateway is updated in place');
+    assert.equal(two.network['id'], one.network['id']);
+    assert.deepEqual(two.subnet['allocation_pools'], [{ start: '10.10.0.1', end: '10.10.0.253' }]);
+    assert.match(readyOf(cur)?.message ?? '', /gateway 10\.10\.0\.254/);
+
+    await patchSpec(ns, 'n1', { cidr: '10.11.0.0/23', gateway: '10.11.1.254' });
+    cur = await waitReady(ns, 'n1', 3);
+    const three = await expectExactlyOne(ns, 'n1', uid, '10.11.0.0/23', '10.11.1.254');
+    assert.equal(three.network['id'], one.network['id'], 'same network');
+    assert.notEqual(three.subnet['id'], one.subnet['id'], 'the subnet is replaced');
+    assert.equal(await api.subnet(String(one.subnet['id'])), undefined, 'the old subnet is gone');
+    assert.equal(cur.status?.subnetID, three.subnet['id']);
+
+    await m.flushEvents();
+    const events = await eventsFor(ns, 'n1');
+    assert.deepEqual(events.filter((e) => e.type === 'Warning'), []);
+    assert.equal(events.filter((e) => e.reason === 'Synced').length, 3, JSON.stringify(events.map((e) => e.message)));
+
+    await deleteNetwork(ns, 'n1');
+    await waitFor('Network n1 gone', async () => (await getNetwork(ns, 'n1')) === undefined, CONVERGE);
+    assert.equal(await api.network(String(one.network['id'])), undefined, 'the Neutron network is deleted');
+    assert.equal(await api.subnet(String(three.subnet['id'])), undefined, 'and its subnet with it');
+    assert.deepEqual(await api.networks({ tags: `k8s-uid:${uid}` }), []);
+  });
+
+  test('IPv6: Neutron\'s default gateway kept when none is given, then moved in place', async (t) => {
+    const ns = await testNamespace(t, 'net-v6');
+    await startInProcess(t, ns, cloudsYaml);
+    const uid = (await createNetwork(ns, 'v6', { cidr: '2001:db8:10::/64' })).metadata?.uid ?? '';
+    await waitReady(ns, 'v6', 1);
+    const first = await expectExactlyOne(ns, 'v6', uid, '2001:db8:10::/64', '2001:db8:10::');
+    await patchSpec(ns, 'v6', { gateway: '2001:DB8:10::1' });
+    await waitReady(ns, 'v6', 2);
+    const moved = await expectExactlyOne(ns, 'v6', uid, '2001:db8:10::/64', '2001:db8:10::1');
+    assert.equal(moved.subnet['id'], first.subnet['id']);
+    assert.deepEqual(moved.subnet['allocation_pools'], [{ start: '2001:db8:10::2', end: '2001:db8:10:0:ffff:ffff:ffff:ffff' }]);
+  });
+
+  test('level-triggered: a Neutron network deleted behind the controller\'s back is recreated on resync', async (t) => {
+    const ns = await testNamespace(t, 'net-drift');
+    await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 2_000 });
+    const uid = (await createNetwork(ns, 'd', { cidr: '10.12.0.0/24' })).metadata?.uid ?? '';
+    const before = (await waitReady(ns, 'd', 1)).status?.networkID ?? '';
+    assert.equal((await api.request('DELETE', `/v2.0/networks/${before}`)).status, 204, 'out-of-band delete');
+    const after = await waitFor('status points at a new network', async () => {
+      const n = await getNetwork(ns, 'd');
+      return n?.status?.networkID && n.status.networkID !== before && readyOf(n)?.status === 'True' ? n : undefined;
+    }, CONVERGE);
+    const now = await expectExactlyOne(ns, 'd', uid, '10.12.0.0/24', '10.12.0.1');
+    assert.equal(now.network['id'], after.status?.networkID);
+  });
+
+  test('an untagged network left by a create whose tagging never happened is adopted, not duplicated', async (t) => {
+    const ns = await testNamespace(t, 'net-adopt');
+    const uid = (await createNetwork(ns, 'a', { cidr: '10.13.0.0/24' })).metadata?.uid ?? '';
+    // What a timed-out POST (or a crash before the tag PUT) leaves behind: name and description, no tag.
+    const leftover = await api.request<{ network: Json }>('POST', '/v2.0/networks', { network: { name: `${ns}/a`, description: neutronDescription(uid) } });
+    assert.equal(leftover.status, 201);
+    await startInProcess(t, ns, cloudsYaml);
+    const ready = await waitReady(ns, 'a', 1);
+    const { network } = await expectExactlyOne(ns, 'a', uid, '10.13.0.0/24', '10.13.0.1');
+    assert.equal(network['id'], leftover.body.network['id']);
+    assert.equal(ready.status?.networkID, leftover.body.network['id']);
+  });
+
+  test('a spec Neutron rejects (400): Ready=False NeutronRejected + Warning, exactly 1 subnet create per generation', async (t) => {
+    const ns = await testNamespace(t, 'net-reject');
+    // Resync every second: even level-triggered re-reconciles must not call Neutron again for the rejected generation.
+    const m = await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 1_000 });
+    // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron (the IPv4 network address).
+    await createNetwork(ns, 'bad', { cidr: '10.20.0.0/24', gateway: '10.20.0.0' });
+    const rejected = await waitCondition(ns, 'bad', 'False', 'NeutronRejected');
+    assert.match(readyOf(rejected)?.message ?? '', /Gateway is not valid on subnet/);
+    assert.equal(readyOf(rejected)?.observedGeneration, 1);
+    await m.flushEvents();
+    const warnings = (await eventsFor(ns, 'bad')).filter((e) => e.type === 'Warning');
+    assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['NeutronRejected', 1]]);
+
+    // Observe a window with several resyncs: reconciles happen, Neutron subnet creates do not.
+    const reconcilesBefore = await m.metric('controller_runtime_reconcile_total', { controller: 'network' });
+    await delay(6_000); // an observation window, not synchronisation: a retry loop would show several POSTs here
+    const reconcilesDuring = (await m.metric('controller_runtime_reconcile_total', { controller: 'network' })) - reconcilesBefore;
+    assert.ok(reconcilesDuring >= 3, `resyncs reconciled the Network (${reconcilesDuring})`);
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1, 'exactly one subnet create attempt for generation 1');
+    assert.equal(await m.metric('controller_runtime_terminal_reconcile_errors_total', { controller: 'network' }), 1);
+    t.diagnostic(`rejected generation: 1 Neutron subnet POST, ${reconcilesDuring} resync reconciles in 6 s, 1 terminal error`);
+
+    // The next generation is tried (once) and succeeds.
+    await patchSpec(ns, 'bad', { gateway: '10.20.0.1' });
+    const fixed = await waitReady(ns, 'bad', 2);
+    await expectExactlyOne(ns, 'bad', fixed.metadata?.uid ?? '', '10.20.0.0/24', '10.20.0.1');
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 2);
+  });
+
+  test('kill -9 between the Neutron create and the status write, restart: no duplicate network', async (t) => {
+    const ns = await testNamespace(t, 'net-kill');
+    const args = [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local'];
+    const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns, TSCM_TEST_NETWORK_PAUSE_AFTER_CREATE_MS: '600000' } });
+    t.after(() => first.stop('SIGKILL'));
+    await first.waitReady({ timeoutMs: 120_000 });
+    const uid = (await createNetwork(ns, 'k', { cidr: '10.30.0.0/24', gateway: '10.30.0.1' })).metadata?.uid ?? '';
+    await first.waitForLog('the pause after the Neutron create', (l) => /FAULT INJECTION: pausing/.test(l.msg ?? ''), CONVERGE);
+
+    const created = await inNeutron(ns, 'k', uid);
+    assert.equal(created.tagged.length, 1, 'the network exists in Neutron');
+    assert.equal(created.subnets.length, 1);
+    const cr = await getNetwork(ns, 'k');
+    assert.equal(cr?.status, undefined, 'no status written yet');
+    assert.deepEqual(cr?.metadata?.finalizers, [FINALIZER]);
+    await first.stop('SIGKILL');
+    assert.equal(first.running, false);
+
+    const second = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
+    t.after(() => second.stop('SIGKILL'));
+    const ready = await waitReady(ns, 'k', 1);
+    const { network, subnet } = await expectExactlyOne(ns, 'k', uid, '10.30.0.0/24', '10.30.0.1');
+    assert.deepEqual([network['id'], subnet['id']], [created.tagged[0]?.['id'], created.subnets[0]?.['id']], 'the same network and subnet');
+    assert.deepEqual([ready.status?.networkID, ready.status?.subnetID], [network['id'], subnet['id']]);
+    assert.equal(proxy.count('POST', '/v2.0/networks', `"${ns}/k"`), 1, 'one network POST in total');
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.30.0.0/24"'), 1, 'one subnet POST in total');
+    assert.equal(await second.stop('SIGTERM'), 0);
+  });
+
+  test('a Network deleted while the manager is stopped: on start its Neutron network goes, then the finalizer', async (t) => {
+    const ns = await testNamespace(t, 'net-offline');
+    const args = [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local'];
+    const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
+    t.after(() => first.stop('SIGKILL'));
+    const uid = (await createNetwork(ns, 'gone', { cidr: '10.31.0.0/24' })).metadata?.uid ?? '';
+    const networkID = (await waitReady(ns, 'gone', 1)).status?.networkID ?? '';
+    assert.equal(await first.stop('SIGTERM'), 0);
+
+    await deleteNetwork(ns, 'gone');
+    const terminating = await getNetwork(ns, 'gone');
+    assert.ok(terminating?.metadata?.deletionTimestamp, 'held by the finalizer');
+    assert.deepEqual(terminating.metadata.finalizers, [FINALIZER]);
+    assert.ok(await api.network(networkID), 'nobody deleted the Neutron network yet');
+
+    const second = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
+    t.after(() => second.stop('SIGKILL'));
+    await waitFor('Network gone (finalizer removed)', async () => (await getNetwork(ns, 'gone')) === undefined, CONVERGE);
+    assert.equal(await api.network(networkID), undefined, 'the Neutron network is deleted');
+    assert.deepEqual(await api.networks({ tags: `k8s-uid:${uid}` }), []);
+    assert.deepEqual(await api.subnets({ network_id: networkID }), []);
+  });
+
+  test('neutron-server stopped for 30 s during changes: bounded retries with backoff, convergence, no duplicates', async (t) => {
+    const ns = await testNamespace(t, 'net-outage');
+    const m = await startInProcess(t, ns, cloudsYaml);
+    const a = await createNetwork(ns, 'a', { cidr: '10.40.0.0/24', gateway: '10.40.0.1' });
+    const c = await createNetwork(ns, 'c', { cidr: '10.42.0.0/24' });
+    const aBefore = await waitReady(ns, 'a', 1);
+    const cNetwork = (await waitReady(ns, 'c', 1)).status?.networkID ?? '';
+
+    await runScript('hack/neutron/down.sh', ['--keep-state'], { ...process.env, NEUTRON_DIR: neutron.dir });
+    const downAt = Date.now();
+    const errorsBefore = await m.metric('controller_runtime_reconcile_errors_total', { controller: 'network' });
+    const requestsBefore = proxy.seen.length;
+    // Changes while Neutron is away: a gateway update, a new Network, a deletion.
+    await patchSpec(ns, 'a', { gateway: '10.40.0.254' });
+    const b = await createNetwork(ns, 'b', { cidr: '10.41.0.0/24' });
+    await deleteNetwork(ns, 'c');
+    const unavailable = await waitCondition(ns, 'b', 'False', 'NeutronUnavailable');
+    assert.match(readyOf(unavailable)?.message ?? '', /Neutron is unavailable \((ConnectionError|Timeout)\)/);
+    await waitCondition(ns, 'a', 'False', 'NeutronUnavailable');
+    await delay(Math.max(0, 30_000 - (Date.now() - downAt))); // the outage itself lasts 30 s
+    const errors = (await m.metric('controller_runtime_reconcile_errors_total', { controller: 'network' })) - errorsBefore;
+    const attempts = proxy.seen.length - requestsBefore;
+    t.diagnostic(`30 s outage, 3 Networks changing: ${errors} failed reconciles, ${attempts} Neutron requests attempted`);
+    assert.ok(errors >= 6, `every changed Network was retried (${errors} failed reconciles)`);
+    assert.ok(errors <= 3 * 16, `exponential backoff, not a hot loop: ${errors} failed reconciles in 30 s`);
+    assert.ok((await getNetwork(ns, 'c'))?.metadata?.deletionTimestamp, 'c is held by its finalizer while Neutron is away');
+
+    const endpoint = await restartNeutron(t, neutron.dir);
+    api = neutronApi(endpoint);
+    proxy.target = new URL(endpoint); // same port unless it was taken meanwhile
+    t.diagnostic(`neutron-server back after ${Date.now() - downAt} ms`);
+
+    await waitReady(ns, 'a', 2);
+    await waitReady(ns, 'b', 1);
+    await waitFor('c deleted', async () => (await getNetwork(ns, 'c')) === undefined, CONVERGE);
+    const aNow = await expectExactlyOne(ns, 'a', a.metadata?.uid ?? '', '10.40.0.0/24', '10.40.0.254');
+    assert.equal(aNow.network['id'], aBefore.status?.networkID);
+    assert.equal(aNow.subnet['id'], aBefore.status?.subnetID, 'gateway still updated in place');
+    await expectExactlyOne(ns, 'b', b.metadata?.uid ?? '', '10.41.0.0/24', '10.41.0.1');
+    assert.equal(await api.network(cNetwork), undefined);
+    assert.deepEqual(await api.networks({ tags: `k8s-uid:${c.metadata?.uid ?? ''}` }), []);
+    await m.flushEvents();
+    assert.ok((await eventsFor(ns, 'b')).some((e) => e.type === 'Warning' && e.reason === 'NeutronUnavailable'));
+  });
+
+  test('manager without Neutron configuration: the Network controller does not start, said once; unusable configuration: exit 1', async (t) => {
+    const ns = await testNamespace(t, 'net-noconf');
+    const mgr = await ManagerProcess.start({ args: [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=foo,network'], env: { WATCH_NAMESPACE: ns } });
+    t.after(() => mgr.stop('SIGKILL'));
+    await mgr.waitReady({ timeoutMs: 120_000 });
+    const said = mgr.logs.filter((l) => /Network controller not started: no Neutron configuration/.test(l.msg ?? ''));
+    assert.deepEqual(said.map((l) => l.level), ['warn']);
+    const metrics = await waitFor('the foo controller running', async () => {
+      const text = await mgr.metrics();
+      return metricValue(text, 'controller_runtime_max_concurrent_reconciles', { controller: 'foo' }) === 1 ? text : undefined;
+    });
+    assert.equal(metricValue(metrics, 'controller_runtime_max_concurrent_reconciles', { controller: 'network' }), undefined);
+    assert.equal(mgr.logs.filter((l) => /Network controller not started/.test(l.msg ?? '')).length, 1, 'still said once');
+    assert.equal(await mgr.stop('SIGTERM'), 0);
+
+    const missing = join(tmpdir(), 'tscm-no-such-dir', 'clouds.yaml');
+    const bad = await ManagerProcess.start({ args: [`--kubeconfig=${cluster().kubeconfig}`, `--neutron-cloud-config=${missing}`], env: { WATCH_NAMESPACE: ns } });
+    t.after(() => bad.stop('SIGKILL'));
+    const { code } = await bad.exited;
+    assert.equal(code, 1);
+    const errorLine = bad.logs.find((l) => l.level === 'error');
+    assert.match(errorLine?.msg ?? '', new RegExp(`Network controller: unusable Neutron configuration: clouds.yaml not found: ${missing}`));
+    assert.match(bad.stderr.join(''), /unusable Neutron configuration/);
+  });
+});
