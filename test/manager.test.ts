@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { cluster, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
 import { ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 
@@ -153,20 +153,7 @@ describe('probes and metrics', () => {
     assert.equal(await scrape('not-a-token'), 401);
     const reader = await cp.mintServiceAccountToken(ns, 'prometheus', 600);
     assert.equal(await scrape(reader), 403);
-    const role = `${ns}-metrics-reader`;
-    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role },
-      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
-    }), 201, 'ClusterRole');
-    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: role },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: ns }],
-    }), 201, 'ClusterRoleBinding');
-    t.after(async () => {
-      await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`);
-      await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`);
-    });
+    await grantMetricsReader(t, ns, 'prometheus');
     // Denials are cached briefly by the manager: poll until the grant is seen.
     assert.equal(await waitFor('scrape allowed', async () => ((await scrape(reader)) === 200 ? 200 : undefined), { timeoutMs: 30_000 }), 200);
     assert.equal(await mgr.stop('SIGTERM'), 0);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { freePort } from './cluster/controlplane.ts';
-import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { cluster, expectStatus, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 
@@ -30,20 +30,7 @@ describe('real Prometheus', () => {
     t.after(() => secure.stop('SIGKILL'));
 
     // Prometheus's own identity: a ServiceAccount bound to a metrics-reader ClusterRole (as config/rbac ships).
-    const role = `${ns}-metrics-reader`;
-    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role },
-      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
-    }), 201, 'ClusterRole');
-    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: role },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: ns }],
-    }), 201, 'ClusterRoleBinding');
-    t.after(async () => {
-      await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`);
-      await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`);
-    });
+    await grantMetricsReader(t, ns, 'prometheus');
     const dir = mkdtempSync(join(tmpdir(), 'tscm-prometheus-'));
     writeFileSync(join(dir, 'token'), await cp.mintServiceAccountToken(ns, 'prometheus', 3600));
     writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({

@@ -77,3 +77,24 @@ export function expectStatus<T = unknown>(res: { status: number; body: string },
   if (res.status !== status) throw new Error(`${what}: expected HTTP ${status}, got ${res.status}: ${res.body.slice(0, 500)}`);
   return (res.body ? JSON.parse(res.body) : undefined) as T;
 }
+
+/**
+ * Lets ServiceAccount `ns/sa` GET /metrics (a ClusterRole + ClusterRoleBinding named after `ns`, removed when the
+ * test ends) — the grant a Prometheus scraping the secure endpoint needs.
+ */
+export async function grantMetricsReader(t: TestContext, ns: string, sa: string, cp: ControlPlane = cluster()): Promise<void> {
+  const role = `${ns}-metrics-reader`;
+  expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role },
+    rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+  }), 201, 'ClusterRole');
+  expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: role },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
+  }), 201, 'ClusterRoleBinding');
+  t.after(async () => {
+    await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`);
+    await cp.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`);
+  });
+}
