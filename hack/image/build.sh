@@ -39,6 +39,36 @@ fi
 secret_args=()
 [ -s "$ca_bundle" ] && secret_args=(--secret "id=npm_ca,src=$ca_bundle")
 
-image_log "podman build -t $img (${base_args[1]})"
-image_podman build --network host "${base_args[@]}" "${secret_args[@]}" -t "$img" -f "$REPO_ROOT/Dockerfile" "$REPO_ROOT"
-image_log "built $img: $(image_podman image inspect --format '{{.Size}}' "$img" | awk '{printf "%.1f MB", $1 / 1e6}')"
+# Fast path: even a fully cached `podman build` re-hashes every COPY source (~10-30 s here). When nothing the build
+# reads has changed since this tag was built, keep the image. The inputs hashed are a superset of the build context:
+# Dockerfile, .dockerignore, every file under each path its allowlist (`!path` lines) lets in, the base image's id and
+# the build arguments. A .dockerignore that is not an allowlist disables the fast path (TSCM_IMAGE_REBUILD=1 too).
+inputs_hash() {
+  local paths=()
+  grep -q '^![^#]*[][*?]' "$REPO_ROOT/.dockerignore" && return 1 # wildcard exceptions: no exact file list
+  mapfile -t paths < <(sed -n 's,^!\(..*[^/]\)/*$,\1,p' "$REPO_ROOT/.dockerignore" 2>/dev/null)
+  [ ${#paths[@]} -gt 0 ] || return 1
+  {
+    printf '%s\n' "${base_args[@]}" "$(image_podman image inspect --format '{{.Id}}' "${base_args[1]#BASE_IMAGE=}" 2>/dev/null)"
+    cd "$REPO_ROOT" && find Dockerfile .dockerignore "${paths[@]}" -type f -print0 2>/dev/null | LC_ALL=C sort -z \
+      | xargs -0 sha256sum
+  } | sha256sum | cut -d' ' -f1
+}
+stamp="$TSCM_IMAGE_CACHE/built/$(printf '%s' "$img" | tr -c 'A-Za-z0-9._-' '_')"
+hash=""
+[ "${TSCM_IMAGE_REBUILD:-0}" = 1 ] || hash="$(inputs_hash || true)"
+if [ -n "$hash" ] && [ -f "$stamp" ] \
+  && [ "$(cat "$stamp")" = "$hash $(image_podman image inspect --format '{{.Id}}' "$img" 2>/dev/null)" ]; then
+  image_log "$img is up to date (inputs unchanged since it was built; TSCM_IMAGE_REBUILD=1 rebuilds)"
+else
+  old_id="$(image_podman image inspect --format '{{.Id}}' "$img" 2>/dev/null || true)"
+  image_log "podman build -t $img (${base_args[1]})"
+  image_podman build --network host "${base_args[@]}" "${secret_args[@]}" -t "$img" -f "$REPO_ROOT/Dockerfile" "$REPO_ROOT"
+  new_id="$(image_podman image inspect --format '{{.Id}}' "$img")"
+  # The image this tag named before is now untagged: drop it (kept if a container or another tag still uses it).
+  # The build stages' cached layers stay: they make the next build fast.
+  if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then image_podman rmi "$old_id" > /dev/null 2>&1 || true; fi
+  mkdir -p "$(dirname "$stamp")"
+  if [ -n "$hash" ]; then echo "$hash $new_id" > "$stamp"; else rm -f "$stamp"; fi
+fi
+image_log "$img: $(image_podman image inspect --format '{{.Size}}' "$img" | awk '{printf "%.1f MB", $1 / 1e6}') uncompressed"
