@@ -18,15 +18,18 @@ import {
 } from '../../pkg/informerfactory/index.ts';
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { until } from './cluster.ts';
-import { monoNs, msBetween, percentile } from './stats.ts';
+import { monoNs, msBetween, percentile, runQueueWaitMs, selfCpuMs } from './stats.ts';
 
 export interface ReplayResult {
   events: number;
   ms: number;
+  /** CPU time this process used meanwhile: events per CPU-second is the capacity with one core to itself. */
+  cpuMs: number;
 }
 
 /** Raw decode of the recording: returns the number of non-BOOKMARK events and the time taken. */
 export function rawDecode(chunks: readonly Uint8Array[]): ReplayResult {
+  const cpu0 = process.cpuUsage();
   const start = monoNs();
   const decoder = new TextDecoder();
   let carry = '';
@@ -40,7 +43,7 @@ export function rawDecode(chunks: readonly Uint8Array[]): ReplayResult {
       if (ev.type !== 'BOOKMARK') events++;
     }
   }
-  return { events, ms: msBetween(start, monoNs()) };
+  return { events, ms: msBetween(start, monoNs()), cpuMs: selfCpuMs(cpu0) };
 }
 
 function openUntilAborted(signal: AbortSignal): AsyncIterable<WatchEvent<KubeObject>> {
@@ -96,8 +99,13 @@ export async function replayThroughInformer(chunks: readonly Uint8Array[], start
   const queue = new Queue<string>();
   let seen = 0;
   let end = 0n;
+  let cpuMs = 0;
+  const cpu0 = process.cpuUsage();
   const count = (): void => {
-    if (++seen === expected) end = monoNs();
+    if (++seen === expected) {
+      end = monoNs();
+      cpuMs = selfCpuMs(cpu0);
+    }
   };
   informer.addEventHandler({
     onAdd: (obj, initial) => {
@@ -128,12 +136,16 @@ export async function replayThroughInformer(chunks: readonly Uint8Array[], start
     queue.shutDown();
     await worker;
   }
-  return { events: seen, ms: msBetween(start, end) };
+  return { events: seen, ms: msBetween(start, end), cpuMs };
 }
 
 export interface PacedLatencyResult {
   events: number;
   rate: number;
+  /** CPU time this process used / wall time while pacing. */
+  cpuShare: number;
+  /** ms per wall second the JavaScript thread spent runnable but waiting for a CPU (machine contention). */
+  runQueueWaitPerS: number;
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -245,15 +257,23 @@ export async function replayPacedLatency(chunks: readonly Uint8Array[], startRv:
   })();
   const ac = new AbortController();
   const running = informer.start(ac.signal);
+  let cpuShare: number;
+  let runQueueWaitPerS: number;
   try {
     await until('paced replay: handler synced on the initial list', () => reg.hasSynced(), 120_000, 5);
+    const cpu0 = process.cpuUsage();
+    const wait0 = runQueueWaitMs();
+    const t0 = monoNs();
     markReady();
     await until(`paced replay of ${k} events`, () => latencies.length >= k, durationMs + 120_000, 20);
+    const wallMs = msBetween(t0, monoNs());
+    cpuShare = selfCpuMs(cpu0) / wallMs;
+    runQueueWaitPerS = ((runQueueWaitMs() - wait0) / wallMs) * 1000;
   } finally {
     ac.abort();
     await running;
     queue.shutDown();
     await worker;
   }
-  return { events: latencies.length, rate, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: percentile(latencies, 100) };
+  return { events: latencies.length, rate, cpuShare, runQueueWaitPerS, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: percentile(latencies, 100) };
 }

@@ -33,6 +33,25 @@ export function procCpuMs(pid: number): number {
   }
 }
 
+/** CPU time (user + system, all threads) this process has used since `since` (a process.cpuUsage() value), ms. */
+export function selfCpuMs(since?: NodeJS.CpuUsage): number {
+  const u = process.cpuUsage(since);
+  return (u.user + u.system) / 1000;
+}
+
+/**
+ * Time this process's main thread (the JavaScript thread) has spent runnable but WAITING for a CPU, in ms
+ * (/proc/self/schedstat, field 2). Its growth per wall second shows how much of a latency is the machine's
+ * contention rather than our own work. NaN where unavailable.
+ */
+export function runQueueWaitMs(): number {
+  try {
+    return Number(readFileSync('/proc/self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
 /** Nearest-rank percentile of `values` (0 < p ≤ 100); NaN for an empty list. Does not modify `values`. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;

@@ -29,7 +29,7 @@ import {
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { progress, restClient, runLoad, until } from './cluster.ts';
 import type { LoadResult } from './load.ts';
-import { monoNs, msBetween, percentile, procCpuMs } from './stats.ts';
+import { monoNs, msBetween, percentile, procCpuMs, runQueueWaitMs } from './stats.ts';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 
@@ -59,6 +59,8 @@ export interface LatencyResult {
   internalP99Ms: number;
   /** Writes per second the generator achieved (send of first → ack of last). */
   achievedRate: number;
+  /** ms per wall second this process's JavaScript thread spent runnable but waiting for a CPU. */
+  runQueueWaitPerS: number;
   load: LoadResult;
 }
 
@@ -186,12 +188,15 @@ export async function steadyState(cp: ControlPlane, opts: SteadyOptions): Promis
       handled = new Map();
       internal = [];
       const updatesBefore = updates;
+      const wait0 = runQueueWaitMs();
+      const t0 = monoNs();
       progress(`latency: ${rate} patches/s for ${opts.durationMs / 1000}s from a separate process`);
       const load = await runLoad(cp, {
         mode: 'patch', kind: 'configmap', namespace: opts.namespace, prefix: opts.prefix, count: opts.creates,
         concurrency: 64, rate, durationMs: opts.durationMs, label: `latency patches at ${rate}/s`, reportAcks: true,
       });
       await until('the handler saw every patch', () => updates - updatesBefore >= load.writes, 120_000, 20);
+      const runQueueWaitPerS = ((runQueueWaitMs() - wait0) / msBetween(t0, monoNs())) * 1000;
       const fromSend: number[] = [];
       const fromAck: number[] = [];
       for (const [sentAt, ackedAt] of load.acks ?? []) {
@@ -212,6 +217,7 @@ export async function steadyState(cp: ControlPlane, opts: SteadyOptions): Promis
         internalP50Ms: percentile(internal, 50),
         internalP99Ms: percentile(internal, 99),
         achievedRate: load.ackRate,
+        runQueueWaitPerS,
         load: { ...load, acks: undefined },
       };
       latency.push(r);

@@ -19,10 +19,12 @@ import { Queue } from '../../pkg/workqueue/index.ts';
 import { Registry } from 'prom-client';
 import { RestClient, type RequestOptions, type Verb } from '../../pkg/client/rest.ts';
 import { adminKubeConfig, restClient, until } from './cluster.ts';
-import { monoNs, msBetween } from './stats.ts';
+import { monoNs, msBetween, selfCpuMs } from './stats.ts';
 
 export interface RawListResult {
   ms: number;
+  /** CPU time this process used meanwhile (client-side cost, independent of how busy the machine is). */
+  cpuMs: number;
   items: number;
   pages: number;
   /** Bytes of JSON received (sum of page bodies, as UTF-16 string length ≈ bytes for ASCII JSON). */
@@ -36,6 +38,7 @@ export interface RawListResult {
 export async function rawPaginatedList(cp: ControlPlane, resource: ResourceType, namespace: string, keep = true): Promise<RawListResult> {
   const client = restClient(cp);
   const path = collectionPath(resource, namespace);
+  const cpu0 = process.cpuUsage();
   const start = monoNs();
   let continueToken: string | undefined;
   let items = 0;
@@ -54,12 +57,15 @@ export async function rawPaginatedList(cp: ControlPlane, resource: ResourceType,
     continueToken = body.metadata?.continue || undefined;
   } while (continueToken);
   const ms = msBetween(start, monoNs());
+  const cpuMs = selfCpuMs(cpu0);
   if (keep && kept.length !== items) throw new Error('raw LIST lost items');
-  return { ms, items, pages, bytes };
+  return { ms, cpuMs, items, pages, bytes };
 }
 
 export interface InformerSyncResult {
   ms: number;
+  /** CPU time this process used from start to the last handler call. */
+  cpuMs: number;
   /** Of `ms`: start → last LIST page received and parsed (the rest is queueing, caching and handler delivery). */
   listMs: number;
   cached: number;
@@ -85,10 +91,15 @@ export async function informerSync(cp: ControlPlane, resource: ResourceType, nam
   const queue = new Queue<string>();
   let handled = 0;
   let end = 0n;
+  let cpuMs = 0;
+  const cpu0 = process.cpuUsage();
   const reg = informer.addEventHandler({
     onAdd: (obj) => {
       queue.add(metaNamespaceKey(obj));
-      if (++handled === expected) end = monoNs();
+      if (++handled === expected) {
+        end = monoNs();
+        cpuMs = selfCpuMs(cpu0);
+      }
     },
   });
   const worker = (async (): Promise<void> => {
@@ -111,5 +122,5 @@ export async function informerSync(cp: ControlPlane, resource: ResourceType, nam
     queue.shutDown();
     await worker;
   }
-  return { ms: msBetween(start, end), listMs: msBetween(start, client.lastJsonDone), cached: informer.lister().list().length, handled };
+  return { ms: msBetween(start, end), cpuMs, listMs: msBetween(start, client.lastJsonDone), cached: informer.lister().list().length, handled };
 }
