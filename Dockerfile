@@ -62,9 +62,6 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-# cmd/manager/run.ts reads new URL('../../package.json', import.meta.url), which from dist/cmd/manager/ is
-# dist/package.json: give it one there too until that lookup finds /app/package.json itself.
-COPY package.json ./dist/
 ENV PATH=/usr/local/bin NODE_ENV=production HOME=/home/nonroot
 USER 65532:65532
 EXPOSE 8080 8081

@@ -17,9 +17,21 @@ import { KubeAccessReviewer, newMetricsServer } from '../../pkg/manager/metricss
 import { runnable } from '../../pkg/manager/runnable.ts';
 import type { Options } from './options.ts';
 
+/** The package version: package.json sits two levels up from the sources (cmd/manager) and three from dist/. */
+function packageVersion(): string {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      return (JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { version: string }).version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+}
+
 export async function run(opts: Options, kube: KubeConfigSource): Promise<number> {
   const log = newLogger({ level: opts.logLevel });
-  const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  const version = packageVersion();
   log.info({
     version, node: process.version, credentials: kube.source, server: kube.kubeConfig.getCurrentCluster()?.server,
     watchNamespaces: opts.watchNamespaces.length ? opts.watchNamespaces : 'all', controllers: opts.controllers,
