@@ -86,14 +86,15 @@ describe('container image', { skip: process.env['TSCM_SKIP_IMAGE_TEST'] === '1' 
     assert.ok(info.Size < maxBytes, `image is ${mb(info.Size)}, goal < ${mb(maxBytes)}`);
   });
 
-  test('runs as non-root (UID/GID 65532) with production dependencies only and no shell', async () => {
+  test('node is PID 1 as UID/GID 65532; production dependencies only; no shell, npm, caches or secrets', async () => {
     const out = JSON.parse(await nodeIn(`
       const fs = require('node:fs');
       const has = (p) => fs.existsSync(p);
       console.log(JSON.stringify({
-        uid: process.getuid(), gid: process.getgid(), user: require('node:os').userInfo().username,
+        pid: process.pid, uid: process.getuid(), gid: process.getgid(), user: require('node:os').userInfo().username,
         node: process.version, cwd: process.cwd(), env: process.env.NODE_ENV,
         shell: has('/bin/sh'), npm: has('/usr/local/bin/npm'),
+        leftovers: ['/root/.npm', '/home/nonroot/.npm', '/run/secrets', '/app/src', '/app/node_modules/.bin'].filter(has),
         prod: has('/app/node_modules/@kubernetes/client-node/package.json') && has('/app/package.json'),
         // package.json's devDependencies (the @types that @kubernetes/client-node depends on are production deps,
         // emptied of their .d.ts files by the Dockerfile).
@@ -101,8 +102,8 @@ describe('container image', { skip: process.env['TSCM_SKIP_IMAGE_TEST'] === '1' 
           .filter((d) => has('/app/node_modules/' + d)),
       }));`)) as Record<string, unknown>;
     assert.deepEqual(out, {
-      uid: 65532, gid: 65532, user: 'nonroot', node: out['node'], cwd: '/app', env: 'production',
-      shell: false, npm: false, prod: true, dev: [],
+      pid: 1, uid: 65532, gid: 65532, user: 'nonroot', node: out['node'], cwd: '/app', env: 'production',
+      shell: false, npm: false, leftovers: [], prod: true, dev: [],
     });
     assert.match(String(out['node']), /^v24\./);
   });
