@@ -69,8 +69,9 @@ run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control p
 	$(NODE) hack/run.ts $(ARGS)
 
 .PHONY: bench
-bench: deps tools ## Benchmarks on a private local control plane; prints a table.
-	$(NODE) bench/run.ts
+bench: deps tools ## Benchmarks on private local control planes, printing tables (QUICK=1: smoke run of the informer part).
+	$(NODE) --expose-gc bench/run.ts $(if $(QUICK),--quick,)
+	$(NODE) bench/foo-scale.ts
 
 ##@ Deployment
 
