@@ -75,6 +75,10 @@ bench: deps tools ## Benchmarks on private local control planes, printing tables
 
 ##@ Deployment
 
+.PHONY: docker-build
+docker-build: ## Build the container image IMG (docker if its engine runs, else podman on a locally made Node base).
+	bash hack/image/build.sh $(IMG)
+
 .PHONY: install
 install: ## Install the CRDs into the cluster of KUBECONFIG.
 	$(KUBECTL) apply --server-side -k config/crd
