@@ -200,7 +200,9 @@ describe('networkReconciler: create and converge', () => {
     rest.fail = (c) => (c.path === objPath && neutron.ops.length > 0 ? new Error('finalizer after a Neutron call') : undefined);
     await reconcile(req, signal, ctx);
     assert.deepEqual(rest.calls[0], { method: 'PATCH', path: objPath, body: { metadata: { finalizers: ['other', FINALIZER], resourceVersion: '5' } } });
-    assert.deepEqual(neutron.ops, [`listNetworks tags=${TAG}`, 'listNetworks name=ns/net', 'createNetwork ns/net', 'createSubnet 10.0.0.0/24']);
+    assert.deepEqual(neutron.ops, [
+      'listNetworks name=ns/net', `listNetworks tags=${TAG}`, 'createNetwork ns/net', 'addTag networks/id-1', 'createSubnet 10.0.0.0/24', 'addTag subnets/id-2',
+    ]);
     const [n] = [...neutron.networks.values()];
     const [s] = [...neutron.subnets.values()];
     assert.deepEqual([n?.tags, n?.description], [[TAG], neutronDescription(UID)]);
@@ -215,7 +217,7 @@ describe('networkReconciler: create and converge', () => {
     assert.deepEqual(recorder.events, [`Normal Synced Synced with Neutron: created network ${n?.id}; created subnet ${s?.id} (10.0.0.0/24, gateway 10.0.0.1)`]);
   });
 
-  test('converged: Neutron is read (tag lookup + subnets), nothing is written, no event', async () => {
+  test('converged: Neutron is read (one network query by name + the subnets), nothing is written, no event', async () => {
     const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.1' });
     cache.add(net);
     await reconcile(req, signal, ctx);
@@ -227,7 +229,7 @@ describe('networkReconciler: create and converge', () => {
     await reconcile(req, signal, ctx);
     assert.deepEqual(rest.calls, []);
     assert.deepEqual(recorder.events, []);
-    assert.deepEqual(neutron.ops.map((o) => o.split(' ')[0]), ['listNetworks', 'listSubnets']);
+    assert.deepEqual(neutron.ops, ['listNetworks name=ns/net', 'listSubnets id-1']);
   });
 
   test('a retry after a crash finds the tagged network and subnet: no duplicates', async () => {
@@ -250,6 +252,26 @@ describe('networkReconciler: create and converge', () => {
     assert.deepEqual(neutron.networks.get(n.id)?.tags, [TAG]);
     assert.equal(neutron.networks.size, 2, 'nothing created, the stranger untouched');
     assert.equal([...neutron.subnets.values()][0]?.network_id, n.id);
+    assert.equal(statusWrites()[0]?.networkID, n.id);
+  });
+
+  test('a late-committed untagged create next to the tagged network: the tagged one is kept, the leftover deleted', async () => {
+    const late = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) }); // older, untagged
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([...neutron.networks.keys()], [n.id]);
+    assert.ok(neutron.ops.includes(`deleteNetwork ${late.id}`));
+    assert.equal(statusWrites()[0]?.networkID, n.id);
+  });
+
+  test('a network renamed in Neutron is still found by its tag', async () => {
+    const n = neutron.addNetwork({ name: 'renamed by someone', tags: [TAG] });
+    neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops, ['listNetworks name=ns/net', `listNetworks tags=${TAG}`, `listSubnets ${n.id}`]);
     assert.equal(statusWrites()[0]?.networkID, n.id);
   });
 
@@ -288,7 +310,7 @@ describe('networkReconciler: create and converge', () => {
   });
 
   test('same gateway written differently (IPv6) is not an update', async () => {
-    const n = neutron.addNetwork({ tags: [TAG] });
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
     neutron.addSubnet(n.id, '2001:db8::/64', '2001:db8::fe', { tags: [TAG] });
     cache.add(aNetwork({ cidr: '2001:DB8:0::/64', gateway: '2001:DB8:0:0::FE' }));
     await reconcile(req, signal, ctx);
@@ -296,11 +318,11 @@ describe('networkReconciler: create and converge', () => {
   });
 
   test('CIDR change: the old subnet is deleted first, then the new one created', async () => {
-    const n = neutron.addNetwork({ tags: [TAG] });
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
     const old = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
     cache.add(aNetwork({ cidr: '10.0.0.0/23', gateway: '10.0.1.254' }, { generation: 3 }, { networkID: n.id, subnetID: old.id }));
     await reconcile(req, signal, ctx);
-    assert.deepEqual(neutron.ops.slice(2), [`deleteSubnet ${old.id}`, 'createSubnet 10.0.0.0/23']);
+    assert.deepEqual(neutron.ops.slice(2), [`deleteSubnet ${old.id}`, 'createSubnet 10.0.0.0/23', 'addTag subnets/id-3']);
     const [s] = [...neutron.subnets.values()];
     assert.deepEqual([s?.cidr, s?.gateway_ip, neutron.subnets.size], ['10.0.0.0/23', '10.0.1.254', 1]);
     assert.equal(statusWrites()[0]?.subnetID, s?.id);
@@ -400,6 +422,23 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
     assert.equal(neutron.networks.size, 1);
     assert.equal(neutron.subnets.size, 1);
     assert.deepEqual([...neutron.subnets.values()][0]?.tags, [TAG]);
+  });
+
+  test('subnet create 400 because a late earlier create committed meanwhile: retried (not NeutronRejected), then adopted', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    const origCreate = neutron.createSubnet.bind(neutron);
+    neutron.createSubnet = (spec) => {
+      neutron.addSubnet(n.id, spec.cidr, '10.0.0.1'); // the earlier POST commits now
+      neutron.createSubnet = origCreate;
+      return Promise.reject(errorForStatus({ status: 400, type: 'InvalidInput', message: 'Requested subnet with cidr: 10.0.0.0/24 for network: x overlaps with another subnet' }));
+    };
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /a subnet appeared/.test((err as Error).message));
+    assert.equal(statusWrites().length, 0, 'not reported as a rejection');
+    assert.deepEqual(recorder.events, []);
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.subnets.size, 1);
+    assert.equal(lastReady()?.status, 'True');
   });
 
   test('a Kubernetes API failure (finalizer patch conflict) is retried without touching Neutron', async () => {

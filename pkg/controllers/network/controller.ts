@@ -5,9 +5,10 @@
  *   Network informer ──add / update (needsReconcile) / delete──▶ queue "ns/name" ──▶ reconcile (below) ──▶ Neutron
  *                                                                                                     └─▶ finalizer, /status, Events
  *
- *  - Identity: Neutron allows duplicate names, so the network and subnet carry the tag `k8s-uid:<uid>` and are always
- *    looked up (by tag, then by name + description for a create whose tagging never happened) before anything is
- *    created: a retry after a crash or a timed-out POST finds them. Surplus tagged networks/subnets are deleted.
+ *  - Identity: Neutron allows duplicate names, so the network and subnet carry the tag `k8s-uid:<uid>`, and the
+ *    network also a description naming the UID (for a create whose tagging never happened). They are always looked up
+ *    (name + description/tag, else tag) before anything is created: a retry after a crash or a timed-out POST finds
+ *    them. Surplus networks (and subnets of another CIDR or duplicates) are deleted.
  *  - The finalizer is added (merge patch guarded by resourceVersion) before anything is created in Neutron; deletion
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
  *    happened while the manager was down are seen as deletionTimestamp in the initial list.
@@ -80,10 +81,10 @@ export function classifyNeutronError(err: unknown): { reason: string; message: s
   return undefined;
 }
 
-/** Preferred id first, then oldest first (created_at, id): the one to keep among duplicates. */
-function byKeepOrder<T extends { id: string; created_at?: string }>(items: T[], preferredId: string | undefined): T[] {
-  return [...items].sort((a, b) => Number(b.id === preferredId) - Number(a.id === preferredId)
-    || (a.created_at ?? '').localeCompare(b.created_at ?? '') || a.id.localeCompare(b.id));
+/** The one to keep among duplicates first: the id in status, then tagged ones, then the oldest (created_at, id). */
+function byKeepOrder<T extends { id: string; created_at?: string; tags: string[] }>(items: T[], preferredId: string | undefined, tag: string): T[] {
+  const rank = (x: T): number => (x.id === preferredId ? 0 : x.tags.includes(tag) ? 1 : 2);
+  return [...items].sort((a, b) => rank(a) - rank(b) || (a.created_at ?? '').localeCompare(b.created_at ?? '') || a.id.localeCompare(b.id));
 }
 
 export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
@@ -108,25 +109,24 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   }
 
   /**
-   * The Neutron networks of this Network: tagged, or untagged with our name and description. The name lookup runs
-   * only when no tagged one exists, unless `all` (deletion must not leave a leftover behind).
+   * The Neutron networks of this Network: tagged with its UID, or untagged with its name and description (a create
+   * whose tagging never happened: Neutron Zed tags after the POST, so a timed-out POST or a crash in between leaves
+   * one, and a timed-out POST may even commit after the retry created another). One name query finds both kinds in the
+   * common case; the tag query runs when it found no tagged one (a network renamed in Neutron), or always with `all`.
    */
-  async function findNetworks(net: Network, signal: AbortSignal, all = false): Promise<{ tagged: NeutronNetwork[]; untagged: NeutronNetwork[] }> {
+  async function findNetworks(net: Network, signal: AbortSignal, all = false): Promise<NeutronNetwork[]> {
     const uid = net.metadata?.uid ?? '';
-    const tagged = await neutron.listNetworks({ tags: [uidTag(uid)] }, { signal });
-    if (tagged.length > 0 && !all) return { tagged, untagged: [] };
-    const byName = await neutron.listNetworks({ name: neutronName(net) }, { signal });
-    return { tagged, untagged: byName.filter((n) => n.description === neutronDescription(uid) && !n.tags.includes(uidTag(uid))) };
+    const tag = uidTag(uid);
+    const named = (await neutron.listNetworks({ name: neutronName(net) }, { signal }))
+      .filter((n) => n.tags.includes(tag) || n.description === neutronDescription(uid));
+    if (!all && named.some((n) => n.tags.includes(tag))) return named;
+    const tagged = await neutron.listNetworks({ tags: [tag] }, { signal });
+    return [...tagged, ...named.filter((n) => !tagged.some((t) => t.id === n.id))];
   }
 
   async function ensureNetwork(net: Network, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
     const tag = uidTag(net.metadata?.uid ?? '');
-    const { tagged, untagged } = await findNetworks(net, signal);
-    for (const n of untagged) {
-      await neutron.addTag('networks', n.id, tag, { signal });
-      p.actions.push(`adopted untagged network ${n.id}`);
-    }
-    const [keep, ...surplus] = byKeepOrder([...tagged, ...untagged], net.status?.networkID);
+    const [keep, ...surplus] = byKeepOrder(await findNetworks(net, signal), net.status?.networkID, tag);
     for (const dup of surplus) {
       log.warn({ neutronNetwork: dup.id }, 'Deleting a duplicate Neutron network');
       await neutron.deleteNetwork(dup.id, { signal }).catch((err: unknown) => {
@@ -134,12 +134,19 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       });
       p.actions.push(`deleted duplicate network ${dup.id}`);
     }
+    if (keep && !keep.tags.includes(tag)) {
+      await neutron.addTag('networks', keep.id, tag, { signal });
+      p.actions.push(`adopted untagged network ${keep.id}`);
+    }
     if (keep) return keep;
-    const created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(net.metadata?.uid ?? ''), tags: [tag] }, { signal });
+    const created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(net.metadata?.uid ?? '') }, { signal });
     p.created = true;
     p.actions.push(`created network ${created.id}`);
     log.info({ neutronNetwork: created.id }, 'Created Neutron network');
-    return created;
+    // Tagged in a second call (Neutron Zed has no tags in POST anyway): if tagging fails, the next attempt adopts the
+    // network by name + description.
+    await neutron.addTag('networks', created.id, tag, { signal });
+    return { ...created, tags: [...created.tags, tag] };
   }
 
   async function ensureSubnet(net: Network, network: NeutronNetwork, d: DesiredSubnet, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
@@ -149,7 +156,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       const c = parseCIDR(s.cidr);
       return c !== undefined && sameCIDR(c, d.cidr);
     });
-    const [keep] = byKeepOrder(matching, net.status?.subnetID);
+    const [keep] = byKeepOrder(matching, net.status?.subnetID, tag);
     for (const s of subnets.filter((x) => x !== keep)) {
       log.info({ neutronSubnet: s.id, cidr: s.cidr }, 'Deleting Neutron subnet');
       await neutron.deleteSubnet(s.id, { signal }).catch((err: unknown) => {
@@ -160,13 +167,21 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     p.subnetID = keep?.id;
     if (!keep) {
       const created = await neutron.createSubnet({
-        network_id: network.id, cidr: d.cidrText, ip_version: d.cidr.version, name: neutronName(net), tags: [tag],
+        network_id: network.id, cidr: d.cidrText, ip_version: d.cidr.version, name: neutronName(net),
         ...(d.gatewayText !== undefined && { gateway_ip: d.gatewayText }),
-      }, { signal });
+      }, { signal }).catch(async (err: unknown) => {
+        // Neutron refuses overlapping subnets on one network: a 400 while a subnet exists now means an earlier,
+        // timed-out create committed late — not a bad spec. Retry; the next attempt adopts that subnet.
+        if (err instanceof NeutronBadRequestError && (await neutron.listSubnets({ networkId: network.id }, { signal })).length > 0) {
+          throw new Error(`a subnet appeared on Neutron network ${network.id} while creating one (a late earlier create?); retrying`, { cause: err });
+        }
+        throw err;
+      });
       p.created = true;
       p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
       log.info({ neutronSubnet: created.id, cidr: created.cidr }, 'Created Neutron subnet');
-      return created;
+      await neutron.addTag('subnets', created.id, tag, { signal }); // failing: tagged by the next attempt, which finds it by network
+      return { ...created, tags: [...created.tags, tag] };
     }
     if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
     if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
@@ -179,9 +194,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   /** Deletion: Neutron network(s) first (subnets go with them), then the finalizer. */
   async function finalize(net: Network, signal: AbortSignal, log: Logger): Promise<void> {
     if (!hasFinalizer(net)) return;
-    const { tagged, untagged } = await findNetworks(net, signal, true);
     const deleted: string[] = [];
-    for (const n of [...tagged, ...untagged]) {
+    for (const n of await findNetworks(net, signal, true)) {
       try {
         await neutron.deleteNetwork(n.id, { signal });
         deleted.push(n.id);
