@@ -245,7 +245,23 @@ describe('Network controller on a real neutron-server', () => {
     writeFileSync(cloudsYaml, `clouds:\n  local:\n    auth_type: none\n    auth:\n      endpoint: ${proxy.endpoint}\n    region_name: RegionOne\n`);
   }, { timeout: NEUTRON_START_TIMEOUT });
 
+  /** Namespaces of this file's tests: their leftover Networks lose the finalizer at the end (no controller is left). */
+  const namespaces: string[] = [];
+  async function namespace(t: TestContext, prefix: string): Promise<string> {
+    const ns = await testNamespace(t, prefix);
+    namespaces.push(ns);
+    return ns;
+  }
+
   after(async () => {
+    for (const ns of namespaces) {
+      const list = await cluster().get(networksPath(ns));
+      if (list.status !== 200) continue;
+      for (const n of (JSON.parse(list.body) as { items: Network[] }).items) {
+        await cluster().request('PATCH', `${networksPath(ns)}/${n.metadata?.name ?? ''}`, { metadata: { finalizers: null } },
+          { headers: { 'content-type': 'application/merge-patch+json' } });
+      }
+    }
     await proxy?.close();
     await neutron?.stop();
   });
@@ -272,7 +288,7 @@ describe('Network controller on a real neutron-server', () => {
   }
 
   test('create, update the gateway, change the CIDR, delete: exactly the expected Neutron network and subnet each time', async (t) => {
-    const ns = await testNamespace(t, 'net-life');
+    const ns = await namespace(t, 'net-life');
     const m = await startInProcess(t, ns, cloudsYaml);
     const uid = (await createNetwork(ns, 'n1', { cidr: '10.10.0.0/24', gateway: '10.10.0.1' })).metadata?.uid ?? '';
 
@@ -312,7 +328,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('IPv6: Neutron\'s default gateway kept when none is given, then moved in place', async (t) => {
-    const ns = await testNamespace(t, 'net-v6');
+    const ns = await namespace(t, 'net-v6');
     await startInProcess(t, ns, cloudsYaml);
     const uid = (await createNetwork(ns, 'v6', { cidr: '2001:db8:10::/64' })).metadata?.uid ?? '';
     await waitReady(ns, 'v6', 1);
@@ -325,7 +341,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('level-triggered: a Neutron network deleted behind the controller\'s back is recreated on resync', async (t) => {
-    const ns = await testNamespace(t, 'net-drift');
+    const ns = await namespace(t, 'net-drift');
     await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 2_000 });
     const uid = (await createNetwork(ns, 'd', { cidr: '10.12.0.0/24' })).metadata?.uid ?? '';
     const before = (await waitReady(ns, 'd', 1)).status?.networkID ?? '';
@@ -339,7 +355,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('an untagged network left by a create whose tagging never happened is adopted, not duplicated', async (t) => {
-    const ns = await testNamespace(t, 'net-adopt');
+    const ns = await namespace(t, 'net-adopt');
     const uid = (await createNetwork(ns, 'a', { cidr: '10.13.0.0/24' })).metadata?.uid ?? '';
     // What a timed-out POST (or a crash before the tag PUT) leaves behind: name and description, no tag.
     const leftover = await api.request<{ network: Json }>('POST', '/v2.0/networks', { network: { name: `${ns}/a`, description: neutronDescription(uid) } });
@@ -352,7 +368,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('a spec Neutron rejects (400): Ready=False NeutronRejected + Warning, exactly 1 subnet create per generation', async (t) => {
-    const ns = await testNamespace(t, 'net-reject');
+    const ns = await namespace(t, 'net-reject');
     // Resync every second: even level-triggered re-reconciles must not call Neutron again for the rejected generation.
     const m = await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 1_000 });
     // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron (the IPv4 network address).
@@ -381,7 +397,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('kill -9 between the Neutron create and the status write, restart: no duplicate network', async (t) => {
-    const ns = await testNamespace(t, 'net-kill');
+    const ns = await namespace(t, 'net-kill');
     const args = [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local'];
     const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns, TSCM_TEST_NETWORK_PAUSE_AFTER_CREATE_MS: '600000' } });
     t.after(() => first.stop('SIGKILL'));
@@ -410,7 +426,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('a Network deleted while the manager is stopped: on start its Neutron network goes, then the finalizer', async (t) => {
-    const ns = await testNamespace(t, 'net-offline');
+    const ns = await namespace(t, 'net-offline');
     const args = [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local'];
     const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
     t.after(() => first.stop('SIGKILL'));
@@ -433,7 +449,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('neutron-server stopped for 30 s during changes: bounded retries with backoff, convergence, no duplicates', async (t) => {
-    const ns = await testNamespace(t, 'net-outage');
+    const ns = await namespace(t, 'net-outage');
     const m = await startInProcess(t, ns, cloudsYaml);
     const a = await createNetwork(ns, 'a', { cidr: '10.40.0.0/24', gateway: '10.40.0.1' });
     const c = await createNetwork(ns, 'c', { cidr: '10.42.0.0/24' });
@@ -478,7 +494,7 @@ describe('Network controller on a real neutron-server', () => {
   });
 
   test('manager without Neutron configuration: the Network controller does not start, said once; unusable configuration: exit 1', async (t) => {
-    const ns = await testNamespace(t, 'net-noconf');
+    const ns = await namespace(t, 'net-noconf');
     const mgr = await ManagerProcess.start({ args: [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=foo,network'], env: { WATCH_NAMESPACE: ns } });
     t.after(() => mgr.stop('SIGKILL'));
     await mgr.waitReady({ timeoutMs: 120_000 });

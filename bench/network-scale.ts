@@ -1,0 +1,257 @@
+/**
+ * 200-Network scale measurement (not a test; not part of `make test`): creates N Networks at once in a fresh namespace,
+ * with the real manager (`node cmd/manager/main.ts --controllers=network`, WATCH_NAMESPACE=<ns>) running as its own
+ * process against a real neutron-server (hack/neutron/up.sh in a private state dir), and measures how long until every
+ * Network is Ready=True — then how long until all of them are deleted again (Neutron networks gone, finalizers
+ * removed). As the reference, the same run first measures Neutron's raw rate with the same number of requests in
+ * flight: N network creates (POST /v2.0/networks), then N network + subnet creates (the least Neutron work one
+ * Network needs), then N network deletes. Neutron's per-project quota (100 networks, 100 subnets by default) is lifted
+ * first.
+ *
+ *   node bench/network-scale.ts [--networks 200] [--network-concurrency 8] [--clients 50] [--cluster-dir DIR]
+ *
+ * Cluster: --cluster-dir, else $TSCM_CLUSTER_DIR / $CLUSTER_DIR when they hold a running control plane, else a fresh
+ * full-mode control plane in a temporary directory (stopped at the end). Each --network-concurrency value (comma list)
+ * gets its own namespace and manager. Times are measured from the first create request; progress is observed through
+ * an informer in this process. Afterwards Neutron is checked for duplicates (exactly one network per Network UID).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
+import { RestClient } from '../pkg/client/rest.ts';
+import { networkResource } from '../pkg/controllers/network/desired.ts';
+import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
+import { ControlPlane } from '../test/cluster/controlplane.ts';
+import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
+import { startNeutron } from '../test/helpers/neutron.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    networks: { type: 'string', default: '200' },
+    'network-concurrency': { type: 'string', default: '8' },
+    clients: { type: 'string', default: '50' },
+    'cluster-dir': { type: 'string' },
+    'timeout-seconds': { type: 'string', default: '1800' },
+  },
+});
+const N = Number(args.networks);
+const clients = Number(args.clients);
+const workerCounts = (args['network-concurrency'] ?? '8').split(',').map(Number);
+const timeoutMs = Number(args['timeout-seconds']) * 1000;
+
+const log = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
+
+async function controlPlane(): Promise<{ cp: ControlPlane; owned: boolean }> {
+  for (const dir of [args['cluster-dir'], process.env['TSCM_CLUSTER_DIR'], process.env['CLUSTER_DIR']]) {
+    if (dir && existsSync(join(dir, 'state.json'))) {
+      const cp = ControlPlane.attach(dir, () => {});
+      if (cp.running().length > 0) return { cp, owned: false };
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tscm-bench-cluster-'));
+  log(`starting a full control plane in ${dir}`);
+  return { cp: await ControlPlane.start({ mode: 'full', dir }), owned: true };
+}
+
+/** Runs `n` calls with `concurrency` in flight; resolves the elapsed ms. */
+async function runAll(n: number, concurrency: number, call: (i: number) => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+    while (next < n) await call(next++);
+  }));
+  return performance.now() - started;
+}
+
+async function waitUntil(what: string, probe: () => boolean | Promise<boolean>, deadline: number): Promise<number | undefined> {
+  while (!(await probe())) {
+    if (performance.now() > deadline) {
+      log(`gave up waiting for ${what}`);
+      return undefined;
+    }
+    await new Promise((r) => setTimeout(r, 50)); // polling a benchmark's progress
+  }
+  return performance.now();
+}
+
+interface Row { what: string; objects: number; ms: number | undefined }
+
+/** One raw Neutron request with a generous timeout (a loaded neutron-server can take well over 10 s). */
+async function raw<T>(endpoint: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(endpoint + path, {
+    method, headers: { accept: 'application/json', ...(body !== undefined && { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(120_000),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON (an HTML error page): keep the text
+  }
+  return { status: res.status, body: parsed as T };
+}
+
+/**
+ * Neutron's raw rate: N network creates, N network+subnet creates, N deletes; `inFlight` requests at a time. The local
+ * neutron-server keeps its data in SQLite, which answers some concurrent writes with 500/409 ("database is locked"):
+ * like any client, the reference retries those at once (no backoff) and counts them.
+ */
+async function neutronReference(endpoint: string, inFlight: number): Promise<{ rows: Row[]; failures: number }> {
+  let failures = 0;
+  const until = async <T>(want: number, what: string, call: () => Promise<{ status: number; body: T }>): Promise<T> => {
+    for (;;) {
+      const r = await call();
+      if (r.status === want) return r.body;
+      if (r.status !== 500 && r.status !== 409 && r.status !== 503) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+      if (++failures > 10 * N) throw new Error(`${what}: too many failures (${failures})`);
+    }
+  };
+  const ids: string[] = [];
+  const createNet = async (name: string): Promise<string> => {
+    const b = await until<{ network: { id: string } }>(201, 'POST network', () => raw(endpoint, 'POST', '/v2.0/networks', { network: { name } }));
+    ids.push(b.network.id);
+    return b.network.id;
+  };
+  log(`reference: ${N} raw Neutron network creates (${inFlight} in flight)`);
+  const netMs = await runAll(N, inFlight, (i) => createNet(`bench-raw-${i}`));
+  log(`reference: ${N} raw Neutron network + subnet creates (${inFlight} in flight)`);
+  const bothMs = await runAll(N, inFlight, async (i) => {
+    const id = await createNet(`bench-raw2-${i}`);
+    await until(201, 'POST subnet', () => raw(endpoint, 'POST', '/v2.0/subnets', {
+      subnet: { network_id: id, cidr: `10.${200 + Math.floor(i / 256)}.${i % 256}.0/24`, ip_version: 4 },
+    }));
+  });
+  log(`reference: ${ids.length} raw Neutron network deletes (${inFlight} in flight)`);
+  const delMs = await runAll(ids.length, inFlight, (i) => until(204, 'DELETE network', async () => {
+    const r = await raw(endpoint, 'DELETE', `/v2.0/networks/${ids[i]}`);
+    return r.status === 404 ? { ...r, status: 204 } : r; // a retried delete whose first attempt did happen
+  }));
+  return {
+    failures,
+    rows: [
+      { what: `Neutron raw: network creates (${inFlight} in flight)`, objects: N, ms: netMs },
+      { what: `Neutron raw: network + subnet creates (${inFlight} in flight)`, objects: N, ms: bothMs },
+      { what: `Neutron raw: network deletes, half with a subnet (${inFlight} in flight)`, objects: ids.length, ms: delMs },
+    ],
+  };
+}
+
+async function networkRun(cp: ControlPlane, rest: RestClient, endpoint: string, cloudsYaml: string, workers: number): Promise<{ rows: Row[]; notes: string }> {
+  const ns = `bench-net-w${workers}-${Date.now().toString(36)}`;
+  await rest.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+  const manager = await ManagerProcess.start({
+    args: ['--controllers=network', `--network-concurrency=${workers}`, `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local', '--log-level=warn'],
+    env: { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns },
+  });
+  const factory = new SharedInformerFactory({ client: rest, namespaces: [ns] });
+  const networks = factory.informerFor<Network>(networkResource);
+  const ac = new AbortController();
+  const informers = factory.run(ac.signal);
+  try {
+    await manager.waitReady({ timeoutMs: 60_000 });
+    await factory.waitForCacheSync({ timeoutMs: 60_000 });
+    const ready = (): number => networks.lister().list(ns).filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+
+    log(`creating ${N} Networks in ${ns} (${clients} in flight; manager --network-concurrency=${workers})`);
+    const t0 = performance.now();
+    const deadline = t0 + timeoutMs;
+    const createMs = await runAll(N, clients, (i) => rest.json('POST', `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`, {
+      body: { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: `net-${i}` }, spec: { cidr: `10.${100 + Math.floor(i / 256)}.${i % 256}.0/24`, gateway: `10.${100 + Math.floor(i / 256)}.${i % 256}.1` } },
+    }));
+    const tReady = await waitUntil(`all ${N} Networks Ready`, () => ready() >= N, deadline);
+    log(tReady === undefined ? `only ${ready()} Ready` : `all Ready after ${((tReady - t0) / 1000).toFixed(1)} s`);
+
+    // No duplicates: exactly one Neutron network per Network UID.
+    const byTag = new Map<string, number>();
+    const allNetworks = async (): Promise<{ tags?: string[] }[]> => (await raw<{ networks: { tags?: string[] }[] }>(endpoint, 'GET', '/v2.0/networks')).body.networks;
+    const all = await allNetworks();
+    for (const n of all) for (const tag of n.tags ?? []) byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
+    const uids = networks.lister().list(ns).map((n) => `k8s-uid:${n.metadata?.uid ?? ''}`);
+    const duplicates = uids.filter((t) => (byTag.get(t) ?? 0) > 1).length;
+    const missing = uids.filter((t) => (byTag.get(t) ?? 0) === 0).length;
+
+    const metrics = await manager.metrics();
+    const value = (name: string, labels: Record<string, string> = {}): number => metricValue(metrics, name, labels) ?? 0;
+    const reconciles = value('controller_runtime_reconcile_time_seconds_count', { controller: 'network' });
+    const meanMs = reconciles > 0 ? (1000 * value('controller_runtime_reconcile_time_seconds_sum', { controller: 'network' })) / reconciles : 0;
+    const errors = value('controller_runtime_reconcile_errors_total', { controller: 'network' });
+
+    log(`deleting the ${N} Networks`);
+    const d0 = performance.now();
+    await rest.json('DELETE', `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`);
+    const tGone = await waitUntil('all Networks deleted', () => networks.lister().list(ns).length === 0, d0 + timeoutMs);
+    const leftInNeutron = (await allNetworks()).filter((n) => (n.tags ?? []).some((t) => uids.includes(t))).length;
+
+    const label = `Network controller (${workers} worker${workers > 1 ? 's' : ''})`;
+    return {
+      rows: [
+        { what: `API server: Network creates (${clients} in flight)`, objects: N, ms: createMs },
+        { what: `${label}: all Ready=True`, objects: N, ms: tReady === undefined ? undefined : tReady - t0 },
+        { what: `${label}: all deleted (Neutron network gone, finalizer removed)`, objects: N, ms: tGone === undefined ? undefined : tGone - d0 },
+      ],
+      notes: `--network-concurrency=${workers}: ${reconciles} reconciles until Ready (mean ${meanMs.toFixed(0)} ms, ${errors} errors); ` +
+        `Neutron afterwards: ${duplicates} duplicate and ${missing} missing networks among ${N} UIDs, ${leftInNeutron} left after the deletes; ` +
+        `manager ${value('process_cpu_seconds_total').toFixed(1)} CPU seconds`,
+    };
+  } finally {
+    ac.abort();
+    await informers;
+    await manager.stop('SIGTERM', 30_000);
+    await rest.json('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+  }
+}
+
+function table(rows: Row[]): string {
+  const head = ['measurement', 'objects', 'seconds', 'objects/s'];
+  const body = rows.map((r) => [
+    r.what, String(r.objects), r.ms === undefined ? 'timeout' : (r.ms / 1000).toFixed(2),
+    r.ms === undefined ? '–' : (r.objects / (r.ms / 1000)).toFixed(1),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(' | ')} |`;
+  return [line(head), `|${widths.map((w, i) => (i === 0 ? ` ${'-'.repeat(w)} ` : ` ${'-'.repeat(w - 1)}: `)).join('|')}|`, ...body.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const { cp, owned } = await controlPlane();
+  log('starting a private neutron-server');
+  const neutron = await startNeutron();
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfig);
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'network-scale-bench' });
+  try {
+    // Neutron's default quota is 100 networks and 100 subnets per project (noauth: every request is fake_project_id).
+    const quota = await raw(neutron.endpoint, 'PUT', '/v2.0/quotas/fake_project_id', { quota: { network: -1, subnet: -1 } });
+    if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
+    execFileSync(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '--force-conflicts', '-k', 'config/crd'],
+      { cwd: join(import.meta.dirname, '..'), stdio: 'ignore' });
+    execFileSync(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/networks.samplecrd.k8s.io'],
+      { stdio: 'ignore' });
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    for (const workers of workerCounts) {
+      const ref = await neutronReference(neutron.endpoint, workers);
+      rows.push(...ref.rows);
+      notes.push(`Neutron raw reference (${workers} in flight): ${ref.failures} requests answered 500/409 (SQLite "database is locked") and were retried at once`);
+      const run = await networkRun(cp, rest, neutron.endpoint, neutron.cloudsYaml, workers);
+      rows.push(...run.rows);
+      notes.push(run.notes);
+    }
+    process.stdout.write(`\n${table(rows)}\n\n${notes.join('\n')}\n` +
+      `(times from the first request; Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+  } finally {
+    await neutron.stop();
+    if (owned) await cp.stop();
+  }
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  process.stderr.write(`network-scale bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
