@@ -69,9 +69,10 @@ run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control p
 	$(NODE) hack/run.ts $(ARGS)
 
 .PHONY: bench
-bench: deps tools ## Benchmarks on private local control planes, printing tables (QUICK=1: smoke run of the informer part).
+bench: deps tools ## Benchmarks on private control planes (+ a local neutron-server), printing tables (QUICK=1: informer smoke run).
 	$(NODE) --expose-gc bench/run.ts $(if $(QUICK),--quick,)
 	$(NODE) bench/foo-scale.ts
+	$(NODE) bench/network-scale.ts
 
 ##@ Deployment
 
