@@ -473,6 +473,7 @@ describe('Network controller on a real neutron-server', () => {
     t.diagnostic(`30 s outage, 3 Networks changing: ${errors} failed reconciles, ${attempts} Neutron requests attempted`);
     assert.ok(errors >= 6, `every changed Network was retried (${errors} failed reconciles)`);
     assert.ok(errors <= 3 * 16, `exponential backoff, not a hot loop: ${errors} failed reconciles in 30 s`);
+    assert.ok(attempts <= 3 * 16, `exponential backoff, not a hot loop: ${attempts} Neutron requests in 30 s`);
     assert.ok((await getNetwork(ns, 'c'))?.metadata?.deletionTimestamp, 'c is held by its finalizer while Neutron is away');
 
     const endpoint = await restartNeutron(t, neutron.dir);
