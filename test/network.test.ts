@@ -494,7 +494,7 @@ describe('Network controller on a real neutron-server', () => {
     assert.ok((await eventsFor(ns, 'b')).some((e) => e.type === 'Warning' && e.reason === 'NeutronUnavailable'));
   });
 
-  test('manager without Neutron configuration: the Network controller does not start, said once; unusable configuration: exit 1', async (t) => {
+  test('manager without Neutron configuration: the Network controller does not start, said once; unusable configuration: exit 2', async (t) => {
     const ns = await namespace(t, 'net-noconf');
     const mgr = await ManagerProcess.start({ args: [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=foo,network'], env: { WATCH_NAMESPACE: ns } });
     t.after(() => mgr.stop('SIGKILL'));
@@ -513,9 +513,10 @@ describe('Network controller on a real neutron-server', () => {
     const bad = await ManagerProcess.start({ args: [`--kubeconfig=${cluster().kubeconfig}`, `--neutron-cloud-config=${missing}`], env: { WATCH_NAMESPACE: ns } });
     t.after(() => bad.stop('SIGKILL'));
     const { code } = await bad.exited;
-    assert.equal(code, 1);
+    assert.equal(code, 2, 'a configuration error is a bad invocation');
     const errorLine = bad.logs.find((l) => l.level === 'error');
     assert.match(errorLine?.msg ?? '', new RegExp(`Network controller: unusable Neutron configuration: clouds.yaml not found: ${missing}`));
-    assert.match(bad.stderr.join(''), /unusable Neutron configuration/);
+    assert.match(bad.stderr.join(''), /^error: Network controller: unusable Neutron configuration/);
+    assert.doesNotMatch(bad.stderr.join(''), /\n\s+at /, 'no stack trace');
   });
 });

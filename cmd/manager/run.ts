@@ -74,12 +74,19 @@ export async function run(opts: Options, kube: KubeConfigSource): Promise<number
   });
   for (const name of opts.controllers) {
     const setup = controllerSetups[name];
-    const result = await setup.setup({
-      factory, rest, recorder: events.recorderFor(`${name}-controller`), logger: log, registry,
-      concurrency: opts.concurrency[name], gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
-      namespaces: opts.watchNamespaces,
-      neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud },
-    });
+    let result;
+    try {
+      result = await setup.setup({
+        factory, rest, recorder: events.recorderFor(`${name}-controller`), logger: log, registry,
+        concurrency: opts.concurrency[name], gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
+        namespaces: opts.watchNamespaces,
+        neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud },
+      });
+    } catch (err) {
+      // A setup fails only on configuration it was given (e.g. an unusable clouds.yaml): a bad invocation, exit 2.
+      process.stderr.write(`error: ${(err as Error).message}\nRun with --help for the list of flags.\n`);
+      return 2;
+    }
     if (!result) continue;
     manager.add(result.runnable);
     syncedChecks.push(...result.syncedChecks);
