@@ -18,18 +18,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { Registry } from 'prom-client';
 import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
-import { RestClient } from '../pkg/client/rest.ts';
-import { controllerSetups } from '../pkg/controllers/index.ts';
 import { neutronDescription } from '../pkg/controllers/network/index.ts';
-import { EventBroadcaster, RestEventSink } from '../pkg/events/recorder.ts';
-import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { newLogger, silentLogger, type Logger } from '../pkg/log/logger.ts';
-import { Manager } from '../pkg/manager/manager.ts';
-import { runnable } from '../pkg/manager/runnable.ts';
-import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs, repoRoot } from './helpers/crds.ts';
+import { startControllers, type RunningControllers } from './helpers/manager.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 import { neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
 
@@ -146,56 +139,13 @@ async function eventsFor(ns: string, name: string): Promise<CoreEvent[]> {
 
 // ---- in-process controller (test/helpers/manager.ts's wiring, with Neutron settings) ------------------------------
 
-interface InProcess {
-  metric(name: string, labels?: Record<string, string>): Promise<number>;
-  flushEvents(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-function testLogger(): Logger {
-  const level = process.env['TSCM_TEST_LOG_LEVEL'];
-  return level ? newLogger({ level: level as 'debug', destination: process.stderr }) : silentLogger;
-}
-
-async function startInProcess(t: TestContext, ns: string, cloudsYaml: string, opts: { resyncPeriodMs?: number; concurrency?: number } = {}): Promise<InProcess> {
-  const logger = testLogger().child({ test: t.name });
-  const registry = new Registry();
-  const rest = new RestClient({ kubeConfig: adminKubeConfig(), registry, userAgent: 'ts-controller-manager-test' });
-  const factory = new SharedInformerFactory({ client: rest, namespaces: [ns], defaultResyncPeriodMs: opts.resyncPeriodMs ?? 0, logger });
-  const events = new EventBroadcaster({ sink: new RestEventSink(rest), logger });
-  const result = await controllerSetups.network.setup({
-    factory, rest, recorder: events.recorderFor('network-controller'), logger, registry, concurrency: opts.concurrency ?? 1,
-    gracefulShutdownTimeoutMs: 10_000, namespaces: [ns], neutron: { cloudConfig: cloudsYaml, cloud: 'local' },
+/** The Network controller in-process (shared harness), connected to the test's neutron-server. */
+function startInProcess(t: TestContext, ns: string, cloudsYaml: string, opts: { resyncPeriodMs?: number; concurrency?: number } = {}): Promise<RunningControllers> {
+  return startControllers(t, {
+    namespace: ns, controllers: ['network'], neutron: { cloudConfig: cloudsYaml, cloud: 'local' },
+    ...(opts.resyncPeriodMs !== undefined ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
+    ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
   });
-  if (!result) throw new Error('network controller did not set up');
-  const manager = new Manager({
-    gracefulShutdownTimeoutMs: 10_000, logger,
-    waitForCacheSync: async (signal) => {
-      if (!(await factory.waitForCacheSync({ signal }))) return false;
-      return waitFor('handler synced', () => result.syncedChecks.every((ok) => ok())).then(() => true);
-    },
-  });
-  manager.add(result.runnable);
-  manager.add(runnable('informers', false, (signal) => factory.run(signal)));
-  const ac = new AbortController();
-  const exited = manager.start(ac.signal);
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= (async () => {
-    ac.abort();
-    const code = await exited;
-    await events.shutdown();
-    if (code !== 0) throw new Error(`manager exited with code ${code}`);
-  })());
-  t.after(stop);
-  const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
-    const m = registry.getSingleMetric(name);
-    if (!m) return 0;
-    return (await m.get()).values
-      .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
-      .reduce((sum, v) => sum + v.value, 0);
-  };
-  await waitFor('network controller running', async () => (await metric('controller_runtime_max_concurrent_reconciles', { controller: 'network' })) > 0);
-  return { metric, flushEvents: () => events.flush(), stop };
 }
 
 // ---- neutron-server stop/start keeping its database ---------------------------------------------------------------

@@ -30,6 +30,8 @@ export interface StartControllersOptions {
   resyncPeriodMs?: number;
   /** Workers per controller; default 1. */
   concurrency?: number;
+  /** Neutron settings for the Network controller (default: none — it then does not start). */
+  neutron?: { cloudConfig: string | undefined; cloud: string | undefined };
 }
 
 export interface RunningControllers {
@@ -80,7 +82,7 @@ export async function startControllers(t: TestContext, opts: StartControllersOpt
     const result = await controllerSetups[name].setup({
       factory, rest, recorder: events.recorderFor(`${name}-controller`), logger, registry,
       concurrency: opts.concurrency ?? 1, gracefulShutdownTimeoutMs: 10_000, namespaces: [opts.namespace],
-      neutron: { cloudConfig: undefined, cloud: undefined },
+      neutron: opts.neutron ?? { cloudConfig: undefined, cloud: undefined },
     });
     if (!result) throw new Error(`controller ${name} did not set up`);
     manager.add(result.runnable);
