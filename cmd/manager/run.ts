@@ -7,6 +7,7 @@ import { RestClient } from '../../pkg/client/rest.ts';
 import { controllerSetups } from '../../pkg/controllers/index.ts';
 import { EventBroadcaster, RestEventSink } from '../../pkg/events/recorder.ts';
 import { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
+import { waitForCacheSync } from '../../pkg/informerfactory/waitforsync.ts';
 import { newLogger } from '../../pkg/log/logger.ts';
 import { globalRegistry } from '../../pkg/metrics/registry.ts';
 import { HealthChecks, newHealthProbeServer } from '../../pkg/manager/healthz.ts';
@@ -61,16 +62,9 @@ export async function run(opts: Options, kube: KubeConfigSource): Promise<number
     ...(elector ? { leaderElection: elector } : {}),
     gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
     logger: log,
-    waitForCacheSync: async (signal) => {
-      const synced = await factory.waitForCacheSync({ signal });
-      if (!synced) return false;
-      // Handler registrations sync right after their informer's initial list has been handed to them.
-      while (!syncedChecks.every((ok) => ok())) {
-        if (signal.aborted) return false;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return true;
-    },
+    // Informers first, then every handler registration (synced once its informer's initial list reached it).
+    waitForCacheSync: async (signal) =>
+      (await factory.waitForCacheSync({ signal })) && waitForCacheSync(syncedChecks, { signal, pollIntervalMs: 20 }),
   });
   for (const name of opts.controllers) {
     const setup = controllerSetups[name];

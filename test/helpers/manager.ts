@@ -18,6 +18,7 @@ import { RestClient } from '../../pkg/client/rest.ts';
 import { controllerSetups } from '../../pkg/controllers/index.ts';
 import { EventBroadcaster, RestEventSink } from '../../pkg/events/recorder.ts';
 import { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
+import { waitForCacheSync } from '../../pkg/informerfactory/waitforsync.ts';
 import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
 import { Manager } from '../../pkg/manager/manager.ts';
 import { runnable } from '../../pkg/manager/runnable.ts';
@@ -69,14 +70,8 @@ export async function startControllers(t: TestContext, opts: StartControllersOpt
   const manager = new Manager({
     gracefulShutdownTimeoutMs: 10_000,
     logger,
-    waitForCacheSync: async (signal) => {
-      if (!(await factory.waitForCacheSync({ signal }))) return false;
-      while (!syncedChecks.every((ok) => ok())) {
-        if (signal.aborted) return false;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return true;
-    },
+    waitForCacheSync: async (signal) =>
+      (await factory.waitForCacheSync({ signal })) && waitForCacheSync(syncedChecks, { signal, pollIntervalMs: 20 }),
   });
   for (const name of opts.controllers) {
     const result = await controllerSetups[name].setup({
