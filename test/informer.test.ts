@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { RestClient } from '../pkg/client/rest.ts';
@@ -56,6 +56,17 @@ function viaProxy(base: KubeConfig, proxy: TcpProxy): KubeConfig {
   return kc;
 }
 
+/** Runs the factory until the test ends and waits for its caches to sync. */
+async function runUntilTestEnds(t: TestContext, factory: SharedInformerFactory): Promise<void> {
+  const ac = new AbortController();
+  const running = factory.run(ac.signal);
+  t.after(async () => {
+    ac.abort();
+    await running;
+  });
+  assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true, 'caches synced');
+}
+
 async function createConfigMap(cp: ControlPlane, ns: string, name: string, data: Record<string, string> = {}): Promise<void> {
   expectStatus(await cp.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data }), 201, `create ${name}`);
 }
@@ -87,13 +98,7 @@ describe('shared informer on the real API server', () => {
     const regA = factory.informerFor(fooResource).addEventHandler(a.handler);
     const regB = factory.informerFor(fooResource).addEventHandler(b.handler);
     assert.equal(factory.informers().length, 1, 'one informer for the type');
-    const ac = new AbortController();
-    const running = factory.run(ac.signal);
-    t.after(async () => {
-      ac.abort();
-      await running;
-    });
-    assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true);
+    await runUntilTestEnds(t, factory);
     await waitFor('both handlers synced', () => regA.hasSynced() && regB.hasSynced());
     expectStatus(await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
       apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f1' }, spec: { deploymentName: 'd', replicas: 1 },
@@ -109,13 +114,7 @@ describe('shared informer on the real API server', () => {
     const factory = new SharedInformerFactory({ client: restFor(adminKubeConfig()), namespaces: [a, b] });
     const rec = new Recorder();
     factory.informerFor(coreResources.configMaps).addEventHandler(rec.handler);
-    const ac = new AbortController();
-    const running = factory.run(ac.signal);
-    t.after(async () => {
-      ac.abort();
-      await running;
-    });
-    assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true);
+    await runUntilTestEnds(t, factory);
     let i = 0;
     for (const ns of [c, a, c, b]) await createConfigMap(cp, ns, `cm-${i++}`);
     await waitFor('adds in a and b', () => rec.adds.has(`${a}/cm-1`) && rec.adds.has(`${b}/cm-3`));
@@ -136,13 +135,7 @@ describe('shared informer on the real API server', () => {
     const factory = new SharedInformerFactory({ client: restFor(viaProxy(adminKubeConfig(), proxy)), namespaces: [ns] });
     const rec = new Recorder();
     factory.informerFor(coreResources.configMaps).addEventHandler(rec.handler);
-    const ac = new AbortController();
-    const running = factory.run(ac.signal);
-    t.after(async () => {
-      ac.abort();
-      await running;
-    });
-    assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true);
+    await runUntilTestEnds(t, factory);
     await createConfigMap(cp, ns, 'seen-then-deleted');
     await waitFor('seen', () => rec.adds.has(`${ns}/seen-then-deleted`));
 
@@ -198,13 +191,7 @@ describe('shared informer on the real API server', () => {
       const factory = new SharedInformerFactory({ client: restFor(kc()), namespaces: [ns], reflector: { config: { backoffMaxMs: 2000 } } });
       const rec = new Recorder();
       factory.informerFor(coreResources.configMaps).addEventHandler(rec.handler);
-      const ac = new AbortController();
-      const running = factory.run(ac.signal);
-      t.after(async () => {
-        ac.abort();
-        await running;
-      });
-      assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true);
+      await runUntilTestEnds(t, factory);
       await cp.stopComponent('kube-apiserver');
       await cp.startComponent('kube-apiserver');
       await createConfigMap(cp, ns, 'after-restart');
@@ -226,13 +213,7 @@ describe('shared informer on the real API server', () => {
       const factory = new SharedInformerFactory({ client: restFor(viaProxy(kc(), proxy), registry), namespaces: [ns], reflector: { config: { backoffMaxMs: 2000 } } });
       const rec = new Recorder();
       factory.informerFor(coreResources.configMaps).addEventHandler(rec.handler);
-      const ac = new AbortController();
-      const running = factory.run(ac.signal);
-      t.after(async () => {
-        ac.abort();
-        await running;
-      });
-      assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true);
+      await runUntilTestEnds(t, factory);
       proxy.cut();
       expectStatus(await cp.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/c-0`), 200, 'delete');
       await createConfigMap(cp, ns, 'c-new');
