@@ -12,8 +12,7 @@
  * Times are measured from the first create request; progress is observed through an informer in this process.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -24,7 +23,8 @@ import type { Deployment } from '../pkg/controllers/deployment/types.ts';
 import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
 import { fooResource, owningFooName } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { ControlPlane } from '../test/cluster/controlplane.ts';
+import type { ControlPlane } from '../test/cluster/controlplane.ts';
+import { benchControlPlane, log, runAll } from './common.ts';
 import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
 
 const { values: args } = parseArgs({
@@ -40,30 +40,6 @@ const N = Number(args.foos);
 const clients = Number(args.clients);
 const workerCounts = (args['foo-concurrency'] ?? '1').split(',').map(Number);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
-
-const log = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
-
-async function controlPlane(): Promise<{ cp: ControlPlane; owned: boolean }> {
-  for (const dir of [args['cluster-dir'], process.env['TSCM_CLUSTER_DIR'], process.env['CLUSTER_DIR']]) {
-    if (dir && existsSync(join(dir, 'state.json'))) {
-      const cp = ControlPlane.attach(dir, () => {});
-      if (cp.running().length > 0) return { cp, owned: false };
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-bench-cluster-'));
-  log(`starting a full control plane in ${dir}`);
-  return { cp: await ControlPlane.start({ mode: 'full', dir }), owned: true };
-}
-
-/** Runs `n` requests with `concurrency` in flight; resolves the elapsed ms. */
-async function createAll(n: number, concurrency: number, create: (i: number) => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    while (next < n) await create(next++);
-  }));
-  return performance.now() - started;
-}
 
 async function newNamespace(rest: RestClient, prefix: string): Promise<string> {
   const ns = `${prefix}-${Date.now().toString(36)}`;
@@ -119,7 +95,7 @@ async function fooRun(cp: ControlPlane, rest: RestClient, workers: number): Prom
     log(`creating ${N} Foos in ${ns} (${clients} in flight; manager --foo-concurrency=${workers})`);
     const t0 = performance.now();
     const deadline = t0 + timeoutMs;
-    const createMs = await createAll(N, clients, (i) => rest.json('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
+    const createMs = await runAll(N, clients, (i) => rest.json('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
       body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
     }));
     const tDeployments = await waitUntil('all Deployments', () => ownedDeployments() >= N, deadline);
@@ -164,7 +140,7 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
-  const { cp, owned } = await controlPlane();
+  const { cp, owned } = await benchControlPlane(args['cluster-dir']);
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'foo-scale-bench' });
@@ -178,7 +154,7 @@ async function main(): Promise<void> {
     const cmNs = await newNamespace(rest, 'bench-cm');
     namespaces.push(cmNs);
     log(`reference: ${N} ConfigMap creates in ${cmNs} (${clients} in flight)`);
-    const cmMs = await createAll(N, clients, (i) => rest.json('POST', `/api/v1/namespaces/${cmNs}/configmaps`, {
+    const cmMs = await runAll(N, clients, (i) => rest.json('POST', `/api/v1/namespaces/${cmNs}/configmaps`, {
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { i: String(i) } },
     }));
     const rows: Row[] = [{ what: `API server: ConfigMap creates (${clients} in flight)`, objects: N, ms: cmMs }];

@@ -16,8 +16,7 @@
  * an informer in this process. Afterwards Neutron is checked for duplicates (exactly one network per Network UID).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -26,7 +25,8 @@ import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
 import { RestClient } from '../pkg/client/rest.ts';
 import { networkResource } from '../pkg/controllers/network/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { ControlPlane } from '../test/cluster/controlplane.ts';
+import type { ControlPlane } from '../test/cluster/controlplane.ts';
+import { benchControlPlane, log, runAll } from './common.ts';
 import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
 import { startNeutron } from '../test/helpers/neutron.ts';
 
@@ -43,30 +43,6 @@ const N = Number(args.networks);
 const clients = Number(args.clients);
 const workerCounts = (args['network-concurrency'] ?? '8').split(',').map(Number);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
-
-const log = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
-
-async function controlPlane(): Promise<{ cp: ControlPlane; owned: boolean }> {
-  for (const dir of [args['cluster-dir'], process.env['TSCM_CLUSTER_DIR'], process.env['CLUSTER_DIR']]) {
-    if (dir && existsSync(join(dir, 'state.json'))) {
-      const cp = ControlPlane.attach(dir, () => {});
-      if (cp.running().length > 0) return { cp, owned: false };
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-bench-cluster-'));
-  log(`starting a full control plane in ${dir}`);
-  return { cp: await ControlPlane.start({ mode: 'full', dir }), owned: true };
-}
-
-/** Runs `n` calls with `concurrency` in flight; resolves the elapsed ms. */
-async function runAll(n: number, concurrency: number, call: (i: number) => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    while (next < n) await call(next++);
-  }));
-  return performance.now() - started;
-}
 
 async function waitUntil(what: string, probe: () => boolean | Promise<boolean>, deadline: number): Promise<number | undefined> {
   while (!(await probe())) {
@@ -219,7 +195,7 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
-  const { cp, owned } = await controlPlane();
+  const { cp, owned } = await benchControlPlane(args['cluster-dir']);
   log('starting a private neutron-server');
   const neutron = await startNeutron();
   const kc = new KubeConfig();
