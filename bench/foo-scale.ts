@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { RestClient } from '../pkg/client/rest.ts';
@@ -53,7 +53,7 @@ async function deleteNamespace(rest: RestClient, ns: string): Promise<void> {
   const deadline = performance.now() + 600_000;
   while (performance.now() < deadline) {
     const res = await rest.request('GET', `/api/v1/namespaces/${ns}`);
-    await res.body?.cancel();
+    await res.dump();
     if (res.status === 404) return;
     await new Promise((r) => setTimeout(r, 500));
   }

@@ -19,7 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
 import { RestClient } from '../pkg/client/rest.ts';

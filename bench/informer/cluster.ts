@@ -5,7 +5,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
 import type { ResourceType } from '../../pkg/informerfactory/index.ts';

@@ -16,7 +16,7 @@
  * pages V8 freed but did not return to the OS; heapUsed after full GCs is the retained JS heap, the steadier number.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
 import { collectionPath, SharedInformerFactory, type KubeObject, type ResourceType } from '../../pkg/informerfactory/index.ts';

@@ -1,22 +1,26 @@
 /**
  * RestClient: the one HTTP path from this process to the Kubernetes API server.
  *
- * Authentication and TLS come from client-node's KubeConfig (kubeconfig files, in-cluster ServiceAccount, exec/OIDC
- * plugins): each request gets a fresh RequestContext. For a token FILE (in-cluster bound ServiceAccount tokens, which
- * the kubelet rotates by rewriting the file) client-node re-reads only every 60 s; RestClient checks the file's
- * mtime at most once a second and uses a rewritten token at once, so rotation never leaves a revoked token in use. Transport is undici's fetch with client-node's dispatcher (connection
- * pooling per cluster/user). Every request — including streaming watches — is counted in
+ * Transport (transport.ts): one connection pool per client (HTTP/2 by ALPN, so all requests and watches share one
+ * multiplexed connection, as client-go), credentials per request (token files re-read when rotated, exec plugins),
+ * TLS material re-read when its files change. Requests go through undici's `request` (no WHATWG stream or Response
+ * objects per call). Every request — including streaming watches — is counted in
  * `rest_client_requests_total{code,method,host}` (client-go's name); a request that fails before a response is
  * counted with code `<error>`.
+ *
+ * Timeouts and cancellation: each request owns ONE AbortController, aborted by the caller's signal or by its own
+ * timer (`timeoutMs`, default 30 s, body included); both are released when the request finishes (the body was read
+ * or discarded), so nothing per request outlives it — no `AbortSignal.any` chains on long-lived signals, no 30 s
+ * timers left behind by finished requests.
  *
  * Concurrency: a RestClient is stateless between requests and safe to share across every informer, controller,
  * elector and recorder of the process.
  */
-import { readFileSync, statSync } from 'node:fs';
-import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
-import { fetch, type Response } from 'undici';
+import { request as undiciRequest, type Dispatcher } from 'undici';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
+import type { KubeConfig } from './kubeconfig.ts';
+import { Transport } from './transport.ts';
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -46,10 +50,10 @@ export class ApiError extends Error {
     this.body = body;
   }
 
-  static async fromResponse(method: string, path: string, res: Response): Promise<ApiError> {
+  static async fromResponse(method: string, path: string, res: RawResponse): Promise<ApiError> {
     const text = await res.text().catch(() => '');
     let body: unknown = text;
-    let reason = res.statusText || 'Unknown';
+    let reason = statusTexts[res.status] ?? 'Unknown';
     let message = `${method} ${path}: HTTP ${res.status}`;
     try {
       body = JSON.parse(text) as unknown;
@@ -90,105 +94,106 @@ export function requestsCounter(registry: Registry): Counter<'code' | 'method' |
   }));
 }
 
-/** The current token of a token file, re-read when the file changes (checked at most once per `checkEveryMs`). */
-class TokenFile {
-  private token: string | undefined;
-  private mtimeMs = -1;
-  private checkedAt = -Infinity;
-  private readonly path: string;
-  private readonly checkEveryMs: number;
-
-  constructor(path: string, checkEveryMs = 1000) {
-    this.path = path;
-    this.checkEveryMs = checkEveryMs;
-  }
-
-  current(): string | undefined {
-    const now = performance.now();
-    if (now - this.checkedAt >= this.checkEveryMs) {
-      this.checkedAt = now;
-      try {
-        const { mtimeMs } = statSync(this.path);
-        if (mtimeMs !== this.mtimeMs) {
-          this.token = readFileSync(this.path, 'utf8').trim();
-          this.mtimeMs = mtimeMs;
-        }
-      } catch {
-        // Keep the last good token; client-node's own header is used if there never was one.
-      }
-    }
-    return this.token;
-  }
+/** A response whose body has not been read: stream it (`body` is an async iterable of bytes) or read `text()`. */
+export interface RawResponse {
+  status: number;
+  headers: Dispatcher.ResponseData['headers'];
+  /** The body as bytes; iterate it, or call `text()` / `dump()`. Ending or destroying it releases the request. */
+  body: Dispatcher.ResponseData['body'];
+  text(): Promise<string>;
+  /** Discards the body (frees the stream for reuse). */
+  dump(): Promise<void>;
 }
+
+const statusTexts: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
+  409: 'Conflict', 410: 'Gone', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error',
+  502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+};
+
+type Child = { inc(): void };
 
 export class RestClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
+  readonly transport: Transport;
   private readonly host: string;
   private readonly userAgent: string;
   private readonly requests: Counter<'code' | 'method' | 'host'>;
-  private readonly tokenFile: TokenFile | undefined;
+  /** Counter children by "code method" (prom-client hashes labels on every inc otherwise). */
+  private readonly counted = new Map<string, Child>();
 
   constructor(opts: RestClientOptions) {
     this.kubeConfig = opts.kubeConfig;
-    const cluster = opts.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    this.server = cluster.server.replace(/\/+$/, '');
+    this.transport = new Transport(opts.kubeConfig);
+    this.server = this.transport.cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.requests = requestsCounter(opts.registry ?? globalRegistry);
-    const tokenFile = (opts.kubeConfig.getCurrentUser()?.authProvider as { config?: { tokenFile?: string } } | undefined)
-      ?.config?.tokenFile;
-    this.tokenFile = tokenFile ? new TokenFile(tokenFile) : undefined;
   }
 
   /** Builds the absolute URL of an API path with query parameters (undefined values are dropped). */
   url(path: string, query?: Query): string {
-    const url = new URL(this.server + path);
-    for (const [k, v] of Object.entries(query ?? {})) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
+    let qs = '';
+    if (query) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+      qs = params.toString();
     }
-    return url.toString();
+    return qs ? `${this.server}${path}${path.includes('?') ? '&' : '?'}${qs}` : this.server + path;
+  }
+
+  private count(code: string, method: string): void {
+    const key = `${code} ${method}`;
+    let child = this.counted.get(key);
+    if (!child) this.counted.set(key, (child = this.requests.labels({ code, method, host: this.host })));
+    child.inc();
   }
 
   /**
-   * Sends one request and returns the raw response (status not checked; body not consumed), so callers can stream
-   * watch bodies. Prefer `json()` for ordinary calls.
+   * Sends one request and returns the response with its body unread (status not checked), so callers can stream
+   * watch bodies. The caller MUST consume or `dump()` the body. Prefer `json()` for ordinary calls.
    */
-  async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<Response> {
+  async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<RawResponse> {
     const url = this.url(path, opts.query);
-    const ctx = new RequestContext(url, HttpMethod[method]);
-    await this.kubeConfig.applySecurityAuthentication(ctx);
-    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json', 'user-agent': this.userAgent };
-    const token = this.tokenFile?.current();
-    if (token) {
-      delete headers['Authorization'];
-      headers['authorization'] = `Bearer ${token}`;
-    }
+    const headers: Record<string, string> = { ...(await this.transport.headers(url)), accept: 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? 'application/json';
     }
+    // One controller per request: the caller's signal and our timeout both abort it; both are released at the end.
+    const ac = new AbortController();
+    const outer = opts.signal;
+    const onAbort = (): void => ac.abort(outer?.reason);
+    if (outer?.aborted) ac.abort(outer.reason);
+    else outer?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = opts.timeoutMs ?? 30_000;
-    const signals = [opts.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter(
-      (s): s is AbortSignal => s !== undefined,
-    );
+    const timer = timeoutMs > 0 ? setTimeout(() => ac.abort(new DOMException(`request timed out after ${timeoutMs} ms`, 'TimeoutError')), timeoutMs) : undefined;
+    timer?.unref();
+    const release = (): void => {
+      if (timer) clearTimeout(timer);
+      outer?.removeEventListener('abort', onAbort);
+    };
+    let res: Dispatcher.ResponseData;
     try {
-      const res = await fetch(url, {
-        method,
-        headers,
-        body,
-        // client-node builds its dispatcher (TLS, client certificates, proxy) with this same undici package.
-        dispatcher: ctx.getDispatcher(),
-        signal: signals.length > 0 ? AbortSignal.any(signals) : undefined,
-      });
-      this.requests.inc({ code: String(res.status), method, host: this.host });
-      return res;
+      res = await undiciRequest(url, { method, headers, body, dispatcher: this.transport.dispatcher(), signal: ac.signal });
     } catch (err) {
-      this.requests.inc({ code: '<error>', method, host: this.host });
+      release();
+      this.count('<error>', method);
       throw err;
     }
+    this.count(String(res.statusCode), method);
+    if (res.statusCode === 401) this.transport.invalidate();
+    const b = res.body;
+    b.once('close', release);
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      body: b,
+      text: () => b.text(),
+      dump: () => b.dump(),
+    };
   }
 
   /** Sends a request and decodes a JSON response; non-2xx answers throw ApiError. */
@@ -197,5 +202,10 @@ export class RestClient {
     if (res.status < 200 || res.status >= 300) throw await ApiError.fromResponse(method, path, res);
     const text = await res.text();
     return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /** Closes the connection pool (in-flight requests finish). */
+  close(): Promise<void> {
+    return this.transport.close();
   }
 }

@@ -1,9 +1,9 @@
 /**
  * Where the manager's API credentials come from, in controller-runtime's order:
- *   1. --kubeconfig, 2. $KUBECONFIG (first file of a path list), 3. in-cluster (KUBERNETES_SERVICE_HOST/PORT and the
- *   Pod's ServiceAccount token + CA), 4. ~/.kube/config.
- * In-cluster credentials go through client-node, which re-reads the token file (at most every 60 s), so rotated
- * bound tokens are picked up without a restart.
+ *   1. --kubeconfig (one file), 2. $KUBECONFIG (a path list, merged as kubectl does: missing files skipped, first
+ *   current-context wins, entries first-wins by name), 3. in-cluster (KUBERNETES_SERVICE_HOST/PORT and the Pod's
+ *   ServiceAccount token + CA), 4. ~/.kube/config.
+ * The in-cluster token is a FILE the transport re-reads when the kubelet rotates it (pkg/client/transport.ts).
  *
  * `inClusterPathPrefix` (env TSCM_IN_CLUSTER_PATH_PREFIX) prefixes /var/run/secrets/kubernetes.io/serviceaccount:
  * a testing aid that lets tests run the manager "in-cluster style" without touching the machine's real paths.
@@ -11,9 +11,9 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, serviceAccountDir } from '../client/kubeconfig.ts';
 
-export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
+export { serviceAccountDir };
 
 export interface KubeConfigSource {
   kubeConfig: KubeConfig;
@@ -34,8 +34,18 @@ export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.P
     return { kubeConfig: kc, source: `${source} ${path}` };
   };
   if (kubeconfigFlag) return fromFile(kubeconfigFlag, '--kubeconfig');
-  const envPath = env['KUBECONFIG']?.split(delimiter).find((p) => p !== '');
-  if (envPath) return fromFile(envPath, '$KUBECONFIG');
+  const envPaths = (env['KUBECONFIG'] ?? '').split(delimiter).filter((p) => p !== '');
+  if (envPaths.length === 1) return fromFile(envPaths[0] ?? '', '$KUBECONFIG');
+  if (envPaths.length > 1) {
+    let used: string[];
+    try {
+      used = kc.loadFromFiles(envPaths);
+    } catch (err) {
+      throw new Error(`cannot load $KUBECONFIG: ${(err as Error).message}`, { cause: err });
+    }
+    if (!kc.getCurrentCluster()) throw new Error(`$KUBECONFIG (${used.join(delimiter)}) has no current context/cluster`);
+    return { kubeConfig: kc, source: `$KUBECONFIG ${used.join(delimiter)}` };
+  }
   if (env['KUBERNETES_SERVICE_HOST'] && env['KUBERNETES_SERVICE_PORT']) {
     const prefix = env['TSCM_IN_CLUSTER_PATH_PREFIX'] ?? '';
     const tokenFile = `${prefix}${serviceAccountDir}/token`;

@@ -31,7 +31,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { inspect } from 'node:util';
-import { loadYaml } from '@kubernetes/client-node';
+import { load as loadYaml } from 'js-yaml';
 
 const REDACTED = '[redacted]';
 
@@ -187,7 +187,7 @@ function parseYamlFile(path: string): Obj {
   }
   let doc: unknown;
   try {
-    doc = text.trim() === '' ? {} : loadYaml<unknown>(text);
+    doc = text.trim() === '' ? {} : loadYaml(text);
   } catch (err) {
     throw new CloudConfigError(`${path} is not valid YAML: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }

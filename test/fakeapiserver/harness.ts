@@ -2,7 +2,7 @@
  * Helpers for protocol tests against FakeApiServer: a RestClient pointed at it (through client-node's KubeConfig,
  * like production) and `eventually`, which polls a condition instead of sleeping a guessed time.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
 

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { ControlPlane } from '../cluster/controlplane.ts';
 
 let attached: ControlPlane | undefined;
@@ -20,7 +20,7 @@ export function cluster(): ControlPlane {
   return attached;
 }
 
-/** A client-node KubeConfig with the admin (system:masters) credential. */
+/** A KubeConfig with the admin (system:masters) credential. */
 export function adminKubeConfig(cp: ControlPlane = cluster()): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
