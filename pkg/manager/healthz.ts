@@ -13,7 +13,7 @@
  *
  * Concurrency: checks may be added at any time (also after the server started); names are unique per endpoint.
  */
-import express, { type Request, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, realClock } from '../util/clock.ts';
 import { HttpServerRunnable } from './httpserver.ts';
@@ -105,17 +105,37 @@ export class HealthChecks {
     });
   }
 
-  /** Express router serving /healthz, /livez, /readyz and their /<name> sub-paths. */
-  router(): express.Router {
-    const router = express.Router();
-    const all = (endpoint: Endpoint) => async (req: Request, res: Response): Promise<void> => {
-      const verbose = req.query.verbose !== undefined;
-      const exclude = ([] as unknown[]).concat(req.query.exclude ?? []).filter((x): x is string => typeof x === 'string');
+  /**
+   * Request handler serving /healthz, /livez, /readyz and their /<name> sub-paths (GET and HEAD); 404 otherwise.
+   * Query: `verbose` lists every check; `exclude=<name>` (repeatable) skips checks.
+   */
+  handler(): (req: IncomingMessage, res: ServerResponse) => void {
+    const routes: Record<string, Endpoint> = { healthz: 'healthz', livez: 'healthz', readyz: 'readyz' };
+    const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const [, first, name, ...rest] = url.pathname.split('/');
+      const endpoint = first !== undefined ? routes[first] : undefined;
+      if (!endpoint || rest.length > 0 || (req.method !== 'GET' && req.method !== 'HEAD') || name === '') {
+        send(res, 404, 'not found\n');
+        return;
+      }
+      if (name !== undefined) {
+        const check = decodeURIComponent(name);
+        if (!this.has(endpoint, check)) {
+          send(res, 404, `${endpoint} check ${JSON.stringify(check)} not found\n`);
+          return;
+        }
+        const [result] = await this.run(endpoint, { only: check });
+        if (result?.ok) send(res, 200, 'ok');
+        else send(res, 503, `internal server error: ${result?.reason ?? 'unknown'}\n`);
+        return;
+      }
+      const verbose = url.searchParams.has('verbose');
+      const exclude = url.searchParams.getAll('exclude');
       const results = await this.run(endpoint, { exclude });
       const failed = results.some((r) => !r.ok);
-      res.status(failed ? 503 : 200);
       if (!failed && !verbose) {
-        send(res, 'ok');
+        send(res, 200, 'ok');
         return;
       }
       const lines = results.map((r) => {
@@ -124,33 +144,20 @@ export class HealthChecks {
         return `[-]${r.name} failed: ${verbose ? r.reason : 'reason withheld'}`;
       });
       lines.push(`${endpoint} check ${failed ? 'failed' : 'passed'}`);
-      send(res, lines.join('\n') + '\n');
+      send(res, failed ? 503 : 200, lines.join('\n') + '\n');
     };
-    const one = (endpoint: Endpoint) => async (req: Request, res: Response): Promise<void> => {
-      const name = String(req.params.name);
-      if (!this.has(endpoint, name)) {
-        res.status(404);
-        send(res, `${endpoint} check ${JSON.stringify(name)} not found\n`);
-        return;
-      }
-      const [result] = await this.run(endpoint, { only: name });
-      if (result?.ok) {
-        send(res.status(200), 'ok');
-      } else {
-        send(res.status(503), `internal server error: ${result?.reason ?? 'unknown'}\n`);
-      }
+    return (req, res) => {
+      serve(req, res).catch((err: unknown) => {
+        this.log.error({ err }, 'health check handler failed');
+        if (!res.headersSent) send(res, 500, 'internal server error\n');
+      });
     };
-    for (const [path, endpoint] of [['healthz', 'healthz'], ['livez', 'healthz'], ['readyz', 'readyz']] as const) {
-      router.get(`/${path}`, all(endpoint));
-      router.get(`/${path}/:name`, one(endpoint));
-    }
-    return router;
   }
 }
 
-function send(res: Response, body: string): void {
-  res.set({ 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' });
-  res.send(body);
+function send(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' });
+  res.end(body);
 }
 
 /** The --health-probe-bind-address server. Returns undefined when the address is "0" (disabled). */
@@ -160,8 +167,5 @@ export function newHealthProbeServer(
   opts: { logger?: Logger; shutdownTimeoutMs?: number } = {},
 ): HttpServerRunnable | undefined {
   if (bindAddress === '0') return undefined;
-  const app = express();
-  app.disable('x-powered-by');
-  app.use(checks.router());
-  return new HttpServerRunnable({ name: 'health-probe-server', bindAddress, handler: app, ...opts });
+  return new HttpServerRunnable({ name: 'health-probe-server', bindAddress, handler: checks.handler(), ...opts });
 }

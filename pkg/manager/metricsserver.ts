@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import type { RestClient } from '../client/rest.ts';
@@ -184,17 +184,16 @@ export class AuthFilter {
     return { status: 200, message: 'ok', user: user.username };
   }
 
-  /** Express middleware: passes allowed requests on, answers 401/403/500 otherwise. */
-  middleware(): (req: Request, res: Response, next: NextFunction) => Promise<void> {
-    return async (req, res, next) => {
-      const result = await this.check(req.get('authorization'), req.path, req.method);
-      if (result.status === 200) {
-        next();
-        return;
-      }
-      if (result.status === 401) res.set('www-authenticate', 'Bearer');
-      res.status(result.status).type('text/plain').send(result.message + '\n');
-    };
+  /** Answers 401/403/500 and resolves false, or resolves true for an allowed request (nothing written). */
+  async admit(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    const result = await this.check(req.headers.authorization, path, req.method ?? 'GET');
+    if (result.status === 200) return true;
+    res.writeHead(result.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      ...(result.status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+    });
+    res.end(result.message + '\n');
+    return false;
   }
 }
 
@@ -261,23 +260,32 @@ export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable
   if (opts.processMetrics ?? true) registerProcessMetrics(registry);
   const log = (opts.logger ?? silentLogger).child({ component: 'metrics-server' });
 
-  const app = express();
-  app.disable('x-powered-by');
-  const handlers: ((req: Request, res: Response, next: NextFunction) => Promise<void>)[] = [];
+  let filter: AuthFilter | undefined;
   if (opts.secure) {
-    const filter = opts.authFilter ?? (opts.reviewer ? new AuthFilter({ reviewer: opts.reviewer, logger: opts.logger }) : undefined);
+    filter = opts.authFilter ?? (opts.reviewer ? new AuthFilter({ reviewer: opts.reviewer, logger: opts.logger }) : undefined);
     if (!filter) throw new Error('metrics server: secure mode needs an AccessReviewer');
-    handlers.push(filter.middleware());
   }
-  app.get('/metrics', ...handlers, async (_req: Request, res: Response) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
+      return;
+    }
+    if (filter && !(await filter.admit(req, res, path))) return;
     try {
       const body = await registry.metrics();
-      res.status(200).type(registry.contentType).send(body);
+      res.writeHead(200, { 'content-type': registry.contentType }).end(body);
     } catch (err) {
       log.error({ err }, 'collecting metrics failed');
-      res.status(500).type('text/plain').send('error collecting metrics\n');
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('error collecting metrics\n');
     }
-  });
+  };
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    serve(req, res).catch((err: unknown) => {
+      log.error({ err }, 'metrics handler failed');
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  };
 
   let tls: (() => Promise<TlsFiles>) | undefined;
   if (opts.secure) {
@@ -292,7 +300,7 @@ export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable
   return new HttpServerRunnable({
     name: 'metrics-server',
     bindAddress: opts.bindAddress,
-    handler: app,
+    handler,
     tls,
     logger: opts.logger,
     shutdownTimeoutMs: opts.shutdownTimeoutMs,
