@@ -6,9 +6,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '../cluster/controlplane.ts';
+import type { MemoryCgroup } from './cgroup.ts';
 import { waitFor, type WaitOptions } from './cluster.ts';
 
 export const mainScript = join(import.meta.dirname, '..', '..', 'cmd', 'manager', 'main.ts');
+/** The compiled entry point (`make build`), as the image runs it. */
+export const distMainScript = join(import.meta.dirname, '..', '..', 'dist', 'cmd', 'manager', 'main.js');
+
+/**
+ * Node flags the container image runs the manager with (Dockerfile ENTRYPOINT; a unit test keeps the two equal):
+ * V8's old space is sized from the container's memory limit (half of it), so the garbage collector works before
+ * the cgroup limit is reached instead of after (V8's default heap limit in a 256 MiB container is 259 MiB).
+ */
+export const productionNodeFlags = ['--max-old-space-size-percentage=50'];
 
 export interface LogLine {
   level?: string;
@@ -23,6 +33,14 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** Serve metrics on a free port (default true). */
   metrics?: boolean;
+  /** Entry point (default: the TypeScript sources' main.ts; `distMainScript` for the compiled one). */
+  script?: string;
+  /** Node flags (default `productionNodeFlags`). */
+  nodeFlags?: string[];
+  /** Run inside this memory cgroup (the process joins it before exec). */
+  cgroup?: MemoryCgroup;
+  /** Collect stdout log lines (default true); false sends them to /dev/null (benchmarks). */
+  collectLogs?: boolean;
 }
 
 export class ManagerProcess {
@@ -63,14 +81,16 @@ export class ManagerProcess {
     const healthPort = await freePort();
     const metricsPort = opts.metrics === false ? undefined : await freePort();
     const args = [
-      mainScript,
+      ...(opts.nodeFlags ?? productionNodeFlags),
+      opts.script ?? mainScript,
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
       ...(opts.args ?? []),
     ];
-    const proc = spawn(process.execPath, args, {
+    const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(process.execPath, args) : [process.execPath, args];
+    const proc = spawn(cmd, argv, {
       env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', opts.collectLogs === false ? 'ignore' : 'pipe', 'pipe'],
     });
     return new ManagerProcess(proc, healthPort, metricsPort);
   }

@@ -1,0 +1,73 @@
+/**
+ * A cgroup v1 memory limit for a child process, the way a Pod's `resources.limits.memory` applies to a container:
+ * `/sys/fs/cgroup/memory/<name>/memory.limit_in_bytes`, the child joins it before it execs (so every byte it ever
+ * allocates is charged), and an OOM kill shows as SIGKILL plus `oom_kill` in memory.oom_control.
+ * Root only (these machines are); `MemoryCgroup.create` throws with the reason when the controller is not writable.
+ */
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = '/sys/fs/cgroup/memory';
+
+export class MemoryCgroup {
+  readonly dir: string;
+  readonly limitBytes: number;
+
+  private constructor(dir: string, limitBytes: number) {
+    this.dir = dir;
+    this.limitBytes = limitBytes;
+  }
+
+  static create(name: string, limitBytes: number): MemoryCgroup {
+    const dir = join(root, name);
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'memory.limit_in_bytes'), String(limitBytes));
+      // No swap: a limit is a limit (memsw may be absent when swap accounting is off).
+      if (existsSync(join(dir, 'memory.swappiness'))) writeFileSync(join(dir, 'memory.swappiness'), '0');
+    } catch (err) {
+      throw new Error(`cannot create memory cgroup ${dir} (cgroup v1 memory controller writable as root is required): ${(err as Error).message}`, { cause: err });
+    }
+    return new MemoryCgroup(dir, limitBytes);
+  }
+
+  /** [command, args] that run `cmd args…` inside this cgroup (the shell joins it, then execs: same pid). */
+  wrap(cmd: string, args: readonly string[]): [string, string[]] {
+    return ['/bin/sh', ['-c', `echo $$ > ${join(this.dir, 'cgroup.procs')} && exec "$@"`, 'sh', cmd, ...args]];
+  }
+
+  private read(file: string): string {
+    return readFileSync(join(this.dir, file), 'utf8');
+  }
+
+  /** Highest memory charged to the cgroup so far (bytes). */
+  maxUsageBytes(): number {
+    return Number(this.read('memory.max_usage_in_bytes').trim());
+  }
+
+  /** Number of processes the kernel OOM-killed in this cgroup. */
+  oomKills(): number {
+    const m = /oom_kill (\d+)/.exec(this.read('memory.oom_control'));
+    return m ? Number(m[1]) : 0;
+  }
+
+  /** Removes the cgroup (its processes must have exited). */
+  remove(): void {
+    try {
+      rmdirSync(this.dir);
+    } catch {
+      // still busy or already gone
+    }
+  }
+}
+
+/** VmRSS and VmHWM (peak) of a live process, in bytes (undefined once it exited). */
+export function processRss(pid: number): { rss: number; peak: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) * 1024;
+    return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+  } catch {
+    return undefined;
+  }
+}
