@@ -314,3 +314,23 @@ test('FakeRecorder keeps events for controller tests', () => {
   assert.deepEqual(r.events, ['Normal Synced Foo synced successfully']);
   assert.equal(r.recorded[0]?.ref.name, 'example-foo');
 });
+
+test('writes different Events concurrently (up to maxConcurrentWrites) but never one Event twice at once', async () => {
+  let release!: () => void;
+  const { recorder: rec, sink } = setup({ maxConcurrentWrites: 3 });
+  sink.gate = new Promise<void>((r) => (release = r));
+  for (let i = 0; i < 5; i++) rec.event({ ...foo, metadata: { ...foo.metadata, name: `foo-${i}`, uid: `u${i}` } }, 'Normal', 'Synced', 'ok');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(sink.calls.length, 3, 'three writes in flight while the sink holds them');
+  // The same Event again while its create is in flight: it must wait for that create, then PATCH.
+  rec.event({ ...foo, metadata: { ...foo.metadata, name: 'foo-0', uid: 'u0' } }, 'Normal', 'Synced', 'ok');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(sink.calls.filter((c) => c.includes('foo-0')).length, 1, 'no second write of foo-0 while its first is in flight');
+  release();
+  await rec.flush();
+  assert.equal(sink.events().length, 5);
+  const foo0 = sink.calls.filter((c) => c.includes('/foo-0.'));
+  assert.match(foo0[0] ?? '', /^create .* count=/);
+  assert.match(foo0[1] ?? '', /^patch .* count=2$/);
+  assert.equal(sink.events().find((e) => e.metadata.name.startsWith('foo-0.'))?.count, 2);
+});

@@ -12,9 +12,12 @@
  *    named `<object>.<hex timestamp>` is POSTed with count 1.
  *  - Memory: both caches are LRUs bounded by `cacheSize` (default 4096, as client-go); the write queue is bounded by
  *    `queueLimit` (default 1000); pending writes for the same Event are collapsed into one (latest count wins).
- *  - `event()` never blocks and never throws: it validates, filters and enqueues synchronously; one background loop
- *    performs writes in order. Failed writes are retried (`maxRetries`, 5xx/transport errors only) and then dropped
- *    with a warning. `flush()` resolves once everything enqueued so far is written or dropped.
+ *  - `event()` never blocks and never throws: it validates, filters and enqueues synchronously; up to
+ *    `maxConcurrentWrites` (default 4) background writers perform the writes, oldest first. Writes of the SAME Event
+ *    never overlap (a writer skips an Event whose previous write is still in flight), so counts only grow; writes of
+ *    different Events may complete in any order (as client-go, which gives no cross-Event ordering either). Failed
+ *    writes are retried (`maxRetries`, 5xx/transport errors only) and then dropped with a warning. `flush()`
+ *    resolves once everything enqueued so far is written or dropped.
  *
  * Structure (as client-go): one EventBroadcaster per process owns the sink, queue and caches; each controller gets
  * an EventRecorder from `broadcaster.recorderFor("<name>-controller")` (or `new EventRecorder(opts)` stand-alone).
@@ -23,7 +26,7 @@
  * Objects from list responses often lack apiVersion/kind; set them (or pass an ObjectReference) so the Event's
  * involvedObject is complete.
  *
- * Concurrency: single-threaded JS; `event` may be called from any handler or reconcile. Writes are sequential.
+ * Concurrency: single-threaded JS; `event` may be called from any handler or reconcile. Writes: see above.
  */
 import { LRUCache } from 'lru-cache';
 import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
@@ -121,6 +124,8 @@ export interface EventRecorderOptions {
   cacheSize?: number;
   /** Pending writes before new ones are dropped (default 1000). */
   queueLimit?: number;
+  /** Writes in flight at once, each for a different Event (default 4). */
+  maxConcurrentWrites?: number;
   /** Retries of a failed write on 5xx/transport errors (default 3), `retryDelayMs` apart (default 1 s). */
   maxRetries?: number;
   retryDelayMs?: number;
@@ -168,6 +173,9 @@ export class EventBroadcaster {
   private readonly buckets: LRUCache<string, Bucket>;
   private readonly correlated: LRUCache<string, Correlated>;
   private readonly queue = new Map<string, Pending>();
+  /** Keys of Events being written now (never two writes of one Event at once). */
+  private readonly writing = new Set<string>();
+  private writers = 0;
   private active = false;
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => {};
@@ -291,23 +299,55 @@ export class EventBroadcaster {
     if (!this.active) {
       this.active = true;
       this.idle = new Promise((resolve) => (this.markIdle = resolve));
-      void this.drain();
+    }
+    this.startWriters();
+  }
+
+  /** Starts writers up to the limit while there is work no writer holds. */
+  private startWriters(): void {
+    const max = this.opts.maxConcurrentWrites ?? 4;
+    while (this.writers < max && this.writers < this.queue.size) {
+      this.writers++;
+      void this.writer();
     }
   }
 
-  private async drain(): Promise<void> {
+  /** Takes the oldest pending write whose Event is not being written already. */
+  private take(): [string, Pending] | undefined {
+    for (const entry of this.queue) {
+      if (!this.writing.has(entry[0])) {
+        this.queue.delete(entry[0]);
+        return entry;
+      }
+    }
+    return undefined;
+  }
+
+  private async writer(): Promise<void> {
     // Never write in the caller's stack.
     await Promise.resolve();
-    for (;;) {
-      const next = this.queue.entries().next();
-      if (next.done) {
-        this.active = false;
-        this.markIdle();
-        return;
+    try {
+      for (;;) {
+        const next = this.take();
+        if (!next) return;
+        const [key, pending] = next;
+        this.writing.add(key);
+        try {
+          await this.write(pending);
+        } finally {
+          this.writing.delete(key);
+        }
       }
-      const [key, pending] = next.value;
-      this.queue.delete(key);
-      await this.write(pending);
+    } finally {
+      this.writers--;
+      if (this.writers === 0) {
+        if (this.queue.size > 0) {
+          this.startWriters(); // only Events that were in flight were left: write them now
+        } else {
+          this.active = false;
+          this.markIdle();
+        }
+      }
     }
   }
 
