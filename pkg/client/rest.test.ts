@@ -62,7 +62,7 @@ test('a rotated token file is used at once (re-read when its mtime changes), wit
   const rest = client({ tokenFile });
   seen.length = 0;
   await rest.json('GET', '/a');
-  const before = rest.transport.dispatcher();
+  const before = rest.transport.sender();
   writeFileSync(tokenFile, 'second-and-longer\n');
   // The file is checked at most once a second: poll until the new token is sent.
   const deadline = Date.now() + 5000;
@@ -72,7 +72,7 @@ test('a rotated token file is used at once (re-read when its mtime changes), wit
   }
   assert.equal(seen.at(-1)?.auth, 'Bearer second-and-longer');
   assert.equal(seen[0]?.auth, 'Bearer first');
-  assert.equal(rest.transport.dispatcher(), before, 'a token change keeps the pool');
+  assert.equal(rest.transport.sender(), before, 'a token change keeps the pool');
   await rest.close();
 });
 
@@ -86,12 +86,12 @@ test('a rewritten client certificate file rebuilds the pool (old one closed grac
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
   });
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry() });
-  const first = rest.transport.dispatcher();
-  assert.equal(rest.transport.dispatcher(), first);
+  const first = rest.transport.sender();
+  assert.equal(rest.transport.sender(), first);
   writeFileSync(certFile, 'BB');
   const deadline = Date.now() + 5000;
-  while (rest.transport.dispatcher() === first && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  assert.notEqual(rest.transport.dispatcher(), first);
+  while (rest.transport.sender() === first && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.notEqual(rest.transport.sender(), first);
   await rest.close();
 });
 

@@ -1,10 +1,10 @@
 /**
  * RestClient: the one HTTP path from this process to the Kubernetes API server.
  *
- * Transport (transport.ts): one connection pool per client (HTTP/2 by ALPN, so all requests and watches share one
- * multiplexed connection, as client-go), credentials per request (token files re-read when rotated, exec plugins),
- * TLS material re-read when its files change. Requests go through undici's `request` (no WHATWG stream or Response
- * objects per call). Every request — including streaming watches — is counted in
+ * Transport (transport.ts, connection.ts): one connection per client on Node's built-in http2/https (HTTP/2 by ALPN,
+ * so all requests and watches share one multiplexed connection, as client-go), credentials per request (token files
+ * re-read when rotated, exec plugins), TLS material re-read when its files change. No WHATWG stream or Response
+ * objects per call. Every request — including streaming watches — is counted in
  * `rest_client_requests_total{code,method,host}` (client-go's name); a request that fails before a response is
  * counted with code `<error>`.
  *
@@ -16,9 +16,11 @@
  * Concurrency: a RestClient is stateless between requests and safe to share across every informer, controller,
  * elector and recorder of the process.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
-import { request as undiciRequest, type Dispatcher } from 'undici';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
+import { readText } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { Transport } from './transport.ts';
 
@@ -97,9 +99,9 @@ export function requestsCounter(registry: Registry): Counter<'code' | 'method' |
 /** A response whose body has not been read: stream it (`body` is an async iterable of bytes) or read `text()`. */
 export interface RawResponse {
   status: number;
-  headers: Dispatcher.ResponseData['headers'];
+  headers: IncomingHttpHeaders;
   /** The body as bytes; iterate it, or call `text()` / `dump()`. Ending or destroying it releases the request. */
-  body: Dispatcher.ResponseData['body'];
+  body: Readable;
   text(): Promise<string>;
   /** Discards the body (frees the stream for reuse). */
   dump(): Promise<void>;
@@ -117,6 +119,8 @@ export class RestClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   readonly transport: Transport;
+  /** Path prefix of the server URL (e.g. "/k8s/clusters/c1" behind a proxying gateway), '' for most. */
+  private readonly prefix: string;
   private readonly host: string;
   private readonly userAgent: string;
   private readonly requests: Counter<'code' | 'method' | 'host'>;
@@ -128,19 +132,24 @@ export class RestClient {
     this.transport = new Transport(opts.kubeConfig);
     this.server = this.transport.cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
+    this.prefix = new URL(this.server).pathname.replace(/\/+$/, '');
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.requests = requestsCounter(opts.registry ?? globalRegistry);
   }
 
   /** Builds the absolute URL of an API path with query parameters (undefined values are dropped). */
   url(path: string, query?: Query): string {
+    return new URL(this.server).origin + this.pathWithQuery(path, query);
+  }
+
+  private pathWithQuery(path: string, query?: Query): string {
     let qs = '';
     if (query) {
       const params = new URLSearchParams();
       for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
       qs = params.toString();
     }
-    return qs ? `${this.server}${path}${path.includes('?') ? '&' : '?'}${qs}` : this.server + path;
+    return this.prefix + (qs ? `${path}${path.includes('?') ? '&' : '?'}${qs}` : path);
   }
 
   private count(code: string, method: string): void {
@@ -155,8 +164,8 @@ export class RestClient {
    * watch bodies. The caller MUST consume or `dump()` the body. Prefer `json()` for ordinary calls.
    */
   async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<RawResponse> {
-    const url = this.url(path, opts.query);
-    const headers: Record<string, string> = { ...(await this.transport.headers(url)), accept: 'application/json', 'user-agent': this.userAgent };
+    const target = this.pathWithQuery(path, opts.query);
+    const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -175,24 +184,27 @@ export class RestClient {
       if (timer) clearTimeout(timer);
       outer?.removeEventListener('abort', onAbort);
     };
-    let res: Dispatcher.ResponseData;
+    let res;
     try {
-      res = await undiciRequest(url, { method, headers, body, dispatcher: this.transport.dispatcher(), signal: ac.signal });
+      res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal });
     } catch (err) {
       release();
       this.count('<error>', method);
       throw err;
     }
-    this.count(String(res.statusCode), method);
-    if (res.statusCode === 401) this.transport.invalidate();
+    this.count(String(res.status), method);
+    if (res.status === 401) this.transport.invalidate();
     const b = res.body;
     b.once('close', release);
     return {
-      status: res.statusCode,
+      status: res.status,
       headers: res.headers,
       body: b,
-      text: () => b.text(),
-      dump: () => b.dump(),
+      text: () => readText(b),
+      dump: () => {
+        b.destroy();
+        return Promise.resolve();
+      },
     };
   }
 
@@ -204,8 +216,9 @@ export class RestClient {
     return (text ? JSON.parse(text) : {}) as T;
   }
 
-  /** Closes the connection pool (in-flight requests finish). */
+  /** Closes the connection (requests in flight fail). */
   close(): Promise<void> {
-    return this.transport.close();
+    this.transport.close();
+    return Promise.resolve();
   }
 }

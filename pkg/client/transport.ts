@@ -3,25 +3,27 @@
  *
  * Why: a new TLS connection per request (what client-node's `applySecurityAuthentication` gives) costs a full
  * handshake per call and leaves native TLS memory behind; at 1 000 objects it was most of the process's RSS. Like
- * client-go, this keeps one undici dispatcher with HTTP/2 offered by ALPN (the API server chooses it, so every
- * request and watch is a stream on one multiplexed connection; undici opens another connection when the server's
- * stream limit is reached) and HTTP/1.1 keep-alive otherwise.
+ * client-go, this keeps one `Connection` (connection.ts: HTTP/2 chosen by ALPN, so every request and watch is a
+ * stream on one multiplexed connection, HTTP/1.1 keep-alive otherwise) on Node's built-in http2/https. Through a
+ * proxy (kubeconfig `proxy-url`, or HTTPS_PROXY/HTTP_PROXY/NO_PROXY) undici's proxy agents are used, imported only
+ * then.
  *
  * Invariants:
- *  - The dispatcher is rebuilt only when the TLS material changes: CA / client certificate / key FILES are checked
- *    (mtime + size) at most once per `recheckMs`; data embedded in the kubeconfig never changes. The old dispatcher
- *    is closed gracefully (requests and watches in flight on it finish; new ones use the new one).
+ *  - The connection is rebuilt only when the TLS material changes: CA / client certificate / key FILES are checked
+ *    (mtime + size) at most once per `recheckMs`; data embedded in the kubeconfig never changes. The old connection
+ *    is left to finish what runs on it (requests and watches in flight) and closed after `drainMs`.
  *  - Credentials are computed per request and never cached beyond their source's own rules: a token FILE is re-read
  *    when its mtime changes (checked at most once per `recheckMs`: rotated bound ServiceAccount tokens are used
  *    within a second, even after the old one is revoked); an exec plugin's credential is cached until its
  *    expirationTimestamp or until `invalidate()` (called on a 401); legacy auth providers (oidc, gcp, azure) are
  *    delegated to client-node, which is imported only then.
- *  - `close()` closes the dispatcher; requests after it fail.
+ *  - `close()` closes the connection; requests after it fail.
  * Concurrency: single-threaded; safe to share by every client of the process.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import { Agent, type Dispatcher, EnvHttpProxyAgent, ProxyAgent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Connection, type SendOptions, type TlsOptions, type WireResponse } from './connection.ts';
 import type { Cluster, KubeConfig, User } from './kubeconfig.ts';
 
 interface TlsMaterial {
@@ -88,7 +90,7 @@ export class Transport {
   private readonly recheckMs: number;
   private readonly env: NodeJS.ProcessEnv;
   private readonly files = new Map<string, WatchedFile>();
-  private current: { dispatcher: Dispatcher; material: TlsMaterial } | undefined;
+  private current: { sender: Sender; material: TlsMaterial } | undefined;
   private tlsCheckedAt = -Infinity;
   private exec: ExecCredential | undefined;
   private execRunning: Promise<ExecCredential> | undefined;
@@ -105,18 +107,24 @@ export class Transport {
     this.env = opts.env ?? process.env;
   }
 
-  /** The dispatcher to send the next request with (see the invariants). */
-  dispatcher(): Dispatcher {
+  /** Sends one request on the current connection (see the invariants). */
+  send(opts: SendOptions): Promise<WireResponse> {
+    return this.sender().send(opts);
+  }
+
+  /** The current sender (rebuilt when TLS material changed). Exposed for tests. */
+  sender(): Sender {
     if (this.closed) throw new Error('transport closed');
     const now = performance.now();
-    if (this.current && now - this.tlsCheckedAt < this.recheckMs) return this.current.dispatcher;
+    if (this.current && now - this.tlsCheckedAt < this.recheckMs) return this.current.sender;
     this.tlsCheckedAt = now;
     const material = this.tlsMaterial();
-    if (this.current && sameMaterial(this.current.material, material)) return this.current.dispatcher;
-    const old = this.current?.dispatcher;
-    this.current = { dispatcher: this.build(material), material };
-    if (old) void old.close().catch(() => undefined);
-    return this.current.dispatcher;
+    if (this.current && sameMaterial(this.current.material, material)) return this.current.sender;
+    const old = this.current?.sender;
+    this.current = { sender: this.build(material), material };
+    // Watches on the old connection end within their timeoutSeconds (≤ 10 min); then it goes.
+    if (old) setTimeout(() => old.close(), 11 * 60_000).unref();
+    return this.current.sender;
   }
 
   /** Authorization and impersonation headers for a request to `url`. */
@@ -148,11 +156,10 @@ export class Transport {
     this.tlsCheckedAt = -Infinity;
   }
 
-  async close(): Promise<void> {
+  close(): void {
     this.closed = true;
-    const d = this.current?.dispatcher;
+    this.current?.sender.close();
     this.current = undefined;
-    await d?.close().catch(() => undefined);
   }
 
   private file(path: string): WatchedFile {
@@ -172,27 +179,20 @@ export class Transport {
     };
   }
 
-  private build(m: TlsMaterial): Dispatcher {
+  private build(m: TlsMaterial): Sender {
     const c = this.cluster;
-    const tls = {
-      ...(m.ca ? { ca: m.ca } : {}),
-      ...(m.cert ? { cert: m.cert } : {}),
-      ...(m.key ? { key: m.key } : {}),
+    const tls: TlsOptions = {
+      ca: m.ca, cert: m.cert, key: m.key,
       ...(c.tlsServerName ? { servername: c.tlsServerName } : {}),
       ...(c.skipTLSVerify ? { rejectUnauthorized: false } : {}),
     };
-    // keepAliveInitialDelay 30 s as client-go's dialer; HTTP/2 pings keep an idle multiplexed connection checked.
-    const connect = { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 };
-    const common = { allowH2: true, connect, keepAliveTimeout: 30_000, h2Options: { pingInterval: 30_000 } };
-    if (c.proxyUrl) {
-      if (!/^https?:/.test(c.proxyUrl)) throw new Error(`kubeconfig proxy-url ${c.proxyUrl}: only http(s) proxies are supported`);
-      return new ProxyAgent({ ...common, uri: c.proxyUrl, requestTls: tls });
-    }
     const env = this.env;
-    if (env['HTTPS_PROXY'] || env['https_proxy'] || env['HTTP_PROXY'] || env['http_proxy']) {
-      return new EnvHttpProxyAgent({ ...common, requestTls: tls });
+    const envProxy = env['HTTPS_PROXY'] || env['https_proxy'] || env['HTTP_PROXY'] || env['http_proxy'];
+    if (c.proxyUrl || (envProxy && !noProxy(new URL(c.server).hostname, env['NO_PROXY'] ?? env['no_proxy'] ?? ''))) {
+      if (c.proxyUrl && !/^https?:/.test(c.proxyUrl)) throw new Error(`kubeconfig proxy-url ${c.proxyUrl}: only http(s) proxies are supported`);
+      return new ProxySender(c.server, c.proxyUrl, tls);
     }
-    return new Agent(common);
+    return new Connection(c.server, { tls });
   }
 
   private execCredential(): Promise<ExecCredential> {
@@ -263,4 +263,51 @@ export class Transport {
 function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
   const eq = (x: Buffer | undefined, y: Buffer | undefined): boolean => (x === y) || (!!x && !!y && x.equals(y));
   return eq(a.ca, b.ca) && eq(a.cert, b.cert) && eq(a.key, b.key);
+}
+
+/** What sends requests: a Connection, or a ProxySender. */
+export interface Sender {
+  send(opts: SendOptions): Promise<WireResponse>;
+  close(): void;
+}
+
+/** NO_PROXY matching as Go's httpproxy: `*`, exact host, or a domain suffix (".example.com" or "example.com"). */
+export function noProxy(host: string, list: string): boolean {
+  return list.split(',').map((e) => e.trim().toLowerCase()).filter(Boolean).some((e) => {
+    if (e === '*') return true;
+    const name = e.replace(/:\d+$/, '').replace(/^\./, '');
+    const h = host.toLowerCase();
+    return h === name || h.endsWith(`.${name}`);
+  });
+}
+
+/** Requests through an HTTP(S) proxy (CONNECT tunnel) with undici's proxy agents, imported on first use. */
+class ProxySender implements Sender {
+  private readonly origin: string;
+  private readonly proxyUrl: string | undefined;
+  private readonly tls: TlsOptions;
+  private dispatcher: Promise<Dispatcher> | undefined;
+
+  constructor(origin: string, proxyUrl: string | undefined, tls: TlsOptions) {
+    this.origin = new URL(origin).origin;
+    this.proxyUrl = proxyUrl;
+    this.tls = tls;
+  }
+
+  async send(opts: SendOptions): Promise<WireResponse> {
+    const undici = await import('undici');
+    const requestTls = Object.fromEntries(Object.entries(this.tls).filter(([, v]) => v !== undefined));
+    this.dispatcher ??= Promise.resolve(this.proxyUrl
+      ? new undici.ProxyAgent({ uri: this.proxyUrl, requestTls })
+      : new undici.EnvHttpProxyAgent({ requestTls }));
+    const res = await undici.request(this.origin + opts.path, {
+      method: opts.method, headers: opts.headers, body: opts.body, signal: opts.signal,
+      dispatcher: await this.dispatcher,
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  }
+
+  close(): void {
+    void this.dispatcher?.then((d) => d.close()).catch(() => undefined);
+  }
 }

@@ -11,6 +11,7 @@ export class TcpProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private blocked = false;
+  private swallowing = false;
   /** Number of client connections accepted while not cut (for tests that count reconnects). */
   connections = 0;
 
@@ -47,8 +48,18 @@ export class TcpProxy {
         pair.forEach((x) => x.destroy());
       });
     }
-    client.pipe(upstream);
-    upstream.pipe(client);
+    // Bytes are forwarded unless black-holed (then read and dropped: the peer sees a silent, open connection).
+    client.on('data', (b: Buffer) => {
+      if (!this.swallowing) upstream.write(b);
+    });
+    upstream.on('data', (b: Buffer) => {
+      if (!this.swallowing) client.write(b);
+    });
+  }
+
+  /** Keeps every connection open but drops all bytes both ways (a black-holed route), until restore(). */
+  blackHole(): void {
+    this.swallowing = true;
   }
 
   /** Kills every open connection and refuses new ones until restore(). */
@@ -58,8 +69,14 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
+  /** Accepts connections again; connections that lived through a black hole are closed (their streams lost bytes). */
   restore(): void {
+    if (this.swallowing) {
+      for (const sock of this.sockets) sock.destroy();
+      this.sockets.clear();
+    }
     this.blocked = false;
+    this.swallowing = false;
   }
 
   get isCut(): boolean {

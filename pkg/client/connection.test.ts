@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { Readable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { selfSignedCertificate } from '../manager/selfsigned.ts';
+import { TcpProxy } from '../../test/helpers/tcpproxy.ts';
+import { Connection, readText } from './connection.ts';
+
+/** An HTTP/2 TLS server (Node's own) standing in for the API server's transport behaviour. */
+const cert = selfSignedCertificate({ commonName: 'test', ips: ['127.0.0.1'] });
+let server: Http2SecureServer;
+let port = 0;
+let sessions = 0;
+const open = new Set<ServerHttp2Stream>();
+
+before(async () => {
+  server = createSecureServer({ cert: cert.cert, key: cert.key, allowHTTP1: true, settings: { maxConcurrentStreams: 3 } });
+  server.on('session', () => sessions++);
+  server.on('stream', (stream, headers) => {
+    const path = String(headers[':path']);
+    if (path.startsWith('/stream')) {
+      // A watch: headers now, then data only when the test writes it; never ends by itself.
+      open.add(stream);
+      stream.on('close', () => open.delete(stream));
+      stream.respond({ ':status': 200 });
+      stream.write('{"type":"ADDED"}\n');
+      return;
+    }
+    if (path.startsWith('/big')) {
+      stream.respond({ ':status': 200 });
+      stream.end(Buffer.alloc(4 << 20, 'x'));
+      return;
+    }
+    stream.respond({ ':status': 200, 'content-type': 'application/json' });
+    stream.end(JSON.stringify({ path }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+});
+after(() => {
+  for (const s of open) s.close();
+  return new Promise<void>((r) => server.close(() => r()));
+});
+
+/** The `path` field of a JSON body. */
+async function pathOf(body: Readable): Promise<string> {
+  return (JSON.parse(await readText(body)) as { path: string }).path;
+}
+
+const get = (path: string, signal = new AbortController().signal) => ({ method: 'GET', path, headers: {}, signal });
+
+test('HTTP/2 is chosen by ALPN and every request shares one session', async () => {
+  const before = sessions;
+  const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  for (let i = 0; i < 10; i++) assert.equal(await pathOf((await c.send(get(`/a/${i}`))).body), `/a/${i}`);
+  await Promise.all(Array.from({ length: 3 }, async (_, i) => readText((await c.send(get(`/b/${i}`))).body)));
+  assert.equal(c.protocol, 'h2');
+  assert.equal(sessions - before, 1, 'one TLS connection for 13 requests');
+  c.close();
+});
+
+test('when long-running streams fill the server stream limit, a new session is opened (no starvation)', async () => {
+  const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  const watches = await Promise.all([0, 1, 2].map(async (i) => c.send(get(`/stream/${i}`))));
+  // The server allows 3 concurrent streams per session: all are taken by never-ending watches.
+  const res = await c.send(get('/after'));
+  assert.equal(await pathOf(res.body), '/after');
+  assert.equal(c.sessionCount, 2);
+  for (const w of watches) w.body.destroy();
+  c.close();
+});
+
+test('a slow consumer of one stream does not block other streams (per-stream flow control)', async () => {
+  const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  const big = await c.send(get('/big')); // 4 MiB never read: its stream window fills
+  for (let i = 0; i < 5; i++) assert.equal(await pathOf((await c.send(get(`/c/${i}`))).body), `/c/${i}`);
+  assert.equal((await readText(big.body)).length, 4 << 20);
+  c.close();
+});
+
+test('a black-holed connection is detected by an unanswered ping: its streams fail and the next request reconnects', async () => {
+  const proxy = await TcpProxy.start('127.0.0.1', port);
+  try {
+    const c = new Connection(`https://127.0.0.1:${proxy.port}`, { tls: { ca: Buffer.from(cert.cert) }, readIdleMs: 300, pingTimeoutMs: 1000 });
+    const watch = await c.send(get('/stream/w'));
+    const ended = (async () => {
+      try {
+        for await (const _ of watch.body) { /* events */ }
+        return 'ended';
+      } catch (err) {
+        return `failed: ${(err as Error).message}`;
+      }
+    })();
+    proxy.blackHole();
+    const outcome = await ended; // without the health check this never resolves
+    assert.match(outcome, /failed|ended/);
+    proxy.restore();
+    const res = await c.send(get('/again'));
+    assert.equal(await pathOf(res.body), '/again');
+    c.close();
+  } finally {
+    await proxy.close();
+  }
+});
+
+test('aborting a request resets its stream; the session stays usable', async () => {
+  const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  const ac = new AbortController();
+  const w = await c.send(get('/stream/abort', ac.signal));
+  const it = (async () => {
+    try {
+      for await (const _ of w.body) { /* events */ }
+      return 'ended';
+    } catch (err) {
+      return (err as Error).name;
+    }
+  })();
+  ac.abort();
+  assert.equal(await it, 'AbortError');
+  assert.equal(await pathOf((await c.send(get('/next'))).body), '/next');
+  assert.equal(c.sessionCount, 1);
+  c.close();
+});

@@ -1,0 +1,248 @@
+/**
+ * Connections to ONE API server origin, on Node's built-in http2/https/http (nothing to import at start).
+ *
+ *   https origin ──TLS, ALPN [h2, http/1.1]──▶ h2 chosen      → HTTP/2 sessions: every request and watch is a stream
+ *                                          └─▶ http/1.1 chosen → https.Agent with keep-alive (max 100 sockets)
+ *   http origin ─────────────────────────────────────────────→ http.Agent with keep-alive (tests, kubectl proxy)
+ *
+ * HTTP/2 invariants (what client-go's transport does, and the failure modes one shared connection brings):
+ *  - Requests use the first live session with a free stream slot (remote SETTINGS_MAX_CONCURRENT_STREAMS); when all
+ *    are full a new session is opened, so long-running watches can never starve ordinary requests.
+ *  - A session that got GOAWAY, errored or closed takes no new streams; its open streams finish or fail on their own.
+ *  - Health: every `readIdleMs` (default 30 s) a session with open streams is PINGed; no answer within
+ *    `pingTimeoutMs` (default 15 s) destroys it, failing every stream on it at once (so a black-holed connection is
+ *    noticed in ≤ 45 s, like Go's ReadIdleTimeout + PingTimeout), and the next request opens a new session. (Go pings
+ *    only after read-idleness; one PING frame per 30 s is cheaper than watching every stream's reads.)
+ *  - Flow control is per stream: a watch whose consumer is slow stops reading, its stream window fills and only that
+ *    stream pauses; other streams keep flowing.
+ *  - Sessions and sockets are unref'd: they never keep the process alive.
+ * Aborting a request's signal resets its stream (or destroys its HTTP/1.1 request) and rejects / errors the body.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { connect as h2connect, constants as h2c, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+
+export interface TlsOptions {
+  ca?: Buffer | undefined;
+  cert?: Buffer | undefined;
+  key?: Buffer | undefined;
+  servername?: string | undefined;
+  rejectUnauthorized?: boolean | undefined;
+}
+
+export interface ConnectionOptions2 {
+  tls: TlsOptions;
+  /** Idle time after which a session with open streams is pinged. Default 30 000 ms. */
+  readIdleMs?: number;
+  /** Time a ping may take before the session is considered dead. Default 15 000 ms. */
+  pingTimeoutMs?: number;
+}
+
+export interface SendOptions {
+  method: string;
+  /** Path with query string. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string | undefined;
+  signal: AbortSignal;
+}
+
+/** A response with its body unread: `body` is a byte stream (iterate it, or read it with text()). */
+export interface WireResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
+}
+
+interface Session {
+  session: ClientHttp2Session;
+  open: number;
+  usable: boolean;
+  pinging: boolean;
+}
+
+/** Reads a whole body as UTF-8 text. */
+export async function readText(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export class Connection {
+  readonly origin: URL;
+  private readonly tls: TlsOptions;
+  private readonly readIdleMs: number;
+  private readonly pingTimeoutMs: number;
+  private mode: 'probe' | 'h2' | 'h1' = 'probe';
+  private probing: Promise<void> | undefined;
+  private agent: HttpAgent | undefined;
+  private sessions: Session[] = [];
+  private connecting: Promise<Session> | undefined;
+  private health: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(origin: string, opts: ConnectionOptions2) {
+    this.origin = new URL(origin);
+    this.tls = opts.tls;
+    this.readIdleMs = opts.readIdleMs ?? 30_000;
+    this.pingTimeoutMs = opts.pingTimeoutMs ?? 15_000;
+    if (this.origin.protocol === 'http:') {
+      this.mode = 'h1';
+      this.agent = new HttpAgent({ keepAlive: true, maxSockets: 100 });
+    }
+  }
+
+  /** The protocol in use ('probe' until the first TLS handshake chose one). */
+  get protocol(): 'probe' | 'h2' | 'h1' {
+    return this.mode;
+  }
+
+  /** Number of live HTTP/2 sessions (tests). */
+  get sessionCount(): number {
+    return this.sessions.filter((s) => s.usable).length;
+  }
+
+  async send(opts: SendOptions): Promise<WireResponse> {
+    if (this.closed) throw new Error('connection closed');
+    opts.signal.throwIfAborted();
+    if (this.mode === 'probe') await (this.probing ??= this.probe());
+    return this.mode === 'h2' ? this.sendH2(opts) : this.sendH1(opts);
+  }
+
+  /** Closes every session and socket; streams in flight fail. */
+  close(): void {
+    this.closed = true;
+    if (this.health) clearInterval(this.health);
+    for (const s of this.sessions) s.session.destroy();
+    this.sessions = [];
+    this.agent?.destroy();
+  }
+
+  private tlsOptions(): ConnectionOptions {
+    const t = this.tls;
+    return {
+      host: this.origin.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(this.origin.port || 443),
+      ALPNProtocols: ['h2', 'http/1.1'],
+      ...(t.ca ? { ca: t.ca } : {}),
+      ...(t.cert ? { cert: t.cert } : {}),
+      ...(t.key ? { key: t.key } : {}),
+      ...(t.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+      servername: t.servername ?? (/^[\d.:[\]]+$/.test(this.origin.hostname) ? undefined : this.origin.hostname),
+    };
+  }
+
+  /** First TLS handshake: ALPN decides between HTTP/2 and HTTP/1.1; an h2 socket becomes the first session. */
+  private probe(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const socket = tlsConnect(this.tlsOptions());
+      socket.once('secureConnect', () => {
+        socket.removeListener('error', onError);
+        if (socket.alpnProtocol === 'h2') {
+          this.mode = 'h2';
+          this.connecting = Promise.resolve(this.adopt(socket));
+        } else {
+          this.mode = 'h1';
+          socket.destroy();
+          this.agent = new HttpsAgent({ keepAlive: true, maxSockets: 100, ...this.tlsOptions() });
+        }
+        resolve();
+      });
+      const onError = (err: Error): void => {
+        this.probing = undefined; // try again on the next request
+        reject(err);
+      };
+      socket.once('error', onError);
+    });
+  }
+
+  private adopt(socket: ReturnType<typeof tlsConnect> | undefined): Session {
+    const session = h2connect(this.origin.origin, {
+      ...(socket ? { createConnection: () => socket } : this.tlsOptions()),
+      settings: { enablePush: false },
+    });
+    const s: Session = { session, open: 0, usable: true, pinging: false };
+    const retire = (): void => {
+      s.usable = false;
+      this.sessions = this.sessions.filter((x) => x !== s);
+    };
+    session.on('goaway', retire);
+    session.on('close', retire);
+    session.on('error', retire);
+    session.unref();
+    this.sessions.push(s);
+    this.health ??= setInterval(() => this.checkHealth(), this.readIdleMs).unref();
+    return s;
+  }
+
+  private async session(): Promise<Session> {
+    for (;;) {
+      const free = this.sessions.find((s) => s.usable && !s.session.destroyed && s.open < (s.session.remoteSettings.maxConcurrentStreams ?? 100));
+      if (free) return free;
+      if (this.connecting) {
+        // Wait for the session being opened, then look again (it may already be full, or dead).
+        await this.connecting.catch(() => undefined).finally(() => (this.connecting = undefined));
+        continue;
+      }
+      this.connecting = new Promise<Session>((resolve, reject) => {
+        const s = this.adopt(undefined);
+        s.session.once('connect', () => resolve(s));
+        s.session.once('error', reject);
+      });
+    }
+  }
+
+  private checkHealth(): void {
+    for (const s of this.sessions) {
+      if (s.pinging || s.open === 0 || s.session.destroyed || s.session.connecting) continue;
+      s.pinging = true;
+      const timer = setTimeout(() => s.session.destroy(new Error(`HTTP/2 ping to ${this.origin.host} unanswered for ${this.pingTimeoutMs} ms`)), this.pingTimeoutMs);
+      timer.unref();
+      s.session.ping((err) => {
+        clearTimeout(timer);
+        s.pinging = false;
+        if (err) s.session.destroy(err);
+      });
+    }
+  }
+
+  private async sendH2(opts: SendOptions): Promise<WireResponse> {
+    const s = await this.session();
+    const headers: Record<string, string> = {
+      [h2c.HTTP2_HEADER_METHOD]: opts.method,
+      [h2c.HTTP2_HEADER_PATH]: opts.path,
+      [h2c.HTTP2_HEADER_AUTHORITY]: this.origin.host,
+      [h2c.HTTP2_HEADER_SCHEME]: 'https',
+    };
+    for (const [k, v] of Object.entries(opts.headers)) headers[k.toLowerCase()] = v;
+    if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
+    const stream: ClientHttp2Stream = s.session.request(headers, { endStream: opts.body === undefined, signal: opts.signal });
+    s.open++;
+    stream.once('close', () => s.open--);
+
+    if (opts.body !== undefined) stream.end(opts.body);
+    return new Promise<WireResponse>((resolve, reject) => {
+      stream.once('response', (h) => {
+        stream.removeListener('error', reject);
+        resolve({ status: Number(h[h2c.HTTP2_HEADER_STATUS]), headers: h, body: stream });
+      });
+      stream.once('error', reject);
+    });
+  }
+
+  private sendH1(opts: SendOptions): Promise<WireResponse> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
+    const send = this.origin.protocol === 'http:' ? httpRequest : httpsRequest;
+    return new Promise<WireResponse>((resolve, reject) => {
+      const req = send({
+        protocol: this.origin.protocol, hostname: this.origin.hostname.replace(/^\[|\]$/g, ''), port: this.origin.port,
+        method: opts.method, path: opts.path, headers, agent: this.agent, signal: opts.signal,
+      }, (res: IncomingMessage) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }));
+      req.once('error', reject);
+      req.end(opts.body);
+    });
+  }
+}
