@@ -293,15 +293,21 @@ describe('reflectorStep: Watching', () => {
     assert.equal(r.state.resourceVersion, '10');
   });
 
-  it('ERROR event 410 → cancel the stream and relist', () => {
+  it('ERROR event 410 → cancel the stream, back off, then relist', () => {
     const r = step(watching('10'), ev('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 10 (20)' }));
-    assert.equal(phaseName(r), 'Listing');
-    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.equal(find(r.actions, 'scheduleRetry').delayMs, 800);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 800);
+    assert.equal(phaseName(again), 'Listing');
+    assert.deepEqual(again.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
   });
 
-  it('ERROR event saying "too old resource version" without a code → relist', () => {
+  it('ERROR event saying "too old resource version" without a code → back off, then relist', () => {
     const r = step(watching('10'), ev('ERROR', { kind: 'Status', message: 'too old resource version: 1 (2)' }));
-    assert.equal(phaseName(r), 'Listing');
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
   });
 
   it('other ERROR events → cancel, back off, resume watching from the same resourceVersion', () => {
@@ -340,10 +346,20 @@ describe('reflectorStep: Watching', () => {
     assert.equal(phaseName(r), 'Watching');
   });
 
-  it('watch request failing with 410 → relist', () => {
+  it('watch request failing with 410 → back off, then relist', () => {
     const r = step(watching('10'), { type: 'watchError', failure: fail(410, 'Gone', 'Gone') });
-    assert.equal(phaseName(r), 'Listing');
-    assert.deepEqual(types(r.actions), ['list']);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    assert.equal(phaseName(step(r.state, { type: 'retryTimer' })), 'Listing');
+  });
+
+  it('a 410 is logged at info (routine after compaction), not as a warning', () => {
+    const r = step(watching('10'), { type: 'watchError', failure: fail(410, 'Gone', 'Gone') });
+    const logs = r.actions.filter((a) => a.type === 'log');
+    assert.equal(logs.length, 1);
+    assert.equal(logs[0]?.type === 'log' && logs[0].level, 'info');
+    assert.match(logs[0]?.type === 'log' ? logs[0].message : '', /relisting in 800 ms/);
   });
 
   it('watch failing otherwise (network, 429, 5xx, truncated event) → backoff, then watch from the last RV', () => {
@@ -363,7 +379,9 @@ describe('reflectorStep: Watching', () => {
   });
 
   it('relist after 410 uses the streaming list when enabled', () => {
-    const r = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    const b = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    assert.equal(phaseName(b), 'Backoff');
+    const r = step(b.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg);
     assert.equal(phaseName(r), 'WatchListing');
     assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
   });
@@ -418,6 +436,7 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     // Later relists use LIST.
     let s = step(r.state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '9' }, T0, 0, wlCfg).state;
     s = step(s, { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg).state;
+    s = step(s, { type: 'retryTimer' }, T0 + 800, 0, wlCfg).state;
     assert.equal(s.phase.name, 'Listing');
   });
 
@@ -449,13 +468,17 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
   });
 
-  it('410 restarts the streaming list', () => {
+  it('410 restarts the streaming list after a backoff', () => {
     const r = step(watchListing(), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
-    assert.equal(phaseName(r), 'WatchListing');
-    assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['scheduleRetry']);
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg);
+    assert.equal(phaseName(again), 'WatchListing');
+    assert.equal(find(again.actions, 'watch').sendInitialEvents, true);
     const r2 = step(watchListing(), ev('ERROR', { code: 410, message: 'too old resource version' }), T0, 0, wlCfg);
-    assert.equal(phaseName(r2), 'WatchListing');
-    assert.deepEqual(types(r2.actions), ['cancelRequest', 'watch']);
+    assert.equal(phaseName(r2), 'Backoff');
+    assert.deepEqual(types(r2.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r2.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
   });
 
   it('other errors back off and retry the streaming list (still enabled)', () => {
@@ -479,6 +502,67 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     const r = step(watchListing(), { type: 'listError', failure: fail(500) }, T0, 0, wlCfg);
     assert.equal(phaseName(r), 'WatchListing');
     assert.deepEqual(r.actions, []);
+  });
+});
+
+describe('reflectorStep: relists after 410 are backed off (no relist storm)', () => {
+  /** One cycle against a server that always answers 410 to the watch: list → watch → 410; returns the wait. */
+  function cycle(s: ReflectorState, now: number, how: 'status' | 'event', c = cfg): { state: ReflectorState; waitMs: number } {
+    const failure = fail(410, 'too old resource version: 1 (2)', 'Expired');
+    const r =
+      how === 'status'
+        ? step(s, { type: 'watchError', failure }, now, 0, c)
+        : step(s, ev('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: failure.message }), now, 0, c);
+    assert.equal(phaseName(r), 'Backoff');
+    return { state: r.state, waitMs: find(r.actions, 'scheduleRetry').delayMs };
+  }
+
+  for (const how of ['status', 'event'] as const) {
+    it(`a server that always answers 410 (${how}) gets relists 0.8 s → 30 s apart, not hundreds per second`, () => {
+      let s = watching('10');
+      let now = T0;
+      const waits: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const b = cycle(s, now, how);
+        waits.push(b.waitMs);
+        now += b.waitMs;
+        const listed = step(b.state, { type: 'retryTimer' }, now);
+        assert.equal(phaseName(listed), 'Listing');
+        s = step(listed.state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, now).state;
+        assert.equal(s.phase.name, 'Watching');
+      }
+      assert.deepEqual(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+    });
+  }
+
+  it('a streaming list that always gets 410 backs off the same way', () => {
+    let s = watchListing();
+    let now = T0;
+    const waits: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = step(s, { type: 'watchError', failure: fail(410) }, now, 0, wlCfg);
+      const w = find(r.actions, 'scheduleRetry').delayMs;
+      waits.push(w);
+      now += w;
+      s = step(r.state, { type: 'retryTimer' }, now, 0, wlCfg).state;
+      assert.equal(s.phase.name, 'WatchListing');
+    }
+    assert.deepEqual(waits, [800, 1600, 3200, 6400]);
+  });
+
+  it('after 2 minutes of health a 410 relists after the initial delay again (jittered)', () => {
+    let s = watching('10');
+    let now = T0;
+    for (let i = 0; i < 5; i++) {
+      const b = cycle(s, now, 'status');
+      now += b.waitMs;
+      s = step(b.state, { type: 'retryTimer' }, now).state;
+      s = step(s, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, now).state;
+    }
+    assert.equal(s.backoff.delayMs, 25_600);
+    now += 121_000;
+    const r = step(s, { type: 'watchError', failure: fail(410) }, now, 0.5);
+    assert.equal(find(r.actions, 'scheduleRetry').delayMs, 1200);
   });
 });
 

@@ -21,18 +21,24 @@
  *   WatchListing ──BOOKMARK k8s.io/initial-events-end──▶ Watching (same stream) → replace(items, bookmark RV)
  *   WatchListing ──refusal (400/403/405/422/501), plain bookmark, end of stream, silence──▶
  *                  Listing, watch-list disabled for good       → cancel, list()
- *   WatchListing ──410──▶ WatchListing (again); other errors ──▶ Backoff(relist)
+ *   WatchListing ──410──▶ Backoff(relist)                      → cancel (ERROR event), scheduleRetry
+ *   WatchListing ──other errors──▶ Backoff(relist)
  *   Watching ──ADDED/MODIFIED/DELETED──▶ Watching              → delta(type, obj); RV := obj RV
  *   Watching ──BOOKMARK──▶ Watching                            RV := bookmark RV
  *   Watching ──end after ≥1 s or ≥1 event──▶ Watching          → watch(RV)  (server timeout: resume at once)
  *   Watching ──end <1 s with no event, error, ERROR event, silence──▶ Backoff(resume: watch from RV)
- *   Watching ──410 Gone / ERROR 410 / "too old resource version"──▶ relist (Listing or WatchListing)
+ *   Watching ──410 Gone / ERROR 410 / "too old resource version"──▶ Backoff(relist)
+ *                                                              → cancel (ERROR event), scheduleRetry
  *   Backoff ──retryTimer──▶ the resumed phase                  → list / watch
  *   any ──stop──▶ Stopped                                      → cancelRequest, cancelTimer
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
  *
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
+ * Every way back to a LIST goes through it too — a 410 is an error for the backoff, as in client-go's ListAndWatch
+ * loop — so no server answer can make the machine list twice without a wait in between (invariant: between two
+ * `list` actions without a continue token there is a `scheduleRetry`, except for a streaming-list refusal, which
+ * happens at most once per reflector).
  */
 import type { KubeObject } from './object.ts';
 import { metaNamespaceKey, resourceVersionOf } from './object.ts';
@@ -221,16 +227,27 @@ function backoff(
   ctx: StepContext,
   cfg: ReflectorConfig,
   pre: ReflectorAction[] = [],
+  level: 'info' | 'warn' = 'warn',
+  retrying = 'retrying',
 ): StepResult {
   const { waitMs, backoff: b } = nextBackoff(state.backoff, ctx, cfg);
   return {
     state: { ...state, phase: { name: 'Backoff', resume, delayMs: waitMs }, backoff: b },
     actions: [
       ...pre,
-      { type: 'log', level: 'warn', message: `${what}: ${describe(failure)}; retrying in ${waitMs} ms` },
+      { type: 'log', level, message: `${what}: ${describe(failure)}; ${retrying} in ${waitMs} ms` },
       { type: 'scheduleRetry', delayMs: waitMs },
     ],
   };
+}
+
+/**
+ * The resourceVersion we asked for is gone (410 / "too old resource version"): relist — after the ordinary backoff,
+ * as client-go's ListAndWatch loop does, so a server or proxy that always answers 410 gets relists 0.8 s → 30 s
+ * apart instead of a tight LIST loop. Routine after etcd compaction, hence info, not warn.
+ */
+function relistAfterGone(state: ReflectorState, what: string, failure: RequestFailure, ctx: StepContext, cfg: ReflectorConfig, pre: ReflectorAction[] = []): StepResult {
+  return backoff(state, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
 }
 
 function fallbackToList(state: ReflectorState, why: string, ctx: StepContext, cfg: ReflectorConfig, cancel: boolean): StepResult {
@@ -315,7 +332,7 @@ export function reflectorStep(
             }
             case 'ERROR': {
               const failure = failureFromStatus(ev.object);
-              if (isGone(failure)) return relist(state, ctx, cfg, [{ type: 'cancelRequest' }]);
+              if (isGone(failure)) return relistAfterGone(state, 'streaming list expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
               if (isWatchListRefusal(failure)) return fallbackToList(state, describe(failure), ctx, cfg, true);
               return backoff(state, { op: 'relist' }, 'streaming list failed', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
             }
@@ -323,7 +340,7 @@ export function reflectorStep(
           return unchanged(state);
         }
         case 'watchError':
-          if (isGone(event.failure)) return relist(state, ctx, cfg);
+          if (isGone(event.failure)) return relistAfterGone(state, 'streaming list expired', event.failure, ctx, cfg);
           if (isWatchListRefusal(event.failure)) return fallbackToList(state, describe(event.failure), ctx, cfg, false);
           return backoff(state, { op: 'relist' }, 'streaming list failed', event.failure, ctx, cfg);
         case 'watchEnded':
@@ -360,12 +377,7 @@ export function reflectorStep(
               };
             case 'ERROR': {
               const failure = failureFromStatus(ev.object);
-              if (isGone(failure)) {
-                return relist(state, ctx, cfg, [
-                  { type: 'cancelRequest' },
-                  { type: 'log', level: 'info', message: `watch expired (${describe(failure)}); relisting` },
-                ]);
-              }
+              if (isGone(failure)) return relistAfterGone(state, 'watch expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
               return backoff(state, { op: 'watch' }, 'watch error event', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
             }
           }
@@ -378,11 +390,7 @@ export function reflectorStep(
           }
           return watch(state, ctx, cfg);
         case 'watchError':
-          if (isGone(event.failure)) {
-            return relist(state, ctx, cfg, [
-              { type: 'log', level: 'info', message: `watch expired (${describe(event.failure)}); relisting` },
-            ]);
-          }
+          if (isGone(event.failure)) return relistAfterGone(state, 'watch expired', event.failure, ctx, cfg);
           return backoff(state, { op: 'watch' }, 'watch failed', event.failure, ctx, cfg);
         case 'watchIdle': {
           const failure = { status: 0, reason: 'Idle', message: 'no data on the watch stream within the idle timeout' };
