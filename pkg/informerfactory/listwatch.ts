@@ -23,6 +23,7 @@ export interface ListPage {
 
 export interface ListRequest {
   continueToken: string | undefined;
+  /** Page size; 0 = no limit (one unpaginated LIST). */
   limit: number;
   signal: AbortSignal;
 }
@@ -91,7 +92,7 @@ export class RestListWatcher implements ListWatcher {
   async list(req: ListRequest): Promise<ListPage> {
     const body = await this.client.json<ListBody>('GET', this.path, {
       query: {
-        limit: req.limit,
+        limit: req.limit > 0 ? req.limit : undefined,
         continue: req.continueToken || undefined,
         labelSelector: this.labelSelector || undefined,
         fieldSelector: this.fieldSelector || undefined,

@@ -121,15 +121,44 @@ describe('reflectorStep: Listing', () => {
     assert.ok(w.timeoutSeconds >= 300 && w.timeoutSeconds <= 600);
   });
 
-  it('410 on a continue page (expired token) restarts the full list at once', () => {
+  it('410 on a continue page (expired token) falls back at once to ONE full unpaginated LIST (client-go pager)', () => {
     const s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
     const r = step(s, { type: 'listError', failure: fail(410, 'The provided continue parameter is too old', 'Expired') });
     assert.equal(phaseName(r), 'Listing');
     assert.deepEqual(types(r.actions), ['list']);
-    assert.equal(find(r.actions, 'list').continueToken, undefined);
+    assert.deepEqual(find(r.actions, 'list'), { type: 'list', continueToken: undefined, limit: 0 });
     const p = r.state.phase as Extract<Phase, { name: 'Listing' }>;
-    assert.deepEqual(p.items, []);
+    assert.deepEqual(p.items, [], 'the pages of the expired attempt are dropped');
     assert.equal(p.continueToken, undefined);
+    // The full list's answer is the whole list: replace with exactly its items, then watch.
+    const done = step(r.state, { type: 'listPage', items: [obj('b', '7'), obj('c', '8')], continueToken: undefined, resourceVersion: '9' });
+    assert.equal(phaseName(done), 'Watching');
+    assert.deepEqual(types(done.actions), ['replace', 'watch']);
+    assert.deepEqual(find(done.actions, 'replace').items.map((o) => o.metadata?.name), ['b', 'c']);
+    assert.equal(find(done.actions, 'watch').resourceVersion, '9');
+  });
+
+  it('an error on the full-list fallback backs off; the retry is a paged list again', () => {
+    let s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    s = step(s, { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') }).state;
+    for (const failure of [fail(410, 'too old', 'Expired'), fail(504, 'timeout', 'Timeout')]) {
+      const r = step(s, { type: 'listError', failure });
+      assert.equal(phaseName(r), 'Backoff', `after ${failure.status}`);
+      assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+      assert.deepEqual(step(r.state, { type: 'retryTimer' }).actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+    }
+  });
+
+  it('a server that expires every continue token: each relist costs at most one paged attempt plus one full LIST', () => {
+    let s = listing();
+    const lists: Array<string | number | undefined> = [];
+    s = step(s, { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    lists.push('page');
+    const r = step(s, { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') });
+    lists.push(find(r.actions, 'list').limit);
+    const done = step(r.state, { type: 'listPage', items: [obj('a', '1'), obj('b', '2')], continueToken: undefined, resourceVersion: '6' });
+    assert.equal(phaseName(done), 'Watching');
+    assert.deepEqual(lists, ['page', 0]);
   });
 
   it('an error on the first page backs off, then relists', () => {

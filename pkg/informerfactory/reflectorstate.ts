@@ -15,7 +15,8 @@
  *   Empty ──start──▶ Listing (paged LIST, limit=500)           or WatchListing (watch-list, when enabled)
  *   Listing ──page with continue──▶ Listing                    → list(continue)
  *   Listing ──last page──▶ Watching                            → replace(all items, list RV), watch(list RV)
- *   Listing ──410 on a continue page──▶ Listing (from scratch) → list()          (expired continue token)
+ *   Listing ──410 on a continue page──▶ Listing (full)          → list(limit 0)   (expired continue token: ONE
+ *                                                                                   unpaginated LIST, as client-go's pager)
  *   Listing ──other error──▶ Backoff(resume: same page, or relist)
  *   WatchListing ──ADDED/MODIFIED/DELETED──▶ WatchListing      (accumulate in a temporary map)
  *   WatchListing ──BOOKMARK k8s.io/initial-events-end──▶ Watching (same stream) → replace(items, bookmark RV)
@@ -36,9 +37,9 @@
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
  * Every way back to a LIST goes through it too — a 410 is an error for the backoff, as in client-go's ListAndWatch
- * loop — so no server answer can make the machine list twice without a wait in between (invariant: between two
- * `list` actions without a continue token there is a `scheduleRetry`, except for a streaming-list refusal, which
- * happens at most once per reflector).
+ * loop — so no server answer makes the machine loop on LIST (invariant: between two first-page `list` actions
+ * (no continue token, limit > 0) there is a `scheduleRetry`, except after a streaming-list refusal, which happens at
+ * most once per reflector; an expired continue token adds one full LIST to a relist, never another paged one).
  */
 import type { KubeObject } from './object.ts';
 import { metaNamespaceKey, resourceVersionOf } from './object.ts';
@@ -100,7 +101,8 @@ export type Resume =
 
 export type Phase =
   | { name: 'Empty' }
-  | { name: 'Listing'; continueToken: string | undefined; items: KubeObject[] }
+  /** `full`: the one unpaginated LIST that replaces a paged list whose continue token expired. */
+  | { name: 'Listing'; continueToken: string | undefined; items: KubeObject[]; full: boolean }
   | { name: 'WatchListing'; items: Map<string, KubeObject>; startedAt: number }
   | { name: 'Watching'; startedAt: number; events: number }
   | { name: 'Backoff'; resume: Resume; delayMs: number }
@@ -127,6 +129,7 @@ export type ReflectorEvent =
   | { type: 'stop' };
 
 export type ReflectorAction =
+  /** `limit` 0: no limit, one unpaginated LIST. */
   | { type: 'list'; continueToken: string | undefined; limit: number }
   | { type: 'watch'; resourceVersion: string; timeoutSeconds: number; sendInitialEvents: boolean }
   | { type: 'cancelRequest' }
@@ -199,7 +202,7 @@ function relist(state: ReflectorState, ctx: StepContext, cfg: ReflectorConfig, p
     };
   }
   return {
-    state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [] } },
+    state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [], full: false } },
     actions: [...pre, { type: 'list', continueToken: undefined, limit: cfg.pageSize }],
   };
 }
@@ -285,7 +288,7 @@ export function reflectorStep(
           for (const item of event.items) phase.items.push(item);
           if (event.continueToken) {
             return {
-              state: { ...state, phase: { name: 'Listing', continueToken: event.continueToken, items: phase.items } },
+              state: { ...state, phase: { name: 'Listing', continueToken: event.continueToken, items: phase.items, full: phase.full } },
               actions: [{ type: 'list', continueToken: event.continueToken, limit: cfg.pageSize }],
             };
           }
@@ -294,9 +297,15 @@ export function reflectorStep(
         }
         case 'listError': {
           if (phase.continueToken !== undefined && event.failure.status === 410) {
-            return relist(state, ctx, cfg, [
-              { type: 'log', level: 'info', message: `continue token expired (${event.failure.message}); restarting the full list` },
-            ]);
+            // client-go's pager (FullListIfExpired): a paged list that outlasts the compaction window would expire
+            // again if restarted, so fall back to ONE unpaginated LIST; if that fails, the backoff relists paged.
+            return {
+              state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [], full: true } },
+              actions: [
+                { type: 'log', level: 'info', message: `continue token expired (${event.failure.message}); falling back to one full LIST` },
+                { type: 'list', continueToken: undefined, limit: 0 },
+              ],
+            };
           }
           const resume: Resume =
             phase.continueToken !== undefined
@@ -408,7 +417,7 @@ export function reflectorStep(
           return relist(state, ctx, cfg);
         case 'listPage':
           return {
-            state: { ...state, phase: { name: 'Listing', continueToken: resume.continueToken, items: resume.items } },
+            state: { ...state, phase: { name: 'Listing', continueToken: resume.continueToken, items: resume.items, full: false } },
             actions: [{ type: 'list', continueToken: resume.continueToken, limit: cfg.pageSize }],
           };
         case 'watch':
