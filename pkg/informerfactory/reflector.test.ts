@@ -4,9 +4,10 @@
  * piling up while the fake clock stands still.
  */
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { afterEach, describe, it } from 'node:test';
 import { ApiError } from '../client/rest.ts';
-import type { Logger } from '../log/logger.ts';
+import { newLogger, type Logger } from '../log/logger.ts';
 import { FakeClock } from '../util/clock.ts';
 import type { ListPage, ListRequest, ListWatcher, WatchRequest } from './listwatch.ts';
 import type { KubeObject } from './object.ts';
@@ -24,6 +25,7 @@ async function settle(turns = 20): Promise<void> {
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 type ListAnswer = (req: ListRequest) => ListPage | Error;
+/** Events to stream (the stream then stays open until aborted), an error to reject with, or 'hang' (no events). */
 type WatchAnswer = (req: WatchRequest) => Array<WatchEvent<KubeObject>> | Error | 'hang';
 
 class ScriptedListWatcher implements ListWatcher {
@@ -49,21 +51,20 @@ class ScriptedListWatcher implements ListWatcher {
     await nextTurn();
     const a = this.onWatch(req);
     if (a instanceof Error) throw a;
-    if (a === 'hang') {
-      // A stream that stays open without data until the request is aborted.
-      const aborted = new Promise<IteratorResult<WatchEvent<KubeObject>>>((_resolve, reject) => {
-        if (req.signal.aborted) reject(req.signal.reason as Error);
-        req.signal.addEventListener('abort', () => reject(req.signal.reason as Error), { once: true });
-      });
-      aborted.catch(() => undefined);
-      return { [Symbol.asyncIterator]: () => ({ next: () => aborted }) };
-    }
-    return (async function* () {
-      for (const ev of a) {
-        await nextTurn();
-        yield ev;
-      }
-    })();
+    // The events, one per turn; then the stream stays open without data until the request is aborted.
+    const events = a === 'hang' ? [] : [...a];
+    const aborted = new Promise<IteratorResult<WatchEvent<KubeObject>>>((_resolve, reject) => {
+      if (req.signal.aborted) reject(req.signal.reason as Error);
+      req.signal.addEventListener('abort', () => reject(req.signal.reason as Error), { once: true });
+    });
+    aborted.catch(() => undefined);
+    const next = async (): Promise<IteratorResult<WatchEvent<KubeObject>>> => {
+      const ev = events.shift();
+      if (ev === undefined) return aborted;
+      await nextTurn();
+      return { value: ev, done: false };
+    };
+    return { [Symbol.asyncIterator]: () => ({ next }) };
   }
 }
 
@@ -93,6 +94,28 @@ class RecordingSink implements ReflectorSink {
 
 function page(items: KubeObject[], rv: string, continueToken?: string): ListPage {
   return { items, resourceVersion: rv, continueToken };
+}
+
+function cm(name: string, rv: string): KubeObject {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: rv } };
+}
+
+interface LogLine {
+  level: string;
+  msg: string;
+  err?: { message?: string };
+}
+
+/** A debug-level logger whose lines (parsed pino JSON) land in `lines`. */
+function captureLogs(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as LogLine);
+      cb();
+    },
+  });
+  return { logger: newLogger({ level: 'debug', destination }), lines };
 }
 
 const gone = (): ApiError => new ApiError(410, 'Expired', 'too old resource version: 5 (9)', undefined);
@@ -133,5 +156,75 @@ describe('Reflector driver', () => {
     }
     const lists = lw.lists.length as number;
     assert.ok(lists >= 20 && lists <= 26, `${lists} lists in 10 minutes`);
+  });
+});
+
+describe('Reflector driver: a sink that throws never wedges the reflector', () => {
+  it('replace throwing (e.g. a transform that drops metadata.name) is logged and the list retried with backoff', async () => {
+    const clock = new FakeClock();
+    const lw = new ScriptedListWatcher(() => page([cm('a', '3'), cm('b', '4')], '5'), () => 'hang');
+    const sink = new RecordingSink();
+    let failures = 2;
+    sink.failReplace = () => (failures-- > 0 ? new Error('object has no metadata.name') : undefined);
+    const { logger, lines } = captureLogs();
+    const r = start(lw, sink, clock, { logger });
+    await settle();
+    assert.equal(r.currentState().phase.name, 'Backoff', 'not silently "Watching" with nothing in flight');
+    assert.equal(lw.watches.length, 0, 'no watch without a cache');
+    assert.ok(lines.some((l) => l.level === 'error' && l.err?.message === 'object has no metadata.name'), 'the exception is logged');
+    assert.ok(lines.some((l) => l.level === 'warn' && /relisting in 800 ms/.test(l.msg)), JSON.stringify(lines));
+    clock.step(800);
+    await settle();
+    assert.equal(lw.lists.length, 2);
+    assert.equal(r.currentState().phase.name, 'Backoff');
+    clock.step(1600);
+    await settle();
+    assert.equal(lw.lists.length, 3);
+    assert.deepEqual(sink.replaces, [{ names: ['a', 'b'], rv: '5' }]);
+    assert.equal(r.currentState().phase.name, 'Watching');
+    assert.equal(lw.watches.length, 1);
+    assert.equal(lw.watches[0]?.resourceVersion, '5');
+  });
+
+  it('replace throwing at the end of a streaming list cancels that stream and retries after the backoff', async () => {
+    const clock = new FakeClock();
+    const end: KubeObject = { kind: 'ConfigMap', metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } } };
+    const lw = new ScriptedListWatcher(
+      () => page([], '1'),
+      (req) => (req.sendInitialEvents ? [{ type: 'ADDED', object: cm('a', '8') }, { type: 'BOOKMARK', object: end }] : 'hang'),
+    );
+    const sink = new RecordingSink();
+    let failures = 1;
+    sink.failReplace = () => (failures-- > 0 ? new Error('boom') : undefined);
+    const r = start(lw, sink, clock, { config: { useWatchList: true } });
+    await settle();
+    assert.equal(r.currentState().phase.name, 'Backoff');
+    assert.ok(lw.watches[0]?.signal.aborted, 'the streaming list request was cancelled');
+    clock.step(800);
+    await settle();
+    assert.equal(lw.watches.length, 2);
+    assert.equal(lw.watches[1]?.sendInitialEvents, true);
+    assert.deepEqual(sink.replaces, [{ names: ['a'], rv: '9' }]);
+    assert.equal(r.currentState().phase.name, 'Watching');
+  });
+
+  it('add throwing for one event is logged and skipped; later events still arrive on the same watch (client-go)', async () => {
+    const clock = new FakeClock();
+    const lw = new ScriptedListWatcher(
+      () => page([], '5'),
+      (req) =>
+        req.resourceVersion === '5'
+          ? [{ type: 'ADDED', object: cm('bad', '6') }, { type: 'ADDED', object: cm('good', '7') }]
+          : 'hang',
+    );
+    const sink = new RecordingSink();
+    sink.failAdd = (o) => (o.metadata?.name === 'bad' ? new Error('cannot key object') : undefined);
+    const { logger, lines } = captureLogs();
+    const r = start(lw, sink, clock, { logger, config: { minWatchDurationMs: 0 } });
+    await settle();
+    assert.deepEqual(sink.deltas, ['add:good']);
+    assert.ok(lines.some((l) => l.level === 'error' && l.err?.message === 'cannot key object'));
+    assert.equal(r.lastSyncResourceVersion(), '7');
+    assert.equal(lw.watches.length, 1, 'the watch was not torn down by the failed add');
   });
 });

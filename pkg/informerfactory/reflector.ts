@@ -8,6 +8,8 @@
  *    an operation that was cancelled or superseded are dropped before they reach the state machine.
  *  - Events are processed one at a time (a re-entrant dispatch is queued), on the event loop; `sink` calls happen
  *    synchronously inside that processing, in stream order. The sink (the informer's DeltaQueue) must not do I/O.
+ *  - A sink that throws never stops the reflector: a failed `replace` becomes a `replaceFailed` event (backoff, then
+ *    relist) and a failed add/update/delete is logged and skipped (client-go's watchHandler does the same).
  *  - Silent-stream detection: an idle timer runs from the start of a watch request; every chunk received (events,
  *    bookmarks, even blank keep-alive lines) pushes it back. When it expires the machine gets `watchIdle`, which
  *    aborts the stream and re-watches after a backoff.
@@ -139,10 +141,38 @@ export class Reflector {
       for (let ev = this.mailbox.shift(); ev !== undefined; ev = this.mailbox.shift()) {
         const { state, actions } = reflectorStep(this.state, ev, { now: this.clock.now(), random: this.random() }, this.cfg);
         this.state = state;
-        for (const a of actions) this.execute(a);
+        for (const a of actions) {
+          if (!this.executeGuarded(a)) break;
+        }
       }
     } finally {
       this.dispatching = false;
+    }
+  }
+
+  /**
+   * Runs one action; an exception never escapes (it would leave the machine in a phase whose request or timer was
+   * never started). A failed `replace` is reported to the machine ahead of any other event (it backs off and
+   * relists) and the rest of that step's actions are skipped (returns false); a failed delta is logged and skipped.
+   */
+  private executeGuarded(a: ReflectorAction): boolean {
+    try {
+      this.execute(a);
+      return true;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (a.type === 'replace') {
+        this.log.error({ err, items: a.items.length, resourceVersion: a.resourceVersion }, 'storing the list failed');
+        this.mailbox.unshift({ type: 'replaceFailed', message });
+        return false;
+      }
+      if (a.type === 'delta') {
+        const m = a.object.metadata;
+        this.log.error({ err, delta: a.delta, namespace: m?.namespace, name: m?.name }, 'storing a watch event failed; event skipped');
+        return true;
+      }
+      this.log.error({ err, action: a.type }, 'reflector action failed');
+      return true;
     }
   }
 

@@ -595,6 +595,47 @@ describe('reflectorStep: relists after 410 are backed off (no relist storm)', ()
   });
 });
 
+describe('reflectorStep: the sink failed to take a list (replaceFailed)', () => {
+  it('after a paged list → cancel whatever is in flight, back off, relist', () => {
+    const r = step(watching('10'), { type: 'replaceFailed', message: 'no metadata.name' }, T0 + 5);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    const log = r.actions.find((a) => a.type === 'log');
+    assert.ok(log?.type === 'log' && log.level === 'warn' && /no metadata\.name.*relisting in 800 ms/.test(log.message));
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 805);
+    assert.deepEqual(again.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+  });
+
+  it('after a streaming list → cancel the stream, back off, retry the streaming list', () => {
+    const s = step(watchListing(), ev('BOOKMARK', bookmark('9', true)), T0, 0, wlCfg).state;
+    const r = step(s, { type: 'replaceFailed', message: 'boom' }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.equal(phaseName(step(r.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg)), 'WatchListing');
+  });
+
+  it('repeated failures grow the backoff like any error', () => {
+    let s = watching('10');
+    const waits: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = step(s, { type: 'replaceFailed', message: 'boom' }, T0 + i);
+      waits.push(find(r.actions, 'scheduleRetry').delayMs);
+      s = step(step(r.state, { type: 'retryTimer' }, T0 + i).state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, T0 + i).state;
+    }
+    assert.deepEqual(waits, [800, 1600, 3200]);
+  });
+
+  it('is ignored outside Watching (a late report)', () => {
+    const listingState = step(initialReflectorState(cfg), { type: 'start' }).state;
+    for (const s of [listingState, watchListing(), step(watching('10'), { type: 'watchIdle' }).state]) {
+      const r = step(s, { type: 'replaceFailed', message: 'late' });
+      assert.equal(phaseName(r), s.phase.name);
+      assert.deepEqual(r.actions, []);
+    }
+  });
+});
+
 describe('reflectorStep: Stopped', () => {
   it('ignores every event', () => {
     const s = step(watching('10'), { type: 'stop' }).state;

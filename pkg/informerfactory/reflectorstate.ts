@@ -30,9 +30,17 @@
  *   Watching ──end <1 s with no event, error, ERROR event, silence──▶ Backoff(resume: watch from RV)
  *   Watching ──410 Gone / ERROR 410 / "too old resource version"──▶ Backoff(relist)
  *                                                              → cancel (ERROR event), scheduleRetry
+ *   Watching ──replaceFailed (the sink threw on the list just delivered)──▶ Backoff(relist)
+ *                                                              → cancelRequest, scheduleRetry
  *   Backoff ──retryTimer──▶ the resumed phase                  → list / watch
  *   any ──stop──▶ Stopped                                      → cancelRequest, cancelTimer
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
+ *
+ * replaceFailed: a `replace` action is always the first action of the step that enters Watching, and the driver
+ * reports its failure before any other event, so the machine is in that Watching phase when the report arrives.
+ * Without it a throwing sink (e.g. a transform returning an object without metadata.name) left the machine in
+ * Watching with nothing in flight: no request, no timer, no log — wedged for good. Failures of `delta` actions are
+ * the driver's business: logged and skipped, as client-go's watchHandler does.
  *
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
@@ -126,6 +134,8 @@ export type ReflectorEvent =
   | { type: 'watchError'; failure: RequestFailure }
   | { type: 'watchIdle' }
   | { type: 'retryTimer' }
+  /** The driver's sink threw while taking a `replace` (the list did not reach the cache). */
+  | { type: 'replaceFailed'; message: string }
   | { type: 'stop' };
 
 export type ReflectorAction =
@@ -404,6 +414,10 @@ export function reflectorStep(
         case 'watchIdle': {
           const failure = { status: 0, reason: 'Idle', message: 'no data on the watch stream within the idle timeout' };
           return backoff(state, { op: 'watch' }, 'watch stalled', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
+        }
+        case 'replaceFailed': {
+          const failure = { status: 0, reason: 'ReplaceFailed', message: event.message };
+          return backoff(state, { op: 'relist' }, 'the list could not be stored', failure, ctx, cfg, [{ type: 'cancelRequest' }], 'warn', 'relisting');
         }
         default:
           return unchanged(state);
