@@ -156,6 +156,18 @@ describe('reflector protocol', () => {
     await eventually('update seen via relist', () => h.events.includes('update:seed-0:103'));
   });
 
+  it('an event of an unknown type is skipped; the same watch goes on (it used to fail and re-open the watch)', async () => {
+    const h = await setup({ seed: 1 });
+    await eventually('watch open', () => h.server.openWatches === 1);
+    h.server.inject({ on: 'watch', action: { kind: 'rawLine', line: '{"type":"FUTURE","object":{"kind":"Status"}}' } });
+    h.server.dropWatches('end');
+    await eventually('new watch open', () => h.server.openWatches === 1 && h.server.pendingFaults() === 0);
+    h.server.create(cm('after-unknown'));
+    await eventually('later events arrive', () => h.events.includes('add:after-unknown'));
+    assert.equal(h.watches().length, 2, 'no re-watch after the unknown event');
+    assert.equal(h.lists().length, 1);
+  });
+
   it('bookmark-only streams keep the resourceVersion moving; the next watch resumes from it', async () => {
     const h = await setup({ seed: 1 });
     await eventually('watch open', () => h.server.openWatches === 1);

@@ -103,6 +103,7 @@ function cm(name: string, rv: string): KubeObject {
 interface LogLine {
   level: string;
   msg: string;
+  skipped?: number;
   err?: { message?: string };
 }
 
@@ -226,5 +227,35 @@ describe('Reflector driver: a sink that throws never wedges the reflector', () =
     assert.ok(lines.some((l) => l.level === 'error' && l.err?.message === 'cannot key object'));
     assert.equal(r.lastSyncResourceVersion(), '7');
     assert.equal(lw.watches.length, 1, 'the watch was not torn down by the failed add');
+  });
+});
+
+describe('Reflector driver: watch events of unknown types', () => {
+  it('are logged at most once a minute, with the number skipped', async () => {
+    const clock = new FakeClock();
+    let watch: WatchRequest | undefined;
+    const lw = new ScriptedListWatcher(
+      () => page([], '5'),
+      (req) => {
+        watch = req;
+        return 'hang';
+      },
+    );
+    const { logger, lines } = captureLogs();
+    const r = start(lw, new RecordingSink(), clock, { logger });
+    await settle();
+    const report = watch?.onUnknownEventType;
+    assert.ok(report, 'the reflector asks to hear about skipped events');
+    const warned = (): LogLine[] => lines.filter((l) => l.msg === 'skipping watch events of unknown type');
+    for (let i = 0; i < 100; i++) report('FUTURE');
+    assert.deepEqual(warned().map((l) => [l.level, l.skipped]), [['warn', 1]]);
+    clock.step(59_999);
+    report('FUTURE');
+    assert.equal(warned().length, 1);
+    clock.step(1);
+    report('OTHER');
+    assert.deepEqual(warned().map((l) => l.skipped), [1, 101]);
+    assert.equal(r.currentState().phase.name, 'Watching');
+    assert.equal(lw.watches.length, 1);
   });
 });

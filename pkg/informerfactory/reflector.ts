@@ -8,6 +8,8 @@
  *    an operation that was cancelled or superseded are dropped before they reach the state machine.
  *  - Events are processed one at a time (a re-entrant dispatch is queued), on the event loop; `sink` calls happen
  *    synchronously inside that processing, in stream order. The sink (the informer's DeltaQueue) must not do I/O.
+ *  - Watch events of an unknown type are skipped by the decoder (the stream goes on) and logged here at most once a
+ *    minute, with the number skipped.
  *  - A sink that throws never stops the reflector: a failed `replace` becomes a `replaceFailed` event (backoff, then
  *    relist) and a failed add/update/delete is logged and skipped (client-go's watchHandler does the same).
  *  - Silent-stream detection: an idle timer runs from the start of a watch request; every chunk received (events,
@@ -56,6 +58,9 @@ export interface ReflectorOptions {
   watchTracker?: WatchTracker;
 }
 
+/** At most one log line per this interval about skipped watch events of unknown types. */
+export const UNKNOWN_EVENT_LOG_INTERVAL_MS = 60_000;
+
 interface Operation {
   readonly controller: AbortController;
   /** clock.now() of the last byte received (or of the request start). */
@@ -90,6 +95,9 @@ export class Reflector {
   private readonly mailbox: ReflectorEvent[] = [];
   private dispatching = false;
   private started = false;
+  /** Rate limit of the "unknown watch event type" log: time of the last line, and events skipped since. */
+  private unknownLoggedAt = -Infinity;
+  private unknownSkipped = 0;
 
   constructor(opts: ReflectorOptions) {
     this.lw = opts.listWatcher;
@@ -250,6 +258,16 @@ export class Reflector {
     }
   }
 
+  /** Logs skipped events of unknown types at most once per UNKNOWN_EVENT_LOG_INTERVAL_MS, with a count. */
+  private unknownEventType(type: string): void {
+    this.unknownSkipped++;
+    const now = this.clock.now();
+    if (now - this.unknownLoggedAt < UNKNOWN_EVENT_LOG_INTERVAL_MS) return;
+    this.log.warn({ eventType: type, skipped: this.unknownSkipped }, 'skipping watch events of unknown type');
+    this.unknownLoggedAt = now;
+    this.unknownSkipped = 0;
+  }
+
   private armIdle(op: Operation, timeoutMs: number): void {
     const due = op.lastDataAt + timeoutMs - this.clock.now();
     op.idleTimer = this.clock.setTimer(due, () => {
@@ -272,6 +290,7 @@ export class Reflector {
         onData: () => {
           op.lastDataAt = this.clock.now();
         },
+        onUnknownEventType: (type) => this.unknownEventType(type),
       });
     } catch (err) {
       this.finish(op, { type: 'watchError', failure: toRequestFailure(err) });
