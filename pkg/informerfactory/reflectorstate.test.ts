@@ -595,6 +595,84 @@ describe('reflectorStep: relists after 410 are backed off (no relist storm)', ()
   });
 });
 
+describe('reflectorStep: invariant — never two first-page LISTs without a wait in between', () => {
+  /** Deterministic PRNG (LCG) so a failure is reproducible. */
+  function prng(seed: number): () => number {
+    let x = seed;
+    return () => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return x / 2 ** 31;
+    };
+  }
+  function pick<T>(rnd: () => number, xs: readonly T[]): T {
+    return xs[Math.floor(rnd() * xs.length)] as T;
+  }
+
+  /** A random but plausible server answer for the phase the machine is in. */
+  function answer(s: ReflectorState, rnd: () => number): ReflectorEvent {
+    switch (s.phase.name) {
+      case 'Listing':
+        return pick(rnd, [
+          { type: 'listPage', items: [obj('a', '1')], continueToken: 'c', resourceVersion: '5' },
+          { type: 'listPage', items: [obj('b', '2')], continueToken: undefined, resourceVersion: '6' },
+          { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') },
+          { type: 'listError', failure: fail(500) },
+        ] as ReflectorEvent[]);
+      case 'WatchListing':
+        return pick(rnd, [
+          ev('ADDED', obj('a', '1')),
+          ev('BOOKMARK', bookmark('9', true)),
+          ev('BOOKMARK', bookmark('9')),
+          ev('ERROR', { code: 410, message: 'too old resource version' }),
+          { type: 'watchError', failure: fail(410) },
+          { type: 'watchError', failure: fail(422) },
+          { type: 'watchError', failure: fail(503) },
+          { type: 'watchEnded' },
+          { type: 'watchIdle' },
+        ] as ReflectorEvent[]);
+      case 'Watching':
+        return pick(rnd, [
+          ev('ADDED', obj('a', '11')),
+          ev('BOOKMARK', bookmark('12')),
+          ev('ERROR', { code: 410, message: 'too old resource version' }),
+          ev('ERROR', { code: 500, message: 'internal' }),
+          { type: 'watchError', failure: fail(410) },
+          { type: 'watchError', failure: fail(0, 'ECONNRESET') },
+          { type: 'watchEnded' },
+          { type: 'watchIdle' },
+          { type: 'replaceFailed', message: 'boom' },
+        ] as ReflectorEvent[]);
+      default:
+        return { type: 'retryTimer' };
+    }
+  }
+
+  it('holds over 2 000 random runs of server answers (paged and streaming lists)', () => {
+    const rnd = prng(42);
+    for (let run = 0; run < 2000; run++) {
+      const c = run % 2 === 0 ? cfg : wlCfg;
+      let now = T0;
+      let r = step(initialReflectorState(c), { type: 'start' }, now, 0, c);
+      let waited = true;
+      const trace: string[] = ['start'];
+      for (let i = 0; i < 60; i++) {
+        for (const a of r.actions) {
+          if (a.type === 'scheduleRetry') waited = true;
+          if (a.type === 'list' && a.continueToken === undefined && a.limit > 0) {
+            const fellBack = r.actions.some((x) => x.type === 'log' && /streaming list not usable/.test(x.message));
+            assert.ok(waited || fellBack, `run ${run}: LIST again without a wait after ${trace.join(' → ')}`);
+            waited = false;
+          }
+        }
+        const e = answer(r.state, rnd);
+        trace.push(e.type === 'watchEvent' ? e.event.type : e.type === 'watchError' || e.type === 'listError' ? `${e.type}:${e.failure.status}` : e.type);
+        now += Math.floor(rnd() * 2000);
+        r = step(r.state, e, now, rnd(), c);
+      }
+    }
+  });
+});
+
 describe('reflectorStep: the sink failed to take a list (replaceFailed)', () => {
   it('after a paged list → cancel whatever is in flight, back off, relist', () => {
     const r = step(watching('10'), { type: 'replaceFailed', message: 'no metadata.name' }, T0 + 5);

@@ -15,8 +15,9 @@
  *   Empty ──start──▶ Listing (paged LIST, limit=500)           or WatchListing (watch-list, when enabled)
  *   Listing ──page with continue──▶ Listing                    → list(continue)
  *   Listing ──last page──▶ Watching                            → replace(all items, list RV), watch(list RV)
- *   Listing ──410 on a continue page──▶ Listing (full)          → list(limit 0)   (expired continue token: ONE
- *                                                                                   unpaginated LIST, as client-go's pager)
+ *   Listing ──410 on a continue page──▶ Listing(full)           → list(limit 0)  (expired continue token: ONE
+ *                                                                                  unpaginated LIST, as client-go's pager)
+ *   Listing(full) ──error (410 included)──▶ Backoff(relist)    (the retry is a paged list again)
  *   Listing ──other error──▶ Backoff(resume: same page, or relist)
  *   WatchListing ──ADDED/MODIFIED/DELETED──▶ WatchListing      (accumulate in a temporary map)
  *   WatchListing ──BOOKMARK k8s.io/initial-events-end──▶ Watching (same stream) → replace(items, bookmark RV)
@@ -37,10 +38,10 @@
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
  *
  * replaceFailed: a `replace` action is always the first action of the step that enters Watching, and the driver
- * reports its failure before any other event, so the machine is in that Watching phase when the report arrives.
- * Without it a throwing sink (e.g. a transform returning an object without metadata.name) left the machine in
- * Watching with nothing in flight: no request, no timer, no log — wedged for good. Failures of `delta` actions are
- * the driver's business: logged and skipped, as client-go's watchHandler does.
+ * reports its failure (e.g. a transform returned an object without metadata.name) before any other event and skips
+ * the step's remaining actions, so the machine is in that Watching phase when the report arrives, and never stays
+ * in a phase whose request was not started. Failures of `delta` actions are the driver's business: logged and
+ * skipped, as client-go's watchHandler does.
  *
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
