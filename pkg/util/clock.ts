@@ -71,8 +71,9 @@ export class RealClock implements Clock {
 
   /**
    * Delays above MAX_TIMEOUT_MS are chained: the host timer is armed for at most MAX_TIMEOUT_MS, and when it fires
-   * the rest is measured from `now()` against the deadline fixed at the call, so the callback runs once, no earlier
-   * than `ms` after the call, and the process wakes about once every 24.8 days meanwhile (Infinity: never fires).
+   * the rest is measured from `now()` against the deadline fixed at the call, so the callback runs once, `ms` after
+   * the call (to the platform timer's precision, however late a chunk ran), and the process wakes about once every
+   * 24.8 days meanwhile (Infinity: never fires).
    * Non-positive and NaN delays mean "as soon as possible" (0).
    */
   setTimer(ms: number, fn: () => void): Timer {
