@@ -37,6 +37,8 @@ describe('command line', () => {
     [['--foo-concurrency=0'], /foo-concurrency/],
     [['--leader-elect', '--leader-elect-lease-duration=5s', '--leader-elect-renew-deadline=10s'], /lease-duration/],
     [['--log-level=loud'], /log-level/],
+    [['--sync-period=1ms'], /--sync-period: must be 0 \(no resync\) or at least 1s/],
+    [['--graceful-shutdown-timeout=3000000h'], /--graceful-shutdown-timeout: duration "3000000h" out of range/],
     [['--kubeconfig=/nonexistent/kubeconfig'], /\/nonexistent\/kubeconfig.*does not exist/],
   ];
   for (const [args, message] of bad) {

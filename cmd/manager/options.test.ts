@@ -165,6 +165,29 @@ test('Go durations', () => {
   assert.equal(formatDuration(500), '500ms');
 });
 
+test('duration flags: sync period 0 or ≥ 1s; long durations up to Go\'s range are kept exactly', () => {
+  assert.equal(parse(['--sync-period=0']).syncPeriodMs, 0);
+  assert.equal(parse(['--sync-period=1s']).syncPeriodMs, 1000);
+  assert.equal(parse(['--sync-period=600h']).syncPeriodMs, 600 * 3_600_000);
+  assert.equal(parse(['--graceful-shutdown-timeout=600h']).gracefulShutdownTimeoutMs, 600 * 3_600_000);
+  assert.ok(Math.abs(parse(['--sync-period=2562047h47m16.854775807s']).syncPeriodMs - 9_223_372_036_854.775) < 1);
+  assert.equal(parse(['--leader-elect-lease-duration=596523h14m7s']).leaseDurationMs, 2_147_483_647_000);
+  assert.equal(parse([]).syncPeriodMs, 10 * 3_600_000);
+});
+
+test('Go durations: the range of time.Duration (int64 nanoseconds)', () => {
+  assert.equal(parseDuration('2562047h'), 2562047 * 3_600_000);
+  assert.throws(() => parseDuration('2562048h'), /^Error: duration "2562048h" out of range \(at most 2562047h47m16\.854775807s\)$/);
+  assert.throws(() => parseDuration('9223372036855ms'), /out of range/);
+  assert.throws(() => parseDuration('1' + '0'.repeat(400) + 'h'), /out of range/);
+});
+
+test('help text documents the sync-period minimum and the duration range', () => {
+  const h = helpText();
+  assert.match(h, /--sync-period=DURATION\s.*0 disables resync; otherwise at least 1s/);
+  assert.match(h, /at most 2562047h47m16\.854775807s/);
+});
+
 test('bind addresses', () => {
   assert.deepEqual(parseBindAddress(':8080'), { host: undefined, port: 8080 });
   assert.deepEqual(parseBindAddress('0.0.0.0:1'), { host: '0.0.0.0', port: 1 });
@@ -201,6 +224,15 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   {
     argv: ['--leader-elect-renew-deadline=2400ms', '--leader-elect-retry-period=2s'],
     message: /^--leader-elect-renew-deadline \(2.4s\) must be greater than 1.2 × --leader-elect-retry-period \(2s\)$/,
+  },
+  { argv: ['--sync-period=999ms'], message: /^invalid value 999ms for --sync-period: must be 0 \(no resync\) or at least 1s$/ },
+  { argv: ['--sync-period=1ms'], message: /^invalid value 1ms for --sync-period: must be 0 \(no resync\) or at least 1s$/ },
+  { argv: ['--sync-period=2562048h'], message: /^invalid value for --sync-period: duration "2562048h" out of range \(at most 2562047h47m16\.854775807s\)$/ },
+  { argv: ['--graceful-shutdown-timeout=99999999999h'], message: /^invalid value for --graceful-shutdown-timeout: duration "99999999999h" out of range/ },
+  { argv: ['--leader-elect-retry-period=3000000h'], message: /^invalid value for --leader-elect-retry-period: duration "3000000h" out of range/ },
+  {
+    argv: ['--leader-elect-lease-duration=600000h'],
+    message: /^invalid value 600000h for --leader-elect-lease-duration: must be at most 596523h14m7s \(the Lease stores it as int32 seconds\)$/,
   },
   { argv: ['--controllers=foo,bar'], message: /^invalid value for --controllers: unknown controller "bar" \(known: foo, network, deployment, or "\*"\)$/ },
   { argv: ['--controllers=-network'], message: /--controllers: "-network" enables no controller/ },

@@ -102,7 +102,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'leader-elect-renew-deadline', kind: 'duration', def: '10s', help: 'How long the leader retries renewing before it gives up leadership (and exits).' },
   { name: 'leader-elect-retry-period', kind: 'duration', def: '2s', help: 'Interval between attempts to acquire or renew the Lease.' },
   { name: 'graceful-shutdown-timeout', kind: 'duration', def: '30s', help: 'How long to wait on SIGTERM/SIGINT for in-flight reconciles and runnables to stop.' },
-  { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net).' },
+  { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net). 0 disables resync; otherwise at least 1s.' },
   { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
   ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
@@ -130,7 +130,7 @@ export function helpText(): string {
     '  POD_NAMESPACE     Namespace of this pod; default namespace of the leader-election Lease.',
     '  NEUTRON_CLOUD_CONFIG, OS_CLOUD   Defaults of --neutron-cloud-config and --neutron-cloud.',
     '',
-    'Durations are Go-style: "500ms", "15s", "1m30s", "1h".',
+    `Durations are Go-style: "500ms", "15s", "1m30s", "1h"; at most ${maxDurationText} (Go's time.Duration range).`,
   );
   return lines.join('\n') + '\n';
 }
@@ -152,11 +152,21 @@ function placeholder(kind: FlagKind): string {
   }
 }
 
+/** The largest duration Go's time.Duration holds (2^63-1 ns), in ms: longer "Go-style" durations are rejected. */
+export const maxDurationMs = 9_223_372_036_854.775; // 9 223 372 036 854.775807 ms, rounded to a double
+const maxDurationText = '2562047h47m16.854775807s';
+/** `--sync-period` below this (other than 0) is rejected: client-go clamps resync periods to at least 1 s. */
+export const minSyncPeriodMs = 1000;
+/** The Lease stores `leaseDurationSeconds` as an int32. */
+export const maxLeaseDurationMs = 2_147_483_647 * 1000;
+
 const durationUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
  * Parses a Go `time.ParseDuration` string ("1h2m3.5s", "500ms", "0") into milliseconds. Negative durations are
- * rejected (no flag here accepts one). Throws a plain Error describing the problem.
+ * rejected (no flag here accepts one), and so are durations beyond time.Duration's range (about 292 years), as Go
+ * does. Any accepted value is usable as a timer: the Clock chains platform timers (pkg/util/clock.ts). Throws a
+ * plain Error describing the problem.
  */
 export function parseDuration(text: string): number {
   if (text === '0') return 0;
@@ -171,7 +181,9 @@ export function parseDuration(text: string): number {
     total += Number(m[1]) * (durationUnits[m[2] ?? ''] ?? Number.NaN);
     pos = re.lastIndex;
   }
-  if (!Number.isFinite(total)) throw new Error(`invalid duration ${JSON.stringify(text)}`);
+  if (!(total <= maxDurationMs)) {
+    throw new Error(`duration ${JSON.stringify(text)} out of range (at most ${maxDurationText})`);
+  }
   return total;
 }
 
@@ -322,6 +334,11 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   const duration = (name: string): number => {
     const ms = wrap(name, parseDuration);
     if (ms <= 0) throw new UsageError(`invalid value for --${name}: must be greater than 0`);
+    if (name === 'leader-elect-lease-duration' && ms > maxLeaseDurationMs) {
+      throw new UsageError(
+        `invalid value ${get(name)} for --${name}: must be at most ${formatDuration(maxLeaseDurationMs)} (the Lease stores it as int32 seconds)`,
+      );
+    }
     return ms;
   };
 
@@ -351,6 +368,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   }
   const gracefulShutdownTimeoutMs = wrap('graceful-shutdown-timeout', parseDuration);
   const syncPeriodMs = wrap('sync-period', parseDuration);
+  if (syncPeriodMs !== 0 && syncPeriodMs < minSyncPeriodMs) {
+    throw new UsageError(`invalid value ${get('sync-period')} for --sync-period: must be 0 (no resync) or at least 1s`);
+  }
 
   const controllers = wrap('controllers', resolveControllers);
   const concurrency = Object.fromEntries(

@@ -102,6 +102,17 @@ describe('DeltaQueue', () => {
     assert.deepEqual(q.queuedKeys(), ['a/x']);
   });
 
+  it('replace is all or nothing: an object without a key throws before anything is queued', () => {
+    const { q, store } = setup();
+    store.add(o('a', 'known'));
+    const nameless: KubeObject = { metadata: { namespace: 'a', resourceVersion: '3' } };
+    assert.throws(() => q.replace([o('a', 'x'), nameless, o('a', 'y')], '10'), /no metadata\.name/);
+    assert.deepEqual(q.queuedKeys(), [], 'no Replaced for x, no tombstone for known');
+    assert.equal(q.hasSynced(), false, 'a failed replace does not count as the initial list');
+    q.replace([o('a', 'x')], '11');
+    assert.deepEqual(q.queuedKeys(), ['a/x', 'a/known']);
+  });
+
   it('hasSynced after the first replace is fully popped; isInInitialList until then', async () => {
     const { q, store } = setup();
     assert.equal(q.hasSynced(), false);

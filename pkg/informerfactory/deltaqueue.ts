@@ -8,9 +8,10 @@
  *  - Compaction: when the last two deltas of a key are both Deleted they collapse into one (the observed delete is
  *    preferred over a tombstone; otherwise the older one is kept).
  *  - `delete(obj)` of a key that is neither queued nor in `knownObjects` is ignored (nothing to tell anyone).
- *  - `replace(list, rv, scope)` queues Replaced for every listed object, then a Deleted tombstone
- *    (DeletedFinalStateUnknown with the last known state) for every key of that scope that is queued or known to
- *    the store but missing from the list. Scope '' means every key; a namespace name restricts deletion detection
+ *  - `replace(list, rv, scope)` is all or nothing: it throws before changing anything when an object has no key
+ *    (the reflector then relists with backoff). Otherwise it queues Replaced for every listed object, then a
+ *    Deleted tombstone (DeletedFinalStateUnknown with the last known state) for every key of that scope that is
+ *    queued or known to the store but missing from the list. Scope '' means every key; a namespace name restricts deletion detection
  *    to keys of that namespace (used when one cache is fed by one reflector per namespace).
  *  - `resync()` queues Sync for every object of `knownObjects` whose key has no pending deltas.
  *  - hasSynced(): every scope named at construction has delivered its first replace, and every key queued at the
@@ -108,11 +109,10 @@ export class DeltaQueue<T extends KubeObject> {
   }
 
   replace(list: readonly T[], _resourceVersion: string, scope = ''): void {
-    const listed = new Set<string>();
-    for (const obj of list) {
-      listed.add(deletionHandlingKey(obj));
-      this.queueAction('Replaced', obj);
-    }
+    // Every key first: an object without one throws here, before the queue changed (all or nothing).
+    const keys = list.map((obj) => deletionHandlingKey(obj));
+    const listed = new Set<string>(keys);
+    for (let i = 0; i < list.length; i++) this.queueAction('Replaced', list[i] as T, keys[i]);
     const inScope = (key: string): boolean => scope === '' || splitKey(key).namespace === scope;
 
     // Keys still queued but absent from the list: the deletion was missed while disconnected.
@@ -193,8 +193,7 @@ export class DeltaQueue<T extends KubeObject> {
     this.wakeAll();
   }
 
-  private queueAction(type: DeltaType, obj: T | DeletedFinalStateUnknown<T>): void {
-    const key = deletionHandlingKey(obj as T);
+  private queueAction(type: DeltaType, obj: T | DeletedFinalStateUnknown<T>, key = deletionHandlingKey(obj as T)): void {
     let deltas = this.items.get(key);
     if (!deltas) {
       deltas = [];

@@ -3,6 +3,10 @@
  * that calls the handler, so the informer's delta processing never waits for a handler and a slow handler (one that
  * returns a promise that takes long, or a busy one) delays only its own notifications.
  *
+ * Memory: the FIFO is a growing and shrinking ring (ringbuffer.ts, client-go's RingGrowing), so what it holds is
+ * bounded by the notifications pending — about 4 slots per pending one at most, 64 at least — and not by how many
+ * passed through, also for a handler that is always slightly behind and never lets the buffer run empty.
+ *
  * Contract for handlers (ResourceEventHandler): map the event to keys and enqueue them; no I/O, no mutation of the
  * objects (they are the cache's). A handler may return a promise; the next notification for that handler waits for
  * it. A handler that throws (or rejects) is logged; the notification is dropped and the listener carries on.
@@ -13,6 +17,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from '../log/logger.ts';
 import type { DeletedFinalStateUnknown } from './object.ts';
+import { RingBuffer } from './ringbuffer.ts';
 
 export interface ResourceEventHandler<T> {
   /** A new object in the cache; isInInitialList is true for objects of the initial list (or the replay of the cache to a late handler). */
@@ -37,8 +42,7 @@ export class ProcessorListener<T> {
   readonly resyncPeriodMs: number;
   /** clock time at which this handler is next due a resync. */
   nextResyncAt = 0;
-  private buf: Array<Notification<T> | undefined> = [];
-  private head = 0;
+  private readonly buf = new RingBuffer<Notification<T>>(64);
   private pendingInitialCount = 0;
   private wake: (() => void) | undefined;
   private running = false;
@@ -53,7 +57,12 @@ export class ProcessorListener<T> {
 
   /** Notifications buffered and not yet handled. */
   get pending(): number {
-    return this.buf.length - this.head;
+    return this.buf.length;
+  }
+
+  /** Slots held by the buffer (for tests: stays bounded by what is pending, not by what passed through). */
+  get capacity(): number {
+    return this.buf.capacity;
   }
 
   /** Initial-list adds not yet handled. */
@@ -76,15 +85,11 @@ export class ProcessorListener<T> {
     this.running = true;
     let handled = 0;
     while (!this.stopped) {
-      if (this.head >= this.buf.length) {
-        this.buf = [];
-        this.head = 0;
+      const n = this.buf.shift();
+      if (n === undefined) {
         await new Promise<void>((resolve) => (this.wake = resolve));
         continue;
       }
-      const n = this.buf[this.head] as Notification<T>;
-      this.buf[this.head] = undefined;
-      this.head++;
       try {
         const r = this.deliver(n);
         if (r !== undefined) await r;
@@ -99,8 +104,7 @@ export class ProcessorListener<T> {
 
   stop(): void {
     this.stopped = true;
-    this.buf = [];
-    this.head = 0;
+    this.buf.clear();
     this.pendingInitialCount = 0;
     const wake = this.wake;
     this.wake = undefined;

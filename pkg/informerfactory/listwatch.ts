@@ -8,7 +8,8 @@
  *    pagination is honoured). List items get `apiVersion`/`kind` filled in (the API server omits them in lists).
  *  - `watch` resolves when the server answered 200, with the decoded event stream; any other status rejects with
  *    ApiError. The stream ends when the server closes it (timeoutSeconds) and throws on a broken connection or a
- *    truncated event. Aborting `signal` tears the request down. `onData` sees every chunk (idle detection).
+ *    truncated event; events of an unknown type are skipped and reported to `onUnknownEventType`. Aborting `signal`
+ *    tears the request down. `onData` sees every chunk (idle detection).
  */
 import { ApiError, type Query, type RestClient } from '../client/rest.ts';
 import type { KubeObject } from './object.ts';
@@ -23,6 +24,7 @@ export interface ListPage {
 
 export interface ListRequest {
   continueToken: string | undefined;
+  /** Page size; 0 = no limit (one unpaginated LIST). */
   limit: number;
   signal: AbortSignal;
 }
@@ -34,6 +36,8 @@ export interface WatchRequest {
   sendInitialEvents: boolean;
   signal: AbortSignal;
   onData?: (bytes: number) => void;
+  /** Called for each event skipped because its type is unknown (the stream goes on). */
+  onUnknownEventType?: (type: string) => void;
 }
 
 export interface ListWatcher {
@@ -58,7 +62,7 @@ interface ListBody {
 }
 
 /** The query of a watch request (exported for tests). */
-export function watchQuery(req: Omit<WatchRequest, 'signal' | 'onData'>, selectors: { labelSelector?: string; fieldSelector?: string } = {}): Query {
+export function watchQuery(req: Omit<WatchRequest, 'signal' | 'onData' | 'onUnknownEventType'>, selectors: { labelSelector?: string; fieldSelector?: string } = {}): Query {
   return {
     watch: 'true',
     allowWatchBookmarks: 'true',
@@ -91,7 +95,7 @@ export class RestListWatcher implements ListWatcher {
   async list(req: ListRequest): Promise<ListPage> {
     const body = await this.client.json<ListBody>('GET', this.path, {
       query: {
-        limit: req.limit,
+        limit: req.limit > 0 ? req.limit : undefined,
         continue: req.continueToken || undefined,
         labelSelector: this.labelSelector || undefined,
         fieldSelector: this.fieldSelector || undefined,
@@ -120,6 +124,6 @@ export class RestListWatcher implements ListWatcher {
     });
     if (res.status !== 200) throw await ApiError.fromResponse('GET', this.path, res);
     if (!res.body) throw new ApiError(0, 'NoBody', `GET ${this.path}: watch response without a body`, undefined);
-    return decodeWatchStream<KubeObject>(res.body, { onData: req.onData });
+    return decodeWatchStream<KubeObject>(res.body, { onData: req.onData, onUnknownType: req.onUnknownEventType });
   }
 }

@@ -83,6 +83,10 @@ async function setup(opts: {
   return h;
 }
 
+/** A LIST request as first page, continue page or full (unpaginated) list, with its status. */
+const listKind = (r: RecordedRequest): string =>
+  `${r.query.continue ? 'page' : r.query.limit === undefined ? 'full' : 'first'}:${r.status}`;
+
 const names = (informer: SharedIndexInformer): string[] =>
   informer.lister().list().map((o: KubeObject) => o.metadata?.name ?? '').sort();
 
@@ -152,6 +156,18 @@ describe('reflector protocol', () => {
     await eventually('update seen via relist', () => h.events.includes('update:seed-0:103'));
   });
 
+  it('an event of an unknown type is skipped; the same watch goes on (it used to fail and re-open the watch)', async () => {
+    const h = await setup({ seed: 1 });
+    await eventually('watch open', () => h.server.openWatches === 1);
+    h.server.inject({ on: 'watch', action: { kind: 'rawLine', line: '{"type":"FUTURE","object":{"kind":"Status"}}' } });
+    h.server.dropWatches('end');
+    await eventually('new watch open', () => h.server.openWatches === 1 && h.server.pendingFaults() === 0);
+    h.server.create(cm('after-unknown'));
+    await eventually('later events arrive', () => h.events.includes('add:after-unknown'));
+    assert.equal(h.watches().length, 2, 'no re-watch after the unknown event');
+    assert.equal(h.lists().length, 1);
+  });
+
   it('bookmark-only streams keep the resourceVersion moving; the next watch resumes from it', async () => {
     const h = await setup({ seed: 1 });
     await eventually('watch open', () => h.server.openWatches === 1);
@@ -202,7 +218,7 @@ describe('reflector protocol', () => {
     await eventually('silent stream closed', () => h.server.openWatches === 1);
   });
 
-  it('an expired continue token → the full list restarts from the first page', async () => {
+  it('an expired continue token → one full unpaginated LIST (client-go pager FullListIfExpired)', async () => {
     const h = await setup({ seed: 5, config: { pageSize: 2 }, start: false });
     h.server.inject({
       on: 'list',
@@ -216,8 +232,7 @@ describe('reflector protocol', () => {
       await done;
     });
     await eventually('synced', () => h.informer.hasSynced());
-    const seq = h.lists().map((r) => `${r.query.continue ? 'page' : 'first'}:${r.status}`);
-    assert.deepEqual(seq, ['first:200', 'page:410', 'first:200', 'page:200', 'page:200']);
+    assert.deepEqual(h.lists().map(listKind), ['first:200', 'page:410', 'full:200']);
     assert.equal(h.informer.lister().list().length, 5);
     assert.equal(h.events.filter((e) => e.startsWith('add:')).length, 5, 'the aborted first attempt delivered nothing');
   });
@@ -239,9 +254,28 @@ describe('reflector protocol', () => {
       await done;
     });
     await eventually('synced', () => h.informer.hasSynced());
-    const seq = h.lists().map((r) => `${r.query.continue ? 'page' : 'first'}:${r.status}`);
-    assert.deepEqual(seq, ['first:200', 'page:410', 'first:200', 'page:200', 'page:200']);
+    assert.deepEqual(h.lists().map(listKind), ['first:200', 'page:410', 'full:200']);
     assert.deepEqual(names(h.informer), ['created-between-pages', 'seed-0', 'seed-1', 'seed-2', 'seed-3']);
+  });
+
+  it('a paged list that always outlasts compaction still syncs (it used to restart the paged LIST forever)', async () => {
+    const h = await setup({ seed: 4, config: { pageSize: 2 }, start: false });
+    // Every first page is followed by a write and a compaction, so every continue token has expired when used.
+    h.server.onAnswered = (r) => {
+      if (r.kind === 'list' && r.query.continue === undefined && r.query.limit !== undefined && r.status === 200) {
+        h.server.create(cm(`between-${h.lists().length}`));
+        h.server.compact();
+      }
+    };
+    const ac = new AbortController();
+    const done = h.informer.start(ac.signal);
+    cleanups.push(async () => {
+      ac.abort();
+      await done;
+    });
+    await eventually('synced', () => h.informer.hasSynced() || h.lists().length > 20);
+    assert.deepEqual(h.lists().map(listKind), ['first:200', 'page:410', 'full:200']);
+    assert.deepEqual(names(h.informer), ['between-1', 'seed-0', 'seed-1', 'seed-2', 'seed-3']);
   });
 
   it('streaming list: served by one watch with sendInitialEvents, no LIST', async () => {

@@ -8,6 +8,10 @@
  *    an operation that was cancelled or superseded are dropped before they reach the state machine.
  *  - Events are processed one at a time (a re-entrant dispatch is queued), on the event loop; `sink` calls happen
  *    synchronously inside that processing, in stream order. The sink (the informer's DeltaQueue) must not do I/O.
+ *  - Watch events of an unknown type are skipped by the decoder (the stream goes on) and logged here at most once a
+ *    minute, with the number skipped.
+ *  - A sink that throws never stops the reflector: a failed `replace` becomes a `replaceFailed` event (backoff, then
+ *    relist) and a failed add/update/delete is logged and skipped (client-go's watchHandler does the same).
  *  - Silent-stream detection: an idle timer runs from the start of a watch request; every chunk received (events,
  *    bookmarks, even blank keep-alive lines) pushes it back. When it expires the machine gets `watchIdle`, which
  *    aborts the stream and re-watches after a backoff.
@@ -54,6 +58,9 @@ export interface ReflectorOptions {
   watchTracker?: WatchTracker;
 }
 
+/** At most one log line per this interval about skipped watch events of unknown types. */
+export const UNKNOWN_EVENT_LOG_INTERVAL_MS = 60_000;
+
 interface Operation {
   readonly controller: AbortController;
   /** clock.now() of the last byte received (or of the request start). */
@@ -88,6 +95,9 @@ export class Reflector {
   private readonly mailbox: ReflectorEvent[] = [];
   private dispatching = false;
   private started = false;
+  /** Rate limit of the "unknown watch event type" log: time of the last line, and events skipped since. */
+  private unknownLoggedAt = -Infinity;
+  private unknownSkipped = 0;
 
   constructor(opts: ReflectorOptions) {
     this.lw = opts.listWatcher;
@@ -139,10 +149,38 @@ export class Reflector {
       for (let ev = this.mailbox.shift(); ev !== undefined; ev = this.mailbox.shift()) {
         const { state, actions } = reflectorStep(this.state, ev, { now: this.clock.now(), random: this.random() }, this.cfg);
         this.state = state;
-        for (const a of actions) this.execute(a);
+        for (const a of actions) {
+          if (!this.executeGuarded(a)) break;
+        }
       }
     } finally {
       this.dispatching = false;
+    }
+  }
+
+  /**
+   * Runs one action; an exception never escapes (it would leave the machine in a phase whose request or timer was
+   * never started). A failed `replace` is reported to the machine ahead of any other event (it backs off and
+   * relists) and the rest of that step's actions are skipped (returns false); a failed delta is logged and skipped.
+   */
+  private executeGuarded(a: ReflectorAction): boolean {
+    try {
+      this.execute(a);
+      return true;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (a.type === 'replace') {
+        this.log.error({ err, items: a.items.length, resourceVersion: a.resourceVersion }, 'storing the list failed');
+        this.mailbox.unshift({ type: 'replaceFailed', message });
+        return false;
+      }
+      if (a.type === 'delta') {
+        const m = a.object.metadata;
+        this.log.error({ err, delta: a.delta, namespace: m?.namespace, name: m?.name }, 'storing a watch event failed; event skipped');
+        return true;
+      }
+      this.log.error({ err, action: a.type }, 'reflector action failed');
+      return true;
     }
   }
 
@@ -220,6 +258,16 @@ export class Reflector {
     }
   }
 
+  /** Logs skipped events of unknown types at most once per UNKNOWN_EVENT_LOG_INTERVAL_MS, with a count. */
+  private unknownEventType(type: string): void {
+    this.unknownSkipped++;
+    const now = this.clock.now();
+    if (now - this.unknownLoggedAt < UNKNOWN_EVENT_LOG_INTERVAL_MS) return;
+    this.log.warn({ eventType: type, skipped: this.unknownSkipped }, 'skipping watch events of unknown type');
+    this.unknownLoggedAt = now;
+    this.unknownSkipped = 0;
+  }
+
   private armIdle(op: Operation, timeoutMs: number): void {
     const due = op.lastDataAt + timeoutMs - this.clock.now();
     op.idleTimer = this.clock.setTimer(due, () => {
@@ -242,6 +290,7 @@ export class Reflector {
         onData: () => {
           op.lastDataAt = this.clock.now();
         },
+        onUnknownEventType: (type) => this.unknownEventType(type),
       });
     } catch (err) {
       this.finish(op, { type: 'watchError', failure: toRequestFailure(err) });

@@ -121,15 +121,44 @@ describe('reflectorStep: Listing', () => {
     assert.ok(w.timeoutSeconds >= 300 && w.timeoutSeconds <= 600);
   });
 
-  it('410 on a continue page (expired token) restarts the full list at once', () => {
+  it('410 on a continue page (expired token) falls back at once to ONE full unpaginated LIST (client-go pager)', () => {
     const s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
     const r = step(s, { type: 'listError', failure: fail(410, 'The provided continue parameter is too old', 'Expired') });
     assert.equal(phaseName(r), 'Listing');
     assert.deepEqual(types(r.actions), ['list']);
-    assert.equal(find(r.actions, 'list').continueToken, undefined);
+    assert.deepEqual(find(r.actions, 'list'), { type: 'list', continueToken: undefined, limit: 0 });
     const p = r.state.phase as Extract<Phase, { name: 'Listing' }>;
-    assert.deepEqual(p.items, []);
+    assert.deepEqual(p.items, [], 'the pages of the expired attempt are dropped');
     assert.equal(p.continueToken, undefined);
+    // The full list's answer is the whole list: replace with exactly its items, then watch.
+    const done = step(r.state, { type: 'listPage', items: [obj('b', '7'), obj('c', '8')], continueToken: undefined, resourceVersion: '9' });
+    assert.equal(phaseName(done), 'Watching');
+    assert.deepEqual(types(done.actions), ['replace', 'watch']);
+    assert.deepEqual(find(done.actions, 'replace').items.map((o) => o.metadata?.name), ['b', 'c']);
+    assert.equal(find(done.actions, 'watch').resourceVersion, '9');
+  });
+
+  it('an error on the full-list fallback backs off; the retry is a paged list again', () => {
+    let s = step(listing(), { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    s = step(s, { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') }).state;
+    for (const failure of [fail(410, 'too old', 'Expired'), fail(504, 'timeout', 'Timeout')]) {
+      const r = step(s, { type: 'listError', failure });
+      assert.equal(phaseName(r), 'Backoff', `after ${failure.status}`);
+      assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+      assert.deepEqual(step(r.state, { type: 'retryTimer' }).actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+    }
+  });
+
+  it('a server that expires every continue token: each relist costs at most one paged attempt plus one full LIST', () => {
+    let s = listing();
+    const lists: Array<string | number | undefined> = [];
+    s = step(s, { type: 'listPage', items: [obj('a', '1')], continueToken: 'c1', resourceVersion: '5' }).state;
+    lists.push('page');
+    const r = step(s, { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') });
+    lists.push(find(r.actions, 'list').limit);
+    const done = step(r.state, { type: 'listPage', items: [obj('a', '1'), obj('b', '2')], continueToken: undefined, resourceVersion: '6' });
+    assert.equal(phaseName(done), 'Watching');
+    assert.deepEqual(lists, ['page', 0]);
   });
 
   it('an error on the first page backs off, then relists', () => {
@@ -293,15 +322,21 @@ describe('reflectorStep: Watching', () => {
     assert.equal(r.state.resourceVersion, '10');
   });
 
-  it('ERROR event 410 → cancel the stream and relist', () => {
+  it('ERROR event 410 → cancel the stream, back off, then relist', () => {
     const r = step(watching('10'), ev('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 10 (20)' }));
-    assert.equal(phaseName(r), 'Listing');
-    assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.equal(find(r.actions, 'scheduleRetry').delayMs, 800);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 800);
+    assert.equal(phaseName(again), 'Listing');
+    assert.deepEqual(again.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
   });
 
-  it('ERROR event saying "too old resource version" without a code → relist', () => {
+  it('ERROR event saying "too old resource version" without a code → back off, then relist', () => {
     const r = step(watching('10'), ev('ERROR', { kind: 'Status', message: 'too old resource version: 1 (2)' }));
-    assert.equal(phaseName(r), 'Listing');
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
   });
 
   it('other ERROR events → cancel, back off, resume watching from the same resourceVersion', () => {
@@ -340,10 +375,20 @@ describe('reflectorStep: Watching', () => {
     assert.equal(phaseName(r), 'Watching');
   });
 
-  it('watch request failing with 410 → relist', () => {
+  it('watch request failing with 410 → back off, then relist', () => {
     const r = step(watching('10'), { type: 'watchError', failure: fail(410, 'Gone', 'Gone') });
-    assert.equal(phaseName(r), 'Listing');
-    assert.deepEqual(types(r.actions), ['list']);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    assert.equal(phaseName(step(r.state, { type: 'retryTimer' })), 'Listing');
+  });
+
+  it('a 410 is logged at info (routine after compaction), not as a warning', () => {
+    const r = step(watching('10'), { type: 'watchError', failure: fail(410, 'Gone', 'Gone') });
+    const logs = r.actions.filter((a) => a.type === 'log');
+    assert.equal(logs.length, 1);
+    assert.equal(logs[0]?.type === 'log' && logs[0].level, 'info');
+    assert.match(logs[0]?.type === 'log' ? logs[0].message : '', /relisting in 800 ms/);
   });
 
   it('watch failing otherwise (network, 429, 5xx, truncated event) → backoff, then watch from the last RV', () => {
@@ -363,7 +408,9 @@ describe('reflectorStep: Watching', () => {
   });
 
   it('relist after 410 uses the streaming list when enabled', () => {
-    const r = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    const b = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    assert.equal(phaseName(b), 'Backoff');
+    const r = step(b.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg);
     assert.equal(phaseName(r), 'WatchListing');
     assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
   });
@@ -418,6 +465,7 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     // Later relists use LIST.
     let s = step(r.state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '9' }, T0, 0, wlCfg).state;
     s = step(s, { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg).state;
+    s = step(s, { type: 'retryTimer' }, T0 + 800, 0, wlCfg).state;
     assert.equal(s.phase.name, 'Listing');
   });
 
@@ -449,13 +497,17 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     assert.deepEqual(types(r.actions), ['cancelRequest', 'list']);
   });
 
-  it('410 restarts the streaming list', () => {
+  it('410 restarts the streaming list after a backoff', () => {
     const r = step(watchListing(), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
-    assert.equal(phaseName(r), 'WatchListing');
-    assert.equal(find(r.actions, 'watch').sendInitialEvents, true);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['scheduleRetry']);
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg);
+    assert.equal(phaseName(again), 'WatchListing');
+    assert.equal(find(again.actions, 'watch').sendInitialEvents, true);
     const r2 = step(watchListing(), ev('ERROR', { code: 410, message: 'too old resource version' }), T0, 0, wlCfg);
-    assert.equal(phaseName(r2), 'WatchListing');
-    assert.deepEqual(types(r2.actions), ['cancelRequest', 'watch']);
+    assert.equal(phaseName(r2), 'Backoff');
+    assert.deepEqual(types(r2.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r2.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
   });
 
   it('other errors back off and retry the streaming list (still enabled)', () => {
@@ -479,6 +531,186 @@ describe('reflectorStep: WatchListing (streaming list)', () => {
     const r = step(watchListing(), { type: 'listError', failure: fail(500) }, T0, 0, wlCfg);
     assert.equal(phaseName(r), 'WatchListing');
     assert.deepEqual(r.actions, []);
+  });
+});
+
+describe('reflectorStep: relists after 410 are backed off (no relist storm)', () => {
+  /** One cycle against a server that always answers 410 to the watch: list → watch → 410; returns the wait. */
+  function cycle(s: ReflectorState, now: number, how: 'status' | 'event', c = cfg): { state: ReflectorState; waitMs: number } {
+    const failure = fail(410, 'too old resource version: 1 (2)', 'Expired');
+    const r =
+      how === 'status'
+        ? step(s, { type: 'watchError', failure }, now, 0, c)
+        : step(s, ev('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: failure.message }), now, 0, c);
+    assert.equal(phaseName(r), 'Backoff');
+    return { state: r.state, waitMs: find(r.actions, 'scheduleRetry').delayMs };
+  }
+
+  for (const how of ['status', 'event'] as const) {
+    it(`a server that always answers 410 (${how}) gets relists 0.8 s → 30 s apart, not hundreds per second`, () => {
+      let s = watching('10');
+      let now = T0;
+      const waits: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const b = cycle(s, now, how);
+        waits.push(b.waitMs);
+        now += b.waitMs;
+        const listed = step(b.state, { type: 'retryTimer' }, now);
+        assert.equal(phaseName(listed), 'Listing');
+        s = step(listed.state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, now).state;
+        assert.equal(s.phase.name, 'Watching');
+      }
+      assert.deepEqual(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+    });
+  }
+
+  it('a streaming list that always gets 410 backs off the same way', () => {
+    let s = watchListing();
+    let now = T0;
+    const waits: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = step(s, { type: 'watchError', failure: fail(410) }, now, 0, wlCfg);
+      const w = find(r.actions, 'scheduleRetry').delayMs;
+      waits.push(w);
+      now += w;
+      s = step(r.state, { type: 'retryTimer' }, now, 0, wlCfg).state;
+      assert.equal(s.phase.name, 'WatchListing');
+    }
+    assert.deepEqual(waits, [800, 1600, 3200, 6400]);
+  });
+
+  it('after 2 minutes of health a 410 relists after the initial delay again (jittered)', () => {
+    let s = watching('10');
+    let now = T0;
+    for (let i = 0; i < 5; i++) {
+      const b = cycle(s, now, 'status');
+      now += b.waitMs;
+      s = step(b.state, { type: 'retryTimer' }, now).state;
+      s = step(s, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, now).state;
+    }
+    assert.equal(s.backoff.delayMs, 25_600);
+    now += 121_000;
+    const r = step(s, { type: 'watchError', failure: fail(410) }, now, 0.5);
+    assert.equal(find(r.actions, 'scheduleRetry').delayMs, 1200);
+  });
+});
+
+describe('reflectorStep: invariant — never two first-page LISTs without a wait in between', () => {
+  /** Deterministic PRNG (LCG) so a failure is reproducible. */
+  function prng(seed: number): () => number {
+    let x = seed;
+    return () => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return x / 2 ** 31;
+    };
+  }
+  function pick<T>(rnd: () => number, xs: readonly T[]): T {
+    return xs[Math.floor(rnd() * xs.length)] as T;
+  }
+
+  /** A random but plausible server answer for the phase the machine is in. */
+  function answer(s: ReflectorState, rnd: () => number): ReflectorEvent {
+    switch (s.phase.name) {
+      case 'Listing':
+        return pick(rnd, [
+          { type: 'listPage', items: [obj('a', '1')], continueToken: 'c', resourceVersion: '5' },
+          { type: 'listPage', items: [obj('b', '2')], continueToken: undefined, resourceVersion: '6' },
+          { type: 'listError', failure: fail(410, 'continue parameter is too old', 'Expired') },
+          { type: 'listError', failure: fail(500) },
+        ] as ReflectorEvent[]);
+      case 'WatchListing':
+        return pick(rnd, [
+          ev('ADDED', obj('a', '1')),
+          ev('BOOKMARK', bookmark('9', true)),
+          ev('BOOKMARK', bookmark('9')),
+          ev('ERROR', { code: 410, message: 'too old resource version' }),
+          { type: 'watchError', failure: fail(410) },
+          { type: 'watchError', failure: fail(422) },
+          { type: 'watchError', failure: fail(503) },
+          { type: 'watchEnded' },
+          { type: 'watchIdle' },
+        ] as ReflectorEvent[]);
+      case 'Watching':
+        return pick(rnd, [
+          ev('ADDED', obj('a', '11')),
+          ev('BOOKMARK', bookmark('12')),
+          ev('ERROR', { code: 410, message: 'too old resource version' }),
+          ev('ERROR', { code: 500, message: 'internal' }),
+          { type: 'watchError', failure: fail(410) },
+          { type: 'watchError', failure: fail(0, 'ECONNRESET') },
+          { type: 'watchEnded' },
+          { type: 'watchIdle' },
+          { type: 'replaceFailed', message: 'boom' },
+        ] as ReflectorEvent[]);
+      default:
+        return { type: 'retryTimer' };
+    }
+  }
+
+  it('holds over 2 000 random runs of server answers (paged and streaming lists)', () => {
+    const rnd = prng(42);
+    for (let run = 0; run < 2000; run++) {
+      const c = run % 2 === 0 ? cfg : wlCfg;
+      let now = T0;
+      let r = step(initialReflectorState(c), { type: 'start' }, now, 0, c);
+      let waited = true;
+      const trace: string[] = ['start'];
+      for (let i = 0; i < 60; i++) {
+        for (const a of r.actions) {
+          if (a.type === 'scheduleRetry') waited = true;
+          if (a.type === 'list' && a.continueToken === undefined && a.limit > 0) {
+            const fellBack = r.actions.some((x) => x.type === 'log' && /streaming list not usable/.test(x.message));
+            assert.ok(waited || fellBack, `run ${run}: LIST again without a wait after ${trace.join(' → ')}`);
+            waited = false;
+          }
+        }
+        const e = answer(r.state, rnd);
+        trace.push(e.type === 'watchEvent' ? e.event.type : e.type === 'watchError' || e.type === 'listError' ? `${e.type}:${e.failure.status}` : e.type);
+        now += Math.floor(rnd() * 2000);
+        r = step(r.state, e, now, rnd(), c);
+      }
+    }
+  });
+});
+
+describe('reflectorStep: the sink failed to take a list (replaceFailed)', () => {
+  it('after a paged list → cancel whatever is in flight, back off, relist', () => {
+    const r = step(watching('10'), { type: 'replaceFailed', message: 'no metadata.name' }, T0 + 5);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.deepEqual((r.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+    const log = r.actions.find((a) => a.type === 'log');
+    assert.ok(log?.type === 'log' && log.level === 'warn' && /no metadata\.name.*relisting in 800 ms/.test(log.message));
+    const again = step(r.state, { type: 'retryTimer' }, T0 + 805);
+    assert.deepEqual(again.actions, [{ type: 'list', continueToken: undefined, limit: 500 }]);
+  });
+
+  it('after a streaming list → cancel the stream, back off, retry the streaming list', () => {
+    const s = step(watchListing(), ev('BOOKMARK', bookmark('9', true)), T0, 0, wlCfg).state;
+    const r = step(s, { type: 'replaceFailed', message: 'boom' }, T0, 0, wlCfg);
+    assert.equal(phaseName(r), 'Backoff');
+    assert.deepEqual(types(r.actions), ['cancelRequest', 'scheduleRetry']);
+    assert.equal(phaseName(step(r.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg)), 'WatchListing');
+  });
+
+  it('repeated failures grow the backoff like any error', () => {
+    let s = watching('10');
+    const waits: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = step(s, { type: 'replaceFailed', message: 'boom' }, T0 + i);
+      waits.push(find(r.actions, 'scheduleRetry').delayMs);
+      s = step(step(r.state, { type: 'retryTimer' }, T0 + i).state, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, T0 + i).state;
+    }
+    assert.deepEqual(waits, [800, 1600, 3200]);
+  });
+
+  it('is ignored outside Watching (a late report)', () => {
+    const listingState = step(initialReflectorState(cfg), { type: 'start' }).state;
+    for (const s of [listingState, watchListing(), step(watching('10'), { type: 'watchIdle' }).state]) {
+      const r = step(s, { type: 'replaceFailed', message: 'late' });
+      assert.equal(phaseName(r), s.phase.name);
+      assert.deepEqual(r.actions, []);
+    }
   });
 });
 

@@ -15,24 +15,40 @@
  *   Empty ──start──▶ Listing (paged LIST, limit=500)           or WatchListing (watch-list, when enabled)
  *   Listing ──page with continue──▶ Listing                    → list(continue)
  *   Listing ──last page──▶ Watching                            → replace(all items, list RV), watch(list RV)
- *   Listing ──410 on a continue page──▶ Listing (from scratch) → list()          (expired continue token)
+ *   Listing ──410 on a continue page──▶ Listing(full)           → list(limit 0)  (expired continue token: ONE
+ *                                                                                  unpaginated LIST, as client-go's pager)
+ *   Listing(full) ──error (410 included)──▶ Backoff(relist)    (the retry is a paged list again)
  *   Listing ──other error──▶ Backoff(resume: same page, or relist)
  *   WatchListing ──ADDED/MODIFIED/DELETED──▶ WatchListing      (accumulate in a temporary map)
  *   WatchListing ──BOOKMARK k8s.io/initial-events-end──▶ Watching (same stream) → replace(items, bookmark RV)
  *   WatchListing ──refusal (400/403/405/422/501), plain bookmark, end of stream, silence──▶
  *                  Listing, watch-list disabled for good       → cancel, list()
- *   WatchListing ──410──▶ WatchListing (again); other errors ──▶ Backoff(relist)
+ *   WatchListing ──410──▶ Backoff(relist)                      → cancel (ERROR event), scheduleRetry
+ *   WatchListing ──other errors──▶ Backoff(relist)
  *   Watching ──ADDED/MODIFIED/DELETED──▶ Watching              → delta(type, obj); RV := obj RV
  *   Watching ──BOOKMARK──▶ Watching                            RV := bookmark RV
  *   Watching ──end after ≥1 s or ≥1 event──▶ Watching          → watch(RV)  (server timeout: resume at once)
  *   Watching ──end <1 s with no event, error, ERROR event, silence──▶ Backoff(resume: watch from RV)
- *   Watching ──410 Gone / ERROR 410 / "too old resource version"──▶ relist (Listing or WatchListing)
+ *   Watching ──410 Gone / ERROR 410 / "too old resource version"──▶ Backoff(relist)
+ *                                                              → cancel (ERROR event), scheduleRetry
+ *   Watching ──replaceFailed (the sink threw on the list just delivered)──▶ Backoff(relist)
+ *                                                              → cancelRequest, scheduleRetry
  *   Backoff ──retryTimer──▶ the resumed phase                  → list / watch
  *   any ──stop──▶ Stopped                                      → cancelRequest, cancelTimer
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
  *
+ * replaceFailed: a `replace` action is always the first action of the step that enters Watching, and the driver
+ * reports its failure (e.g. a transform returned an object without metadata.name) before any other event and skips
+ * the step's remaining actions, so the machine is in that Watching phase when the report arrives, and never stays
+ * in a phase whose request was not started. Failures of `delta` actions are the driver's business: logged and
+ * skipped, as client-go's watchHandler does.
+ *
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
+ * Every way back to a LIST goes through it too — a 410 is an error for the backoff, as in client-go's ListAndWatch
+ * loop — so no server answer makes the machine loop on LIST (invariant: between two first-page `list` actions
+ * (no continue token, limit > 0) there is a `scheduleRetry`, except after a streaming-list refusal, which happens at
+ * most once per reflector; an expired continue token adds one full LIST to a relist, never another paged one).
  */
 import type { KubeObject } from './object.ts';
 import { metaNamespaceKey, resourceVersionOf } from './object.ts';
@@ -94,7 +110,8 @@ export type Resume =
 
 export type Phase =
   | { name: 'Empty' }
-  | { name: 'Listing'; continueToken: string | undefined; items: KubeObject[] }
+  /** `full`: the one unpaginated LIST that replaces a paged list whose continue token expired. */
+  | { name: 'Listing'; continueToken: string | undefined; items: KubeObject[]; full: boolean }
   | { name: 'WatchListing'; items: Map<string, KubeObject>; startedAt: number }
   | { name: 'Watching'; startedAt: number; events: number }
   | { name: 'Backoff'; resume: Resume; delayMs: number }
@@ -118,9 +135,12 @@ export type ReflectorEvent =
   | { type: 'watchError'; failure: RequestFailure }
   | { type: 'watchIdle' }
   | { type: 'retryTimer' }
+  /** The driver's sink threw while taking a `replace` (the list did not reach the cache). */
+  | { type: 'replaceFailed'; message: string }
   | { type: 'stop' };
 
 export type ReflectorAction =
+  /** `limit` 0: no limit, one unpaginated LIST. */
   | { type: 'list'; continueToken: string | undefined; limit: number }
   | { type: 'watch'; resourceVersion: string; timeoutSeconds: number; sendInitialEvents: boolean }
   | { type: 'cancelRequest' }
@@ -193,7 +213,7 @@ function relist(state: ReflectorState, ctx: StepContext, cfg: ReflectorConfig, p
     };
   }
   return {
-    state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [] } },
+    state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [], full: false } },
     actions: [...pre, { type: 'list', continueToken: undefined, limit: cfg.pageSize }],
   };
 }
@@ -221,16 +241,27 @@ function backoff(
   ctx: StepContext,
   cfg: ReflectorConfig,
   pre: ReflectorAction[] = [],
+  level: 'info' | 'warn' = 'warn',
+  retrying = 'retrying',
 ): StepResult {
   const { waitMs, backoff: b } = nextBackoff(state.backoff, ctx, cfg);
   return {
     state: { ...state, phase: { name: 'Backoff', resume, delayMs: waitMs }, backoff: b },
     actions: [
       ...pre,
-      { type: 'log', level: 'warn', message: `${what}: ${describe(failure)}; retrying in ${waitMs} ms` },
+      { type: 'log', level, message: `${what}: ${describe(failure)}; ${retrying} in ${waitMs} ms` },
       { type: 'scheduleRetry', delayMs: waitMs },
     ],
   };
+}
+
+/**
+ * The resourceVersion we asked for is gone (410 / "too old resource version"): relist — after the ordinary backoff,
+ * as client-go's ListAndWatch loop does, so a server or proxy that always answers 410 gets relists 0.8 s → 30 s
+ * apart instead of a tight LIST loop. Routine after etcd compaction, hence info, not warn.
+ */
+function relistAfterGone(state: ReflectorState, what: string, failure: RequestFailure, ctx: StepContext, cfg: ReflectorConfig, pre: ReflectorAction[] = []): StepResult {
+  return backoff(state, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
 }
 
 function fallbackToList(state: ReflectorState, why: string, ctx: StepContext, cfg: ReflectorConfig, cancel: boolean): StepResult {
@@ -268,7 +299,7 @@ export function reflectorStep(
           for (const item of event.items) phase.items.push(item);
           if (event.continueToken) {
             return {
-              state: { ...state, phase: { name: 'Listing', continueToken: event.continueToken, items: phase.items } },
+              state: { ...state, phase: { name: 'Listing', continueToken: event.continueToken, items: phase.items, full: phase.full } },
               actions: [{ type: 'list', continueToken: event.continueToken, limit: cfg.pageSize }],
             };
           }
@@ -277,9 +308,15 @@ export function reflectorStep(
         }
         case 'listError': {
           if (phase.continueToken !== undefined && event.failure.status === 410) {
-            return relist(state, ctx, cfg, [
-              { type: 'log', level: 'info', message: `continue token expired (${event.failure.message}); restarting the full list` },
-            ]);
+            // client-go's pager (FullListIfExpired): a paged list that outlasts the compaction window would expire
+            // again if restarted, so fall back to ONE unpaginated LIST; if that fails, the backoff relists paged.
+            return {
+              state: { ...state, phase: { name: 'Listing', continueToken: undefined, items: [], full: true } },
+              actions: [
+                { type: 'log', level: 'info', message: `continue token expired (${event.failure.message}); falling back to one full LIST` },
+                { type: 'list', continueToken: undefined, limit: 0 },
+              ],
+            };
           }
           const resume: Resume =
             phase.continueToken !== undefined
@@ -315,7 +352,7 @@ export function reflectorStep(
             }
             case 'ERROR': {
               const failure = failureFromStatus(ev.object);
-              if (isGone(failure)) return relist(state, ctx, cfg, [{ type: 'cancelRequest' }]);
+              if (isGone(failure)) return relistAfterGone(state, 'streaming list expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
               if (isWatchListRefusal(failure)) return fallbackToList(state, describe(failure), ctx, cfg, true);
               return backoff(state, { op: 'relist' }, 'streaming list failed', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
             }
@@ -323,7 +360,7 @@ export function reflectorStep(
           return unchanged(state);
         }
         case 'watchError':
-          if (isGone(event.failure)) return relist(state, ctx, cfg);
+          if (isGone(event.failure)) return relistAfterGone(state, 'streaming list expired', event.failure, ctx, cfg);
           if (isWatchListRefusal(event.failure)) return fallbackToList(state, describe(event.failure), ctx, cfg, false);
           return backoff(state, { op: 'relist' }, 'streaming list failed', event.failure, ctx, cfg);
         case 'watchEnded':
@@ -360,12 +397,7 @@ export function reflectorStep(
               };
             case 'ERROR': {
               const failure = failureFromStatus(ev.object);
-              if (isGone(failure)) {
-                return relist(state, ctx, cfg, [
-                  { type: 'cancelRequest' },
-                  { type: 'log', level: 'info', message: `watch expired (${describe(failure)}); relisting` },
-                ]);
-              }
+              if (isGone(failure)) return relistAfterGone(state, 'watch expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
               return backoff(state, { op: 'watch' }, 'watch error event', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
             }
           }
@@ -378,15 +410,15 @@ export function reflectorStep(
           }
           return watch(state, ctx, cfg);
         case 'watchError':
-          if (isGone(event.failure)) {
-            return relist(state, ctx, cfg, [
-              { type: 'log', level: 'info', message: `watch expired (${describe(event.failure)}); relisting` },
-            ]);
-          }
+          if (isGone(event.failure)) return relistAfterGone(state, 'watch expired', event.failure, ctx, cfg);
           return backoff(state, { op: 'watch' }, 'watch failed', event.failure, ctx, cfg);
         case 'watchIdle': {
           const failure = { status: 0, reason: 'Idle', message: 'no data on the watch stream within the idle timeout' };
           return backoff(state, { op: 'watch' }, 'watch stalled', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
+        }
+        case 'replaceFailed': {
+          const failure = { status: 0, reason: 'ReplaceFailed', message: event.message };
+          return backoff(state, { op: 'relist' }, 'the list could not be stored', failure, ctx, cfg, [{ type: 'cancelRequest' }], 'warn', 'relisting');
         }
         default:
           return unchanged(state);
@@ -400,7 +432,7 @@ export function reflectorStep(
           return relist(state, ctx, cfg);
         case 'listPage':
           return {
-            state: { ...state, phase: { name: 'Listing', continueToken: resume.continueToken, items: resume.items } },
+            state: { ...state, phase: { name: 'Listing', continueToken: resume.continueToken, items: resume.items, full: false } },
             actions: [{ type: 'list', continueToken: resume.continueToken, limit: cfg.pageSize }],
           };
         case 'watch':

@@ -151,6 +151,20 @@ describe('SharedIndexInformer', () => {
     assert.deepEqual(custom.informer.lister().list('default', 'transformed=yes').length, 1);
   });
 
+  it('a transform that returns an object without metadata.name does not wedge the informer: the list is retried', async () => {
+    const server = await serve();
+    server.create(cm('a'));
+    server.create(cm('b'));
+    let broken = 3; // the first three objects transformed lose their name (e.g. a buggy transform, fixed by a reload)
+    const { informer, start } = informerOn(server, {
+      transform: (o) => (broken-- > 0 ? { ...o, metadata: { ...o.metadata, name: undefined } } : o),
+    });
+    start();
+    await eventually('synced after the failed replace was retried', () => informer.hasSynced());
+    assert.deepEqual(informer.lister().list().map((o) => o.metadata?.name).sort(), ['a', 'b']);
+    assert.ok(server.requests.filter((r) => r.kind === 'list').length >= 2, 'the list was fetched again');
+  });
+
   it('resyncs each handler at its own period with onUpdate(obj, obj)', async () => {
     const server = await serve();
     server.create(cm('a'));

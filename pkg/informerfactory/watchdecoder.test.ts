@@ -71,9 +71,21 @@ describe('decodeWatchStream', () => {
   });
 
   it('rejects a line that is not a watch event', async () => {
-    await assert.rejects(collect(chunks(['{"type":"NOPE","object":{}}\n'])), WatchDecodeError);
+    await assert.rejects(collect(chunks(['{"type":5,"object":{}}\n'])), WatchDecodeError);
+    await assert.rejects(collect(chunks(['{"object":{}}\n'])), WatchDecodeError);
     await assert.rejects(collect(chunks(['{"type":"ADDED"}\n'])), /without an object/);
     await assert.rejects(collect(chunks(['not json\n'])), /invalid JSON/);
+  });
+
+  it('skips events of an unknown type (client-go does) and reports each type to onUnknownType', async () => {
+    const unknown: string[] = [];
+    const seen: string[] = [];
+    const text = line('ADDED', 'a', '1') + '{"type":"NOPE","object":{}}\n' + line('MODIFIED', 'a', '2') + '{"type":"FUTURE","object":{"x":1}}\n';
+    for await (const e of decodeWatchStream(chunks([text]), { onUnknownType: (t) => unknown.push(t) })) seen.push(e.type);
+    assert.deepEqual(seen, ['ADDED', 'MODIFIED']);
+    assert.deepEqual(unknown, ['NOPE', 'FUTURE']);
+    // Without a callback they are skipped all the same.
+    assert.deepEqual((await collect(chunks([text]))).map((e) => e.type), ['ADDED', 'MODIFIED']);
   });
 
   it('reads a web ReadableStream and a Node Readable', async () => {

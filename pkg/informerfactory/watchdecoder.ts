@@ -9,7 +9,9 @@
  *  - A stream that ends with a non-empty, unterminated line was cut in the middle of an event: the generator throws
  *    WatchDecodeError("stream cut in the middle of an event"); a caller must treat it like a network error (the
  *    events already yielded are valid; resume from the last resourceVersion seen).
- *  - A line that is not a well-formed watch event throws WatchDecodeError.
+ *  - A line that is not a well-formed watch event throws WatchDecodeError. A well-formed event whose `type` is not
+ *    one of ADDED/MODIFIED/DELETED/BOOKMARK/ERROR (a newer server's) is skipped, as client-go's reflector skips
+ *    events it does not understand, and reported to `onUnknownType`; it never fails the stream.
  *
  * Concurrency: one generator consumes one stream; abort the underlying request (AbortSignal) to stop early, or
  * `return()` the generator (which cancels the stream's reader).
@@ -41,12 +43,24 @@ export class WatchDecodeError extends Error {
   }
 }
 
+/** A well-formed watch event of a type this client does not know (thrown by parseWatchEvent, skipped by the stream). */
+export class UnknownWatchEventTypeError extends WatchDecodeError {
+  readonly eventType: string;
+  constructor(eventType: string, line: string) {
+    super(`unknown watch event type ${JSON.stringify(eventType)}: ${line.slice(0, 200)}`);
+    this.name = 'UnknownWatchEventTypeError';
+    this.eventType = eventType;
+  }
+}
+
 /** What can be decoded: an undici/web ReadableStream, a Node Readable, or any async iterable of bytes or strings. */
 export type ByteSource = AsyncIterable<Uint8Array | string> | ReadableStream<Uint8Array>;
 
 export interface DecodeOptions {
   /** Called for every chunk received (before decoding), with its size: lets a caller detect a silent stream. */
   onData?: (bytes: number) => void;
+  /** Called for every event skipped because its type is unknown (see the module comment). */
+  onUnknownType?: (type: string) => void;
 }
 
 const NEWLINE = 0x0a;
@@ -111,7 +125,7 @@ export class LineSplitter {
   }
 }
 
-/** Parses one line into a watch event; throws WatchDecodeError when it is not one. */
+/** Parses one line into a watch event; throws WatchDecodeError when it is not one (UnknownWatchEventTypeError for a well-formed event of an unknown type). */
 export function parseWatchEvent<T = unknown>(line: string): WatchEvent<T> {
   let parsed: unknown;
   try {
@@ -120,12 +134,13 @@ export function parseWatchEvent<T = unknown>(line: string): WatchEvent<T> {
     throw new WatchDecodeError(`invalid JSON in watch stream: ${(err as Error).message}: ${line.slice(0, 200)}`);
   }
   const ev = parsed as { type?: unknown; object?: unknown };
-  if (typeof ev !== 'object' || ev === null || typeof ev.type !== 'string' || !eventTypes.has(ev.type)) {
+  if (typeof ev !== 'object' || ev === null || typeof ev.type !== 'string') {
     throw new WatchDecodeError(`not a watch event: ${line.slice(0, 200)}`);
   }
   if (typeof ev.object !== 'object' || ev.object === null) {
     throw new WatchDecodeError(`watch event without an object: ${line.slice(0, 200)}`);
   }
+  if (!eventTypes.has(ev.type)) throw new UnknownWatchEventTypeError(ev.type, line);
   return { type: ev.type as WatchEventType, object: ev.object as T };
 }
 
@@ -145,7 +160,15 @@ export async function* decodeWatchStream<T = unknown>(
     opts.onData?.(chunk.length);
     for (const line of splitter.push(chunk)) {
       if (line.trim() === '') continue;
-      yield parseWatchEvent<T>(line);
+      let event: WatchEvent<T>;
+      try {
+        event = parseWatchEvent<T>(line);
+      } catch (err) {
+        if (!(err instanceof UnknownWatchEventTypeError)) throw err;
+        opts.onUnknownType?.(err.eventType);
+        continue;
+      }
+      yield event;
     }
   }
   if (splitter.buffered > 0) {

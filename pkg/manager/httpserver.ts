@@ -10,6 +10,7 @@ import { createServer as createHttpServer, type RequestListener, type Server } f
 import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { realClock } from '../util/clock.ts';
 import type { Runnable } from './runnable.ts';
 
 export interface BindAddress {
@@ -95,10 +96,10 @@ export class HttpServerRunnable implements Runnable {
       const stop = (): void => {
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), this.opts.shutdownTimeoutMs ?? 5_000);
-        timer.unref();
+        // realClock: unref'd, and safe for any shutdownTimeoutMs (plain setTimeout overflows above 2^31-1 ms).
+        const timer = realClock.setTimer(this.opts.shutdownTimeoutMs ?? 5_000, () => server.closeAllConnections());
         void closed.then(() => {
-          clearTimeout(timer);
+          timer.cancel();
           this.log.info('stopped');
           resolve();
         });

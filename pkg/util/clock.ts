@@ -6,6 +6,9 @@
  *    wall-clock adjustments; durations are always computed from two `now()` readings of the same clock.
  *  - Real `setTimer` callbacks run later on the event loop; FakeClock fires due timers synchronously inside `step()`,
  *    earliest first (ties in creation order).
+ *  - `setTimer(ms)` takes any delay: a timer of 30 days fires after 30 days on both clocks (the real clock chains
+ *    platform timers, which overflow above 2^31-1 ms), Infinity never fires, and ms <= 0 or NaN means 0. Callers
+ *    therefore never need to clamp durations that come from users (flags, requeueAfter, resync periods).
  */
 
 export interface Timer {
@@ -39,15 +42,69 @@ function sleepWith(clock: Clock, ms: number, signal?: AbortSignal): Promise<void
   });
 }
 
+/** Largest delay Node's setTimeout honours (2^31-1 ms, about 24.8 days); a larger one fires after 1 ms. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** The platform timer functions RealClock runs on (injectable so tests can check what it asks the platform for). */
+export interface TimerHost {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): { unref(): unknown };
+  clearTimeout(handle: ReturnType<TimerHost['setTimeout']>): void;
+}
+
+const nodeHost: TimerHost = {
+  now: () => performance.timeOrigin + performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
 export class RealClock implements Clock {
-  now(): number {
-    return performance.timeOrigin + performance.now();
+  private readonly host: TimerHost;
+
+  constructor(host: TimerHost = nodeHost) {
+    this.host = host;
   }
 
+  now(): number {
+    return this.host.now();
+  }
+
+  /**
+   * Delays above MAX_TIMEOUT_MS are chained: the host timer is armed for at most MAX_TIMEOUT_MS, and when it fires
+   * the rest is measured from `now()` against the deadline fixed at the call, so the callback runs once, `ms` after
+   * the call (to the platform timer's precision, however late a chunk ran), and the process wakes about once every
+   * 24.8 days meanwhile (Infinity: never fires).
+   * Non-positive and NaN delays mean "as soon as possible" (0).
+   */
   setTimer(ms: number, fn: () => void): Timer {
-    const handle = setTimeout(fn, Math.max(0, ms));
-    handle.unref();
-    return { cancel: () => clearTimeout(handle) };
+    const delay = ms > 0 ? ms : 0;
+    if (delay <= MAX_TIMEOUT_MS) {
+      const handle = this.host.setTimeout(fn, delay);
+      handle.unref();
+      return { cancel: () => this.host.clearTimeout(handle) };
+    }
+    const deadline = this.host.now() + delay;
+    let handle: ReturnType<TimerHost['setTimeout']> | undefined;
+    const arm = (left: number): void => {
+      const chunk = Math.min(left, MAX_TIMEOUT_MS);
+      handle = this.host.setTimeout(() => {
+        const rest = deadline - this.host.now();
+        // Only a capped chunk is re-armed: an uncapped one is the platform's own "ms have passed".
+        if (chunk === MAX_TIMEOUT_MS && rest > 0) arm(rest);
+        else {
+          handle = undefined;
+          fn();
+        }
+      }, chunk);
+      handle.unref();
+    };
+    arm(delay);
+    return {
+      cancel: () => {
+        if (handle !== undefined) this.host.clearTimeout(handle);
+        handle = undefined;
+      },
+    };
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -79,7 +136,7 @@ export class FakeClock implements Clock {
   }
 
   setTimer(ms: number, fn: () => void): Timer {
-    const t: FakeTimer = { due: this.time + Math.max(0, ms), seq: this.seq++, fn, cancelled: false };
+    const t: FakeTimer = { due: this.time + (ms > 0 ? ms : 0), seq: this.seq++, fn, cancelled: false };
     this.timers.push(t);
     return {
       cancel: () => {

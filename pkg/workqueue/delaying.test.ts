@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../util/clock.ts';
+import { FakeClock, realClock } from '../util/clock.ts';
 import { DelayingQueue } from './delaying.ts';
 
 /** Takes everything queued right now (each item is marked done). */
@@ -16,6 +16,28 @@ async function drainNow(q: DelayingQueue<string>): Promise<string[]> {
 }
 
 describe('DelayingQueue', () => {
+  it('on the real clock, addAfter(25 days) neither fires early nor busy-wakes (a plain setTimeout overflows to 1 ms)', async () => {
+    const overflows: string[] = [];
+    const onWarning = (w: Error): void => {
+      if (w.name === 'TimeoutOverflowWarning') overflows.push(w.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const q = new DelayingQueue<string>({ clock: realClock });
+      q.addAfter('far', 25 * 86_400_000);
+      q.addAfter('near', 20);
+      // 'near' becoming ready proves timers ran meanwhile; an overflowed timer would have re-armed every 1 ms.
+      while (q.len() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.deepEqual(await drainNow(q), ['near']);
+      assert.equal(q.waitingLen(), 1);
+      q.shutDown();
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      assert.deepEqual(overflows, []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('adds an item only when its delay has passed', () => {
     const clock = new FakeClock();
     const q = new DelayingQueue<string>({ clock });

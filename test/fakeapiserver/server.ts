@@ -44,7 +44,9 @@ export type FaultAction =
   /** Watch: answer 200, then never send a byte (live events are withheld from this stream). */
   | { kind: 'silent' }
   /** Watch: answer 200, send one ERROR event with this Status, end. */
-  | { kind: 'errorEvent'; code: number; reason?: string; message?: string };
+  | { kind: 'errorEvent'; code: number; reason?: string; message?: string }
+  /** Watch: answer 200, write this line (e.g. an event of a type the client does not know), then stream as usual. */
+  | { kind: 'rawLine'; line: string };
 
 export interface Fault {
   on: 'list' | 'watch';
@@ -313,6 +315,7 @@ export class FakeApiServer {
     this.watchers.add(w);
     res.on('close', () => this.forget(w));
     if (w.silent) return;
+    if (fault?.kind === 'rawLine') this.write(w, fault.line.endsWith('\n') ? fault.line : `${fault.line}\n`);
     if (fault?.kind === 'errorEvent') {
       this.write(w, JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: fault.code, reason: fault.reason ?? 'InternalError', message: fault.message ?? 'injected error event' } }) + '\n');
       return this.endWatch(w, 'end');
