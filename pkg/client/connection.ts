@@ -63,6 +63,8 @@ interface Session {
   pinging: boolean;
 }
 
+const noop = (): void => {};
+
 /** Reads a whole body as UTF-8 text. */
 export async function readText(body: Readable): Promise<string> {
   const chunks: Buffer[] = [];
@@ -224,11 +226,10 @@ export class Connection {
 
     if (opts.body !== undefined) stream.end(opts.body);
     return new Promise<WireResponse>((resolve, reject) => {
-      stream.once('response', (h) => {
-        stream.removeListener('error', reject);
-        resolve({ status: Number(h[h2c.HTTP2_HEADER_STATUS]), headers: h, body: stream });
-      });
-      stream.once('error', reject);
+      stream.once('response', (h) => resolve({ status: Number(h[h2c.HTTP2_HEADER_STATUS]), headers: h, body: stream }));
+      // Errors before the response reject; later ones reach whoever reads the body (and are harmless otherwise,
+      // e.g. an abort after the body was read).
+      stream.on('error', reject);
     });
   }
 
@@ -236,12 +237,34 @@ export class Connection {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
     const send = this.origin.protocol === 'http:' ? httpRequest : httpsRequest;
+    // The signal is NOT passed to http.request: Node hands it on to the pooled socket, and aborting it later would
+    // destroy a keep-alive socket with nobody listening (an uncaught error). The request is destroyed by hand, without
+    // an error (which Node would also re-emit on the socket); the caller sees the abort reason through the promise or
+    // the body.
+    const signal = opts.signal;
+    let response: IncomingMessage | undefined;
     return new Promise<WireResponse>((resolve, reject) => {
       const req = send({
         protocol: this.origin.protocol, hostname: this.origin.hostname.replace(/^\[|\]$/g, ''), port: this.origin.port,
-        method: opts.method, path: opts.path, headers, agent: this.agent, signal: opts.signal,
-      }, (res: IncomingMessage) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }));
-      req.once('error', reject);
+        method: opts.method, path: opts.path, headers, agent: this.agent,
+      }, (res: IncomingMessage) => {
+        response = res;
+        res.on('error', noop); // readers see errors through iteration; an abort after reading is harmless
+        res.once('close', () => signal.removeEventListener('abort', onAbort));
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
+      });
+      const onAbort = (): void => {
+        const err = new Error('The operation was aborted', { cause: signal.reason });
+        err.name = 'AbortError';
+        if (response) response.destroy(err);
+        else reject(err);
+        req.destroy();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      });
       req.end(opts.body);
     });
   }
