@@ -15,13 +15,16 @@
  *    only after read-idleness; one PING frame per 30 s is cheaper than watching every stream's reads.)
  *  - Flow control is per stream: a watch whose consumer is slow stops reading, its stream window fills and only that
  *    stream pauses; other streams keep flowing.
- *  - Sessions and sockets are unref'd: they never keep the process alive.
+ *  - A session keeps the process alive only while it has open streams (like a pending fetch); idle, it is unref'd.
  * Aborting a request's signal resets its stream (or destroys its HTTP/1.1 request) and rejects / errors the body.
+ * Bodies: `buffered` requests are read inside the response handler (an HTTP/2 stream may close right after
+ * END_STREAM, and a read started a few ticks later can fail with "premature close"); streamed bodies (watches) are
+ * read by the caller, who treats such an error like any broken watch (resume from the last resourceVersion).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { connect as h2connect, constants as h2c, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 
 export interface TlsOptions {
@@ -47,6 +50,8 @@ export interface SendOptions {
   headers: Record<string, string>;
   body?: string | undefined;
   signal: AbortSignal;
+  /** Read the whole body before resolving (ordinary calls); otherwise the body is streamed (watches). */
+  buffered?: boolean;
 }
 
 /** A response with its body unread: `body` is a byte stream (iterate it, or read it with text()). */
@@ -221,12 +226,25 @@ export class Connection {
     for (const [k, v] of Object.entries(opts.headers)) headers[k.toLowerCase()] = v;
     if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
     const stream: ClientHttp2Stream = s.session.request(headers, { endStream: opts.body === undefined, signal: opts.signal });
-    s.open++;
-    stream.once('close', () => s.open--);
+    if (s.open++ === 0) s.session.ref();
+    stream.once('close', () => {
+      if (--s.open === 0) s.session.unref();
+    });
 
     if (opts.body !== undefined) stream.end(opts.body);
     return new Promise<WireResponse>((resolve, reject) => {
-      stream.once('response', (h) => resolve({ status: Number(h[h2c.HTTP2_HEADER_STATUS]), headers: h, body: stream }));
+      stream.once('response', (h) => {
+        const status = Number(h[h2c.HTTP2_HEADER_STATUS]);
+        if (!opts.buffered) {
+          resolve({ status, headers: h, body: stream });
+          return;
+        }
+        // Read in the 'response' handler itself: an HTTP/2 stream may close as soon as END_STREAM arrives, and one
+        // read a few ticks later can fail with "premature close" though every byte had arrived.
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.once('end', () => resolve({ status, headers: h, body: Readable.from([Buffer.concat(chunks)]) }));
+      });
       // Errors before the response reject; later ones reach whoever reads the body (and are harmless otherwise,
       // e.g. an abort after the body was read).
       stream.on('error', reject);

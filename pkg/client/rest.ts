@@ -164,6 +164,10 @@ export class RestClient {
    * watch bodies. The caller MUST consume or `dump()` the body. Prefer `json()` for ordinary calls.
    */
   async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<RawResponse> {
+    return this.send(method, path, opts, false);
+  }
+
+  private async send(method: Verb, path: string, opts: RequestOptions, buffered: boolean): Promise<RawResponse> {
     const target = this.pathWithQuery(path, opts.query);
     const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;
@@ -186,7 +190,7 @@ export class RestClient {
     };
     let res;
     try {
-      res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal });
+      res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal, buffered });
     } catch (err) {
       release();
       this.count('<error>', method);
@@ -210,7 +214,7 @@ export class RestClient {
 
   /** Sends a request and decodes a JSON response; non-2xx answers throw ApiError. */
   async json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.request(method, path, opts);
+    const res = await this.send(method, path, opts, true);
     if (res.status < 200 || res.status >= 300) throw await ApiError.fromResponse(method, path, res);
     const text = await res.text();
     return (text ? JSON.parse(text) : {}) as T;
