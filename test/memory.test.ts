@@ -1,0 +1,71 @@
+/**
+ * Memory regression (issue 10): the real manager process converges 1 000 Foos inside the 256 MiB memory
+ * limit that config/manager ships, run the way a Pod limit applies (a cgroup v1 memory limit joined before exec, with
+ * the image's Node flags). Before the transport fix it was OOM-killed at about 540 of 1 000 Foos; a change that blows
+ * memory up again fails here. Speed is a benchmark (bench/scale.ts), not asserted.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
+import { ControlPlane } from './cluster/controlplane.ts';
+import { MemoryCgroup } from './helpers/cgroup.ts';
+import { suffix, waitFor } from './helpers/cluster.ts';
+import { repoRoot } from './helpers/crds.ts';
+import { ManagerProcess, productionNodeFlags } from './helpers/managerprocess.ts';
+
+const FOOS = 1000;
+const LIMIT = 256 * 1024 * 1024;
+
+describe('memory limit', () => {
+  test('the image runs node with the same flags as these tests (V8 heap sized from the container limit)', () => {
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'))?.[1];
+    assert.deepEqual(JSON.parse(entrypoint ?? '[]'), ['/usr/local/bin/node', ...productionNodeFlags, '/app/dist/cmd/manager/main.js']);
+  });
+
+  test(`${FOOS} Foos converge with the manager inside a 256 MiB memory cgroup (not OOM-killed)`, async (t) => {
+    // A private minimal control plane (etcd + kube-apiserver): the Deployments get no Pods, so nothing else loads the
+    // machine, and the shared control plane is spared 1 000 Deployments.
+    const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-mem-')), log: () => {} });
+    t.after(() => cp.stop());
+    const kubectl = join(cp.k8sBinDir, 'kubectl');
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot, stdio: 'ignore' });
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
+    const ns = 'mem';
+    assert.equal((await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })).status, 201);
+    let next = 0;
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      while (next < FOOS) {
+        const i = next++;
+        const res = await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 },
+        });
+        assert.equal(res.status, 201, res.body);
+      }
+    }));
+
+    const cgroup = MemoryCgroup.create(`tscm-test-${suffix()}`, LIMIT);
+    const mgr = await ManagerProcess.start({
+      cgroup, collectLogs: false,
+      args: ['--controllers=foo', '--foo-concurrency=8'], env: { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns },
+    });
+    try {
+      await waitFor(`all ${FOOS} Foo statuses written while the manager runs`, async () => {
+        if (!mgr.running) throw new Error(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
+        const res = await cp.request('GET', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
+        const foos = (JSON.parse(res.body) as { items: Foo[] }).items;
+        return foos.filter((f) => f.status?.availableReplicas !== undefined).length === FOOS;
+      }, { timeoutMs: 300_000, intervalMs: 500 });
+      assert.ok(mgr.running, 'the manager is still running after convergence');
+      assert.equal(cgroup.oomKills(), 0, 'no OOM kill in the cgroup');
+      assert.ok(cgroup.maxUsageBytes() < LIMIT, `max usage ${cgroup.maxUsageBytes()} stayed under the limit`);
+      t.diagnostic(`cgroup max usage ${(cgroup.maxUsageBytes() / 1048576).toFixed(0)} MiB of 256`);
+    } finally {
+      await mgr.stop('SIGTERM', 30_000);
+      cgroup.remove();
+    }
+  });
+});
