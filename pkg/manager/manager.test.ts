@@ -64,6 +64,8 @@ class FakeElection implements LeaderElection {
   private leading = false;
   private callbacks: LeaderCallbacks = {};
   private settle: (r: ElectionResult) => void = () => {};
+  /** The current term's leadership signal (as the real elector: aborted at loss and before a release). */
+  readonly term = new AbortController();
 
   constructor(log: string[]) {
     this.log = log;
@@ -75,8 +77,12 @@ class FakeElection implements LeaderElection {
     return new Promise((resolve) => {
       this.settle = resolve;
       signal.addEventListener('abort', () => {
-        if (this.leading) this.log.push('release');
+        if (this.leading) {
+          if (this.callbacks.mayRelease?.() ?? true) this.log.push('release');
+          else this.log.push('no-release');
+        }
         this.leading = false;
+        this.term.abort(new Error('stopped'));
         resolve('stopped');
       }, { once: true });
     });
@@ -88,13 +94,15 @@ class FakeElection implements LeaderElection {
 
   lead(): void {
     this.leading = true;
-    this.callbacks.onStartedLeading?.();
+    this.callbacks.onStartedLeading?.(this.term.signal);
   }
 
-  lose(): void {
+  /** Leadership ends (deadline passed or another holder seen): the signal aborts at once; `run` resolves later. */
+  lose(opts: { resolveRun?: boolean } = {}): void {
     this.leading = false;
     this.log.push('lost');
-    this.settle('lost');
+    this.term.abort(new Error('leadership lost'));
+    if (opts.resolveRun ?? true) this.settle('lost');
   }
 }
 
