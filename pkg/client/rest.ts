@@ -79,6 +79,12 @@ export interface RestClientOptions {
   kubeConfig: KubeConfig;
   registry?: Registry;
   userAgent?: string;
+  /**
+   * Write gate (leader election): once this signal aborts, every request other than GET is refused with its reason
+   * before anything is sent, and writes in flight are aborted. The manager gives its guarded client (controllers,
+   * Events) the leadership signal, so nothing it writes starts after leadership can no longer be proven.
+   */
+  writeGate?: AbortSignal;
 }
 
 export function requestsCounter(registry: Registry): Counter<'code' | 'method' | 'host'> {
@@ -128,8 +134,10 @@ export class RestClient {
   private readonly userAgent: string;
   private readonly requests: Counter<'code' | 'method' | 'host'>;
   private readonly tokenFile: TokenFile | undefined;
+  private readonly writeGate: AbortSignal | undefined;
 
   constructor(opts: RestClientOptions) {
+    this.writeGate = opts.writeGate;
     this.kubeConfig = opts.kubeConfig;
     const cluster = opts.kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
@@ -156,6 +164,11 @@ export class RestClient {
    * watch bodies. Prefer `json()` for ordinary calls.
    */
   async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<Response> {
+    // --- write gate (see RestClientOptions.writeGate): refuse, and abort in flight, once it aborted ---
+    const gate = method !== 'GET' ? this.writeGate : undefined;
+    gate?.throwIfAborted();
+    if (gate) opts = { ...opts, signal: opts.signal ? AbortSignal.any([opts.signal, gate]) : gate };
+    // ---
     const url = this.url(path, opts.query);
     const ctx = new RequestContext(url, HttpMethod[method]);
     await this.kubeConfig.applySecurityAuthentication(ctx);
