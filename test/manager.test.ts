@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { cluster, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
-import { ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
+import { inClusterMainScript, ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 
 const run = promisify(execFile);
@@ -55,8 +55,8 @@ describe('command line', () => {
 
   test('--leader-elect with no way to find a namespace exits 2', async () => {
     const kubeconfig = cluster().kubeconfig;
-    const err = await run(process.execPath, [mainScript, '--leader-elect', `--kubeconfig=${kubeconfig}`], {
-      env: { PATH: process.env['PATH'], TSCM_IN_CLUSTER_PATH_PREFIX: '/nonexistent' },
+    const err = await run(process.execPath, [inClusterMainScript, '--leader-elect', `--kubeconfig=${kubeconfig}`], {
+      env: { PATH: process.env['PATH'], TSCM_TEST_IN_CLUSTER_ROOT: '/nonexistent' },
     }).then(() => undefined, (e: { code: number; stderr: string }) => e);
     assert.equal(err?.code, 2);
     assert.match(err?.stderr ?? '', /--leader-elect needs a namespace/);

@@ -217,7 +217,9 @@ export class LeaderElector implements LeaderElection {
   private leading = false;
   private running = false;
   private ran = false;
-  /** The current leadership term: aborted at the instant leadership ends (see the invariant). */
+  /** The one leadership term of this elector: aborted at the instant leadership ends (see the invariant). */
+  private readonly termAc = new AbortController();
+  /** Set once the term began (leading). */
   private term: AbortController | undefined;
   /** Fires at lastRenewStart + renewDeadline while leading. */
   private termTimer: { cancel(): void } | undefined;
@@ -252,6 +254,15 @@ export class LeaderElector implements LeaderElection {
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * The leadership signal of this elector's one term (the same one `onStartedLeading` receives), usable before the
+   * campaign starts — e.g. as a RestClient `writeGate`. Not aborted while campaigning or leading; aborted at the
+   * instant leadership ends (see the invariant), or when the campaign ends without ever leading.
+   */
+  get leadership(): AbortSignal {
+    return this.termAc.signal;
   }
 
   /** Identity of the holder in the last observed record ("" = none / unknown). */
@@ -314,7 +325,7 @@ export class LeaderElector implements LeaderElection {
 
   /** Begins a term after a successful acquisition: leading, and the deadline timer armed. */
   private startTerm(): AbortController {
-    const term = new AbortController();
+    const term = this.termAc;
     this.term = term;
     this.setLeading(true);
     this.armDeadline();
@@ -336,8 +347,7 @@ export class LeaderElector implements LeaderElection {
     this.termTimer?.cancel();
     this.termTimer = undefined;
     this.setLeading(false);
-    const term = this.term;
-    if (term && !term.signal.aborted) term.abort(reason);
+    if (!this.termAc.signal.aborted) this.termAc.abort(reason);
   }
 
   private setLeading(v: boolean): void {

@@ -136,6 +136,9 @@ export class Manager {
       this.lose = () => {
         if (this.lost) return;
         this.lost = true;
+        // Synchronously, in the same tick as the leadership signal: controllers abort their reconciles' signals
+        // before any other callback can start I/O.
+        this.gatedAc.abort(new Error('leader election lost'));
         resolve('lost');
       };
     });
@@ -337,35 +340,4 @@ function formatMs(ms: number): string {
   return m > 0 ? `${m}m${sec}s` : `${sec}s`;
 }
 
-/** What installSignalHandlers needs from `process` (an EventEmitter fake in tests). */
-export interface SignalSource {
-  on(event: 'SIGTERM' | 'SIGINT', listener: (signal: NodeJS.Signals) => void): unknown;
-  off(event: 'SIGTERM' | 'SIGINT', listener: (signal: NodeJS.Signals) => void): unknown;
-  exit(code: number): void;
-}
-
-/**
- * The first SIGTERM/SIGINT aborts the returned signal (graceful shutdown); a second one exits with code 1 at once.
- * `dispose` removes the handlers.
- */
-export function installSignalHandlers(proc: SignalSource, logger: Logger = silentLogger): { signal: AbortSignal; dispose: () => void } {
-  const ac = new AbortController();
-  const handler = (sig: NodeJS.Signals): void => {
-    if (!ac.signal.aborted) {
-      logger.info({ signal: sig }, 'received signal: shutting down gracefully (send again to exit immediately)');
-      ac.abort(new Error(`received ${sig}`));
-      return;
-    }
-    logger.warn({ signal: sig }, 'received second signal: exiting immediately');
-    proc.exit(exitFailure);
-  };
-  proc.on('SIGTERM', handler);
-  proc.on('SIGINT', handler);
-  return {
-    signal: ac.signal,
-    dispose: () => {
-      proc.off('SIGTERM', handler);
-      proc.off('SIGINT', handler);
-    },
-  };
-}
+export { installSignalHandlers, type SignalHandlers, type SignalSource } from './signals.ts';

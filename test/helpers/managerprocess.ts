@@ -9,6 +9,8 @@ import { freePort } from '../cluster/controlplane.ts';
 import { waitFor, type WaitOptions } from './cluster.ts';
 
 export const mainScript = join(import.meta.dirname, '..', '..', 'cmd', 'manager', 'main.ts');
+/** The same command with the in-cluster ServiceAccount directory under `$TSCM_TEST_IN_CLUSTER_ROOT` (tests only). */
+export const inClusterMainScript = join(import.meta.dirname, 'incluster-main.ts');
 
 export interface LogLine {
   level?: string;
@@ -23,6 +25,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** Serve metrics on a free port (default true). */
   metrics?: boolean;
+  /** Run "in-cluster style": the ServiceAccount directory is read under this root (test entry point). */
+  inClusterRoot?: string;
 }
 
 export class ManagerProcess {
@@ -63,13 +67,16 @@ export class ManagerProcess {
     const healthPort = await freePort();
     const metricsPort = opts.metrics === false ? undefined : await freePort();
     const args = [
-      mainScript,
+      opts.inClusterRoot !== undefined ? inClusterMainScript : mainScript,
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
       ...(opts.args ?? []),
     ];
     const proc = spawn(process.execPath, args, {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env },
+      env: {
+        PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env,
+        ...(opts.inClusterRoot !== undefined ? { TSCM_TEST_IN_CLUSTER_ROOT: opts.inClusterRoot } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     return new ManagerProcess(proc, healthPort, metricsPort);
