@@ -19,7 +19,7 @@ import { newLogger } from '../../pkg/log/logger.ts';
 import { globalRegistry } from '../../pkg/metrics/registry.ts';
 import { HealthChecks, newHealthProbeServer } from '../../pkg/manager/healthz.ts';
 import type { KubeConfigSource } from '../../pkg/manager/kubeconfig.ts';
-import { LeaderElector, RestLeaseClient } from '../../pkg/manager/leaderelection.ts';
+import { defaultIdentity, LeaderElector, RestLeaseClient } from '../../pkg/manager/leaderelection.ts';
 import { Manager } from '../../pkg/manager/manager.ts';
 import type { SignalHandlers } from '../../pkg/manager/signals.ts';
 import { KubeAccessReviewer, newMetricsServer } from '../../pkg/manager/metricsserver.ts';
@@ -42,14 +42,17 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
   const log = newLogger({ level: opts.logLevel });
   signals.setLogger(log);
   const version = packageVersion();
+  // The leader-election identity (hostname_uuid, unique per process) is also in every request's User-Agent, so the
+  // API server's audit log attributes each write to the Lease holder that made it.
+  const identity = defaultIdentity();
   log.info({
     version, node: process.version, credentials: kube.source, server: kube.kubeConfig.getCurrentCluster()?.server,
     watchNamespaces: opts.watchNamespaces.length ? opts.watchNamespaces : 'all', controllers: opts.controllers,
-    leaderElect: opts.leaderElect,
+    leaderElect: opts.leaderElect, identity,
   }, 'starting ts-controller-manager');
 
   const registry = globalRegistry;
-  const userAgent = `ts-controller-manager/${version}`;
+  const userAgent = `ts-controller-manager/${version} (${identity})`;
   const rest = new RestClient({ kubeConfig: kube.kubeConfig, registry, userAgent });
   const factory = new SharedInformerFactory({
     client: rest, namespaces: opts.watchNamespaces, defaultResyncPeriodMs: opts.syncPeriodMs, logger: log,
@@ -59,7 +62,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
   const elector = opts.leaderElect
     ? new LeaderElector({
       lock: new RestLeaseClient(rest, opts.leaderElectionNamespace ?? '', opts.leaderElectionId),
-      name: opts.leaderElectionId, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs,
+      name: opts.leaderElectionId, identity, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs,
       retryPeriodMs: opts.retryPeriodMs, logger: log, registry,
     })
     : undefined;
