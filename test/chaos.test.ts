@@ -89,7 +89,10 @@ describe('leadership chaos', () => {
     t.after(async () => {
       await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
       await Promise.all(replicas.map((r) => r.proxy.close()));
+      // Post-mortem material: every replica's log lines, next to the audit log.
+      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
     });
+    t.diagnostic(`logs and audit log: ${dir}`);
     const api = new URL(cp.server);
     const kubeconfigText = readFileSync(cp.kubeconfig, 'utf8');
     const startReplica = async (): Promise<Replica> => {
@@ -104,7 +107,8 @@ describe('leadership chaos', () => {
           `--leader-election-namespace=${ns}`, `--leader-election-id=${leaseName}`,
           `--leader-elect-lease-duration=${leaseMs}ms`, `--leader-elect-renew-deadline=${renewMs}ms`,
           `--leader-elect-retry-period=${retryMs}ms`, '--graceful-shutdown-timeout=10s'],
-        env: { WATCH_NAMESPACE: ns }, metrics: false,
+        // A replica that hangs gets a diagnostic report (JS stack) on SIGUSR2 before it is killed (see the SIGTERM round).
+        env: { WATCH_NAMESPACE: ns, NODE_OPTIONS: `--report-on-signal --report-signal=SIGUSR2 --report-directory=${dir}` }, metrics: false,
       });
       const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
       const r = { mgr, proxy, identity: String(line['identity']) };
@@ -151,7 +155,11 @@ describe('leadership chaos', () => {
       if (kind === 'kill -9') {
         await leader.mgr.stop('SIGKILL');
       } else if (kind === 'SIGTERM') {
-        assert.equal(await leader.mgr.stop('SIGTERM'), 0, `round ${round}: graceful shutdown exits 0`);
+        leader.mgr.proc.kill('SIGTERM');
+        const hung = setTimeout(() => leader.mgr.proc.kill('SIGUSR2'), 20_000);
+        const code = await leader.mgr.stop('SIGTERM', 25_000);
+        clearTimeout(hung);
+        assert.equal(code, 0, `round ${round}: graceful shutdown exits 0 (${JSON.stringify(await leader.mgr.exited)}, ${Date.now() - t0} ms; stderr ${leader.mgr.stderr.join('')}); last log lines:\n${leader.mgr.logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`);
       } else {
         leader.proxy.blackhole();
         const { code } = await leader.mgr.exited;
