@@ -105,6 +105,24 @@ describe('probes and metrics', () => {
     assert.equal(await mgr.stop('SIGTERM'), 0);
   });
 
+  test('caches that never sync: a new leader exits 1 after --cache-sync-timeout, naming the caches (issue 11 item 5)', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'syncto');
+    const api = new URL(cp.server);
+    const proxy = await TcpProxy.start(api.hostname, Number(api.port));
+    t.after(() => proxy.close());
+    proxy.cut(); // no LIST ever answers
+    const mgr = await ManagerProcess.start({
+      args: [`--kubeconfig=${proxiedKubeconfig(proxy)}`, '--controllers=deployment', '--cache-sync-timeout=2s'],
+      env: { WATCH_NAMESPACE: ns }, metrics: false,
+    });
+    t.after(() => mgr.stop('SIGKILL'));
+    const { code } = await mgr.exited;
+    assert.equal(code, 1);
+    const failed = mgr.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('ts-controller-manager failed'));
+    assert.match(String(failed?.msg), /timed out waiting for cache sync after 2s: not synced: .*deployments/);
+  });
+
   test('/metrics passes promtool check metrics and carries the controller-runtime names', async (t) => {
     const cp = cluster();
     const ns = await testNamespace(t, 'metrics');
