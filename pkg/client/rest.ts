@@ -81,8 +81,8 @@ export interface RestClientOptions {
   userAgent?: string;
   /**
    * Write gate (leader election): once this signal aborts, every request other than GET is refused with its reason
-   * before anything is sent, and writes in flight are aborted. The manager gives its guarded client (controllers,
-   * Events) the leadership signal, so nothing it writes starts after leadership can no longer be proven.
+   * before anything is sent. The manager gives its guarded client (controllers, Events) the leadership signal, so
+   * nothing it writes starts after leadership can no longer be proven (writes already sent are not cut: see request()).
    */
   writeGate?: AbortSignal;
 }
@@ -164,10 +164,16 @@ export class RestClient {
    * watch bodies. Prefer `json()` for ordinary calls.
    */
   async request(method: Verb, path: string, opts: RequestOptions = {}): Promise<Response> {
-    // --- write gate (see RestClientOptions.writeGate): refuse, and abort in flight, once it aborted ---
-    const gate = method !== 'GET' ? this.writeGate : undefined;
-    gate?.throwIfAborted();
-    if (gate) opts = { ...opts, signal: opts.signal ? AbortSignal.any([opts.signal, gate]) : gate };
+    // --- writes (issue 11): refused once the caller's signal or the write gate aborted, never cut mid-flight ---
+    // A write that was sent runs to its answer or its timeout (`timeoutMs`): cancelling in-flight HTTP/2 streams
+    // (shutdown aborts every reconcile at once) can leave Node 24's Http2Session spinning forever in
+    // SendPendingData (seen here: 100% CPU, no timers, process never exits). The process exits right after a lost
+    // lease anyway, which drops such a request with its connection.
+    if (method !== 'GET') {
+      opts.signal?.throwIfAborted();
+      this.writeGate?.throwIfAborted();
+      opts = { ...opts, signal: undefined };
+    }
     // ---
     const url = this.url(path, opts.query);
     const ctx = new RequestContext(url, HttpMethod[method]);
