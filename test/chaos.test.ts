@@ -112,7 +112,7 @@ describe('leadership chaos', () => {
           `--leader-elect-lease-duration=${leaseMs}ms`, `--leader-elect-renew-deadline=${renewMs}ms`,
           `--leader-elect-retry-period=${retryMs}ms`, '--graceful-shutdown-timeout=10s'],
         // A replica that hangs gets a diagnostic report (JS stack) on SIGUSR2 before it is killed (see the SIGTERM round).
-        env: { WATCH_NAMESPACE: ns, NODE_OPTIONS: `--report-on-signal --report-signal=SIGUSR2 --report-directory=${dir} --perf-basic-prof` }, metrics: false,
+        env: { WATCH_NAMESPACE: ns, NODE_OPTIONS: `--report-on-signal --report-signal=SIGUSR2 --report-directory=${dir}` }, metrics: false,
       });
       const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
       const r = { mgr, proxy, identity: String(line['identity']) };
