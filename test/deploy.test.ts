@@ -108,8 +108,9 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
       `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local'],
     env: {
       KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port,
-      TSCM_IN_CLUSTER_PATH_PREFIX: root, POD_NAMESPACE: systemNs, WATCH_NAMESPACE: ns,
+      POD_NAMESPACE: systemNs, WATCH_NAMESPACE: ns,
     },
+    inClusterRoot: root,
   });
   const scrape = async (): Promise<{ status: number; body: string }> => {
     const res = await fetch(`https://127.0.0.1:${mgr.metricsPort}/metrics`, {

@@ -1,6 +1,6 @@
 /**
  * The manager started exactly as the kubelet would start it in a Pod — no kubeconfig; a ServiceAccount token, CA and
- * namespace under /var/run/secrets/kubernetes.io/serviceaccount (relocated with TSCM_IN_CLUSTER_PATH_PREFIX so
+ * namespace under /var/run/secrets/kubernetes.io/serviceaccount (relocated through test/helpers/incluster-main.ts so
  * nothing touches the machine's real paths); KUBERNETES_SERVICE_HOST/PORT — with only namespaced Roles written here.
  * RBAC is enforced (ServiceAccounts are not system:masters).
  */
@@ -76,8 +76,9 @@ async function startInCluster(t: TestContext, cp: ControlPlane, pod: Pod, watchN
     args: ['--controllers=foo'],
     env: {
       KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port,
-      TSCM_IN_CLUSTER_PATH_PREFIX: pod.root, WATCH_NAMESPACE: watchNamespace,
+      WATCH_NAMESPACE: watchNamespace,
     },
+    inClusterRoot: pod.root,
   });
   t.after(() => mgr.stop('SIGKILL'));
   return mgr;

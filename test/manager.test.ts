@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { cluster, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
-import { ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
+import { inClusterMainScript, ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 
 const run = promisify(execFile);
@@ -57,8 +57,8 @@ describe('command line', () => {
 
   test('--leader-elect with no way to find a namespace exits 2', async () => {
     const kubeconfig = cluster().kubeconfig;
-    const err = await run(process.execPath, [mainScript, '--leader-elect', `--kubeconfig=${kubeconfig}`], {
-      env: { PATH: process.env['PATH'], TSCM_IN_CLUSTER_PATH_PREFIX: '/nonexistent' },
+    const err = await run(process.execPath, [inClusterMainScript, '--leader-elect', `--kubeconfig=${kubeconfig}`], {
+      env: { PATH: process.env['PATH'], TSCM_TEST_IN_CLUSTER_ROOT: '/nonexistent' },
     }).then(() => undefined, (e: { code: number; stderr: string }) => e);
     assert.equal(err?.code, 2);
     assert.match(err?.stderr ?? '', /--leader-elect needs a namespace/);
@@ -105,6 +105,24 @@ describe('probes and metrics', () => {
     assert.equal((await mgr.probe('/readyz/informers')).status, 200);
     assert.equal((await mgr.probe('/readyz/nonexistent')).status, 404);
     assert.equal(await mgr.stop('SIGTERM'), 0);
+  });
+
+  test('caches that never sync: a new leader exits 1 after --cache-sync-timeout, naming the caches (issue 11 item 5)', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'syncto');
+    const api = new URL(cp.server);
+    const proxy = await TcpProxy.start(api.hostname, Number(api.port));
+    t.after(() => proxy.close());
+    proxy.cut(); // no LIST ever answers
+    const mgr = await ManagerProcess.start({
+      args: [`--kubeconfig=${proxiedKubeconfig(proxy)}`, '--controllers=deployment', '--cache-sync-timeout=2s'],
+      env: { WATCH_NAMESPACE: ns }, metrics: false,
+    });
+    t.after(() => mgr.stop('SIGKILL'));
+    const { code } = await mgr.exited;
+    assert.equal(code, 1);
+    const failed = mgr.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('ts-controller-manager failed'));
+    assert.match(String(failed?.msg), /timed out waiting for cache sync after 2s: not synced: .*deployments/);
   });
 
   test('/metrics passes promtool check metrics and carries the controller-runtime names', async (t) => {

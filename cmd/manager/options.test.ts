@@ -33,6 +33,7 @@ test('defaults match the documented flag defaults', () => {
   assert.equal(o.leaseDurationMs, 15_000);
   assert.equal(o.renewDeadlineMs, 10_000);
   assert.equal(o.retryPeriodMs, 2_000);
+  assert.equal(o.cacheSyncTimeoutMs, 120_000);
   assert.equal(o.gracefulShutdownTimeoutMs, 30_000);
   assert.deepEqual(o.controllers, ['foo', 'network', 'deployment']);
   assert.deepEqual(o.concurrency, { foo: 1, network: 1, deployment: 1 });
@@ -53,6 +54,7 @@ test('both --flag=value and --flag value forms, booleans, last one wins', () => 
     '--leader-elect-renew-deadline', '1m',
     '--leader-elect-retry-period=500ms',
     '--graceful-shutdown-timeout=0',
+    '--cache-sync-timeout', '30s',
     '--controllers', 'foo,deployment',
     '--foo-concurrency=4', '--network-concurrency', '2',
     '--log-level=debug', '--log-level', 'warn',
@@ -69,6 +71,7 @@ test('both --flag=value and --flag value forms, booleans, last one wins', () => 
   assert.equal(o.renewDeadlineMs, 60_000);
   assert.equal(o.retryPeriodMs, 500);
   assert.equal(o.gracefulShutdownTimeoutMs, 0);
+  assert.equal(o.cacheSyncTimeoutMs, 30_000);
   assert.deepEqual(o.controllers, ['foo', 'deployment']);
   assert.deepEqual(o.concurrency, { foo: 4, network: 2, deployment: 1 });
   assert.equal(o.logLevel, 'warn');
@@ -102,6 +105,8 @@ test('help text lists every flag with its default and the environment', () => {
   }
   assert.match(h, /--metrics-bind-address=ADDR\s.*\(default ":8080"\)/);
   assert.match(h, /--leader-elect-lease-duration=DURATION\s.*\(default "15s"\)/);
+  assert.match(h, /--cache-sync-timeout=DURATION\s.*\(default "2m"\)/);
+  assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
 });
 
 test('environment: KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, neutron defaults', () => {
@@ -219,8 +224,16 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--leader-elect-retry-period=0'], message: /--leader-elect-retry-period: must be greater than 0/ },
   {
     argv: ['--leader-elect-lease-duration=10s'],
-    message: /^--leader-elect-lease-duration \(10s\) must be greater than --leader-elect-renew-deadline \(10s\)$/,
+    message: /^--leader-elect-lease-duration \(10s\) must be greater than --leader-elect-renew-deadline \+ --leader-elect-retry-period \(10s \+ 2s\)/,
   },
+  {
+    // Issue 11 item 4: lease > renew alone let a leader that renewed late believe it led past the lease.
+    argv: ['--leader-elect-lease-duration=1s', '--leader-elect-renew-deadline=900ms', '--leader-elect-retry-period=700ms'],
+    message: /^--leader-elect-lease-duration \(1s\) must be greater than --leader-elect-renew-deadline \+ --leader-elect-retry-period \(900ms \+ 700ms\)/,
+  },
+  { argv: ['--leader-elect-lease-duration=12s'], message: /must be greater than --leader-elect-renew-deadline \+ --leader-elect-retry-period \(10s \+ 2s\)/ },
+  { argv: ['--cache-sync-timeout=0'], message: /^invalid value for --cache-sync-timeout: must be greater than 0$/ },
+  { argv: ['--cache-sync-timeout=soon'], message: /--cache-sync-timeout: invalid duration "soon"/ },
   {
     argv: ['--leader-elect-renew-deadline=2400ms', '--leader-elect-retry-period=2s'],
     message: /^--leader-elect-renew-deadline \(2.4s\) must be greater than 1.2 × --leader-elect-retry-period \(2s\)$/,

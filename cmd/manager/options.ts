@@ -57,6 +57,8 @@ export interface Options {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   gracefulShutdownTimeoutMs: number;
+  /** `--cache-sync-timeout`: how long a new leader waits for its caches before exiting (controller-runtime's CacheSyncTimeout). */
+  cacheSyncTimeoutMs: number;
   /** `--sync-period`: resync period of the controllers' event handlers. */
   syncPeriodMs: number;
   /** Enabled controllers, in `knownControllers` order; never empty. */
@@ -98,10 +100,11 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
   { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
-  { name: 'leader-elect-lease-duration', kind: 'duration', def: '15s', help: 'How long non-leaders wait after last observing a renewal before taking over.' },
-  { name: 'leader-elect-renew-deadline', kind: 'duration', def: '10s', help: 'How long the leader retries renewing before it gives up leadership (and exits).' },
+  { name: 'leader-elect-lease-duration', kind: 'duration', def: '15s', help: 'How long non-leaders wait after last observing a renewal before taking over. Must be greater than renew deadline + retry period.' },
+  { name: 'leader-elect-renew-deadline', kind: 'duration', def: '10s', help: 'How long after the start of its last successful renewal the leader stops acting (no further writes) and exits. Must be greater than 1.2 × retry period.' },
   { name: 'leader-elect-retry-period', kind: 'duration', def: '2s', help: 'Interval between attempts to acquire or renew the Lease.' },
-  { name: 'graceful-shutdown-timeout', kind: 'duration', def: '30s', help: 'How long to wait on SIGTERM/SIGINT for in-flight reconciles and runnables to stop.' },
+  { name: 'graceful-shutdown-timeout', kind: 'duration', def: '30s', help: 'How long to wait on SIGTERM/SIGINT for in-flight reconciles and runnables to stop (their abort signals fire when shutdown starts).' },
+  { name: 'cache-sync-timeout', kind: 'duration', def: '2m', help: 'How long a new leader waits for its informer caches to sync; past it the manager exits 1 naming the caches.' },
   { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net). 0 disables resync; otherwise at least 1s.' },
   { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
   ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
@@ -131,6 +134,10 @@ export function helpText(): string {
     '  NEUTRON_CLOUD_CONFIG, OS_CLOUD   Defaults of --neutron-cloud-config and --neutron-cloud.',
     '',
     `Durations are Go-style: "500ms", "15s", "1m30s", "1h"; at most ${maxDurationText} (Go's time.Duration range).`,
+    '',
+    'Leader election timing: lease duration > renew deadline + retry period, and renew deadline > 1.2 × retry period.',
+    'A standby takes over one lease duration after it last saw the Lease change; the leader stops acting at its last',
+    'renewal\'s start + renew deadline, and the retry period of margin covers a renewal that answered late.',
   );
   return lines.join('\n') + '\n';
 }
@@ -356,9 +363,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   const leaseDurationMs = duration('leader-elect-lease-duration');
   const renewDeadlineMs = duration('leader-elect-renew-deadline');
   const retryPeriodMs = duration('leader-elect-retry-period');
-  if (leaseDurationMs <= renewDeadlineMs) {
+  if (leaseDurationMs <= renewDeadlineMs + retryPeriodMs) {
     throw new UsageError(
-      `--leader-elect-lease-duration (${formatDuration(leaseDurationMs)}) must be greater than --leader-elect-renew-deadline (${formatDuration(renewDeadlineMs)})`,
+      `--leader-elect-lease-duration (${formatDuration(leaseDurationMs)}) must be greater than --leader-elect-renew-deadline + --leader-elect-retry-period (${formatDuration(renewDeadlineMs)} + ${formatDuration(retryPeriodMs)}), so a leader stops before a standby can take over`,
     );
   }
   if (renewDeadlineMs <= 1.2 * retryPeriodMs) {
@@ -367,6 +374,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     );
   }
   const gracefulShutdownTimeoutMs = wrap('graceful-shutdown-timeout', parseDuration);
+  const cacheSyncTimeoutMs = duration('cache-sync-timeout');
   const syncPeriodMs = wrap('sync-period', parseDuration);
   if (syncPeriodMs !== 0 && syncPeriodMs < minSyncPeriodMs) {
     throw new UsageError(`invalid value ${get('sync-period')} for --sync-period: must be 0 (no resync) or at least 1s`);
@@ -429,6 +437,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     renewDeadlineMs,
     retryPeriodMs,
     gracefulShutdownTimeoutMs,
+    cacheSyncTimeoutMs,
     syncPeriodMs,
     controllers,
     concurrency,

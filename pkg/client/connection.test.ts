@@ -92,7 +92,7 @@ test('a black-holed connection is detected by an unanswered ping: its streams fa
         return `failed: ${(err as Error).message}`;
       }
     })();
-    proxy.blackHole();
+    proxy.blackhole();
     const outcome = await ended; // without the health check this never resolves
     assert.match(outcome, /failed|ended/);
     proxy.restore();

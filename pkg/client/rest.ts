@@ -85,6 +85,12 @@ export interface RestClientOptions {
   kubeConfig: KubeConfig;
   registry?: Registry;
   userAgent?: string;
+  /**
+   * Write gate (leader election): once this signal aborts, every request other than GET is refused with its reason
+   * before anything is sent. The manager gives its guarded client (controllers, Events) the leadership signal, so
+   * nothing it writes starts after leadership can no longer be proven (writes already sent are not cut: see request()).
+   */
+  writeGate?: AbortSignal;
 }
 
 export function requestsCounter(registry: Registry): Counter<'code' | 'method' | 'host'> {
@@ -126,8 +132,10 @@ export class RestClient {
   private readonly requests: Counter<'code' | 'method' | 'host'>;
   /** Counter children by "code method" (prom-client hashes labels on every inc otherwise). */
   private readonly counted = new Map<string, Child>();
+  private readonly writeGate: AbortSignal | undefined;
 
   constructor(opts: RestClientOptions) {
+    this.writeGate = opts.writeGate;
     this.kubeConfig = opts.kubeConfig;
     this.transport = new Transport(opts.kubeConfig);
     this.server = this.transport.cluster.server.replace(/\/+$/, '');
@@ -168,6 +176,17 @@ export class RestClient {
   }
 
   private async send(method: Verb, path: string, opts: RequestOptions, buffered: boolean): Promise<RawResponse> {
+    // --- writes (issue 11): refused once the caller's signal or the write gate aborted, never cut mid-flight ---
+    // A write that was sent runs to its answer or its timeout (`timeoutMs`): cancelling in-flight HTTP/2 streams
+    // (shutdown aborts every reconcile at once) can leave Node 24's Http2Session spinning forever in
+    // SendPendingData (seen here: 100% CPU, no timers, process never exits). The process exits right after a lost
+    // lease anyway, which drops such a request with its connection.
+    if (method !== 'GET') {
+      opts.signal?.throwIfAborted();
+      this.writeGate?.throwIfAborted();
+      opts = { ...opts, signal: undefined };
+    }
+    // ---
     const target = this.pathWithQuery(path, opts.query);
     const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;

@@ -27,10 +27,13 @@
  *    drain: no key is handed out any more (queued keys are dropped; they are re-derived from the cache after a
  *    restart) and in-flight reconciles run to completion. `start` resolves when every worker has exited, or when a
  *    graceful timeout expired (then still-running reconciles are abandoned; their late results are ignored).
+ *  - The AbortSignal every reconcile receives aborts when shutdown STARTS (start signal aborted, or `stop()`), as
+ *    controller-runtime cancels the reconcile context at shutdown: a lost lease must stop API writes at once, and a
+ *    SIGTERM should not wait for slow I/O that will simply be redone by the next leader (reconciles are
+ *    level-triggered and idempotent). The graceful timeout bounds how long shutdown then waits for reconciles to
+ *    return (e.g. one finishing a step that does not take the signal).
  *  - `stop(timeoutMs)` begins the same shutdown and waits at most `timeoutMs` (on the Clock) for in-flight
- *    reconciles. If they do not finish in time it aborts the AbortSignal every reconcile received, and reports
- *    `{completed: false, inFlight}`. That signal aborts ONLY at that moment: a reconcile is never interrupted by
- *    the start signal itself, only by the expiry of the graceful timeout.
+ *    reconciles. If they do not finish in time it reports `{completed: false, inFlight}` and abandons them.
  *  - Option `gracefulShutdownTimeoutMs` makes the abort of the start signal call `stop(timeoutMs)` by itself.
  *
  * Logs (pino): every reconcile gets a child logger with `controller`, `namespace`, `name` and `reconcileID` (a
@@ -65,7 +68,8 @@ export interface ReconcileContext {
 }
 
 /**
- * Reconciles one object. `signal` aborts only when a graceful shutdown timeout expires; pass it to I/O.
+ * Reconciles one object. `signal` aborts when the controller's shutdown starts (SIGTERM, lost lease); pass it to
+ * every API and Neutron call so no write starts after that.
  * Throw (or reject) to retry with backoff; throw a TerminalError to give up until the next event.
  */
 export type Reconciler<Req = Request> = (req: Req, signal: AbortSignal, ctx: ReconcileContext) => Promise<Result | void>;
@@ -125,8 +129,8 @@ export class Controller<Req = Request> {
   private readonly metrics: ControllerMetricFamilies;
   private readonly labels: { controller: string };
   private readonly gracefulShutdownTimeoutMs: number | undefined;
-  /** Aborted only when a graceful-shutdown timeout expires; every reconcile receives its signal. */
-  private readonly hardStop = new AbortController();
+  /** Aborted when shutdown starts; every reconcile receives its signal. */
+  private readonly reconcileAbort = new AbortController();
   /** Resolved when a stop timeout expired: `start` stops waiting for abandoned reconciles. */
   private readonly abandoned: { promise: Promise<void>; resolve: () => void };
   private started = false;
@@ -232,17 +236,15 @@ export class Controller<Req = Request> {
     timer?.cancel();
     if (outcome === 'drained') return { completed: true, inFlight: 0 };
     const inFlight = this.inFlightCount;
-    if (!this.hardStop.signal.aborted) {
-      this.log.warn({ inFlight, timeoutMs }, 'Graceful shutdown timeout expired; aborting in-flight reconciles');
-      this.hardStop.abort(new Error(`controller ${this.name}: graceful shutdown timeout of ${timeoutMs} ms expired`));
-    }
+    this.log.warn({ inFlight, timeoutMs }, 'Graceful shutdown timeout expired; abandoning in-flight reconciles');
     this.abandoned.resolve();
     return { completed: inFlight === 0, inFlight };
   }
 
   private beginShutdown(): Promise<void> {
     if (!this.drained) {
-      this.log.info('Shutdown signal received, waiting for in-flight reconciles to finish');
+      this.log.info({ inFlight: this.inFlightCount }, 'Shutdown signal received: aborting in-flight reconciles and waiting for them to return');
+      this.reconcileAbort.abort(new Error(`controller ${this.name}: shutting down`));
       this.drained = this.queue.shutDownWithDrain();
     }
     return this.drained;
@@ -299,7 +301,7 @@ export class Controller<Req = Request> {
     let error: unknown;
     let result: Result | void = undefined;
     try {
-      result = await this.reconciler(req, this.hardStop.signal, { log, reconcileID, key });
+      result = await this.reconciler(req, this.reconcileAbort.signal, { log, reconcileID, key });
     } catch (err) {
       failed = true;
       error = err;
@@ -319,7 +321,12 @@ export class Controller<Req = Request> {
       }
       this.metrics.reconcileErrors.inc(this.labels);
       this.count('error');
-      log.error({ err: error, terminal, panic, durationSeconds: seconds }, panic ? 'Observed a panic in reconciler' : 'Reconciler error');
+      if (this.reconcileAbort.signal.aborted && !panic) {
+        // Expected: the reconcile gave up because shutdown aborted its signal; the next leader redoes it.
+        log.info({ err: error, durationSeconds: seconds }, 'Reconcile aborted by shutdown');
+      } else {
+        log.error({ err: error, terminal, panic, durationSeconds: seconds }, panic ? 'Observed a panic in reconciler' : 'Reconciler error');
+      }
       return;
     }
 

@@ -23,10 +23,24 @@ class FakeSink implements EventSink {
   readonly calls: string[] = [];
   failures: Error[] = [];
   gate: Promise<void> | undefined;
+  /** Signals of the calls made (aborted ones end the held call with the reason, as fetch does). */
+  readonly signals: (AbortSignal | undefined)[] = [];
 
-  async create(event: CoreEvent): Promise<unknown> {
+  private async wait(signal?: AbortSignal): Promise<void> {
+    this.signals.push(signal);
+    if (!this.gate) return;
+    await Promise.race([
+      this.gate,
+      new Promise<never>((_, reject) => {
+        if (signal?.aborted) reject(signal.reason as Error);
+        signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+      }),
+    ]);
+  }
+
+  async create(event: CoreEvent, signal?: AbortSignal): Promise<unknown> {
     this.calls.push(`create ${event.metadata.namespace}/${event.metadata.name} count=${event.count}`);
-    await this.gate;
+    await this.wait(signal);
     const err = this.failures.shift();
     if (err) throw err;
     const key = `${event.metadata.namespace}/${event.metadata.name}`;
@@ -35,9 +49,9 @@ class FakeSink implements EventSink {
     return event;
   }
 
-  async patch(namespace: string, name: string, patch: EventPatch): Promise<unknown> {
+  async patch(namespace: string, name: string, patch: EventPatch, signal?: AbortSignal): Promise<unknown> {
     this.calls.push(`patch ${namespace}/${name} count=${patch.count}`);
-    await this.gate;
+    await this.wait(signal);
     const err = this.failures.shift();
     if (err) throw err;
     const ev = this.store.get(`${namespace}/${name}`);
@@ -288,6 +302,45 @@ test('shutdown flushes and then ignores new events', async () => {
   recorder.event(foo, 'Normal', 'R', 'later');
   await recorder.flush();
   assert.equal(sink.store.size, 1);
+});
+
+test('shutdown(signal): a queue stuck on an unreachable API server is abandoned when the signal aborts', async () => {
+  // Issue 11 item 1: the process awaited the flush of up to 1 000 queued Events with no deadline.
+  const { sink, recorder } = setup({ maxRetries: 3, retryDelayMs: 1_000 });
+  sink.gate = new Promise(() => {}); // every write hangs until its signal aborts
+  for (let i = 0; i < 50; i++) recorder.event({ ...foo, metadata: { ...foo.metadata, name: `foo-${i}` } }, 'Normal', 'Synced', 'x');
+  await new Promise((resolve) => setImmediate(resolve));
+  const ac = new AbortController();
+  const done = recorder.broadcaster.shutdown(ac.signal);
+  let finished = false;
+  void done.then(() => (finished = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(finished, false, 'still flushing');
+  ac.abort(new Error('deadline'));
+  await done;
+  // Up to maxConcurrentWrites (4) writes were in flight: all aborted; the other 46 dropped, not attempted.
+  assert.equal(sink.calls.length, 4, 'only the writes in flight were attempted');
+  assert.ok(sink.signals.every((s) => s?.aborted), 'every write in flight was aborted');
+  recorder.event(foo, 'Normal', 'Synced', 'after');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(sink.calls.length, 4, 'closed');
+});
+
+test('the broadcaster\'s stop signal (leadership) abandons at once: in-flight write aborted, queue dropped, no retry', async () => {
+  const stop = new AbortController();
+  const { sink, recorder, clock } = setup({ stopSignal: stop.signal, maxRetries: 3, retryDelayMs: 1_000 });
+  sink.gate = new Promise(() => {});
+  for (let i = 0; i < 10; i++) recorder.event({ ...foo, metadata: { ...foo.metadata, name: `foo-${i}` } }, 'Warning', 'X', 'x');
+  await new Promise((resolve) => setImmediate(resolve));
+  stop.abort(new Error('leadership lost'));
+  await recorder.flush(); // resolves: nothing left
+  clock.step(10_000);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(sink.calls.length, 4, 'the 4 writes in flight, no retry, nothing of the rest');
+  assert.ok(sink.signals.every((s) => s?.aborted));
+  recorder.event(foo, 'Normal', 'Synced', 'after the loss');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(sink.calls.length, 4, 'no write after the stop signal');
 });
 
 test('RestEventSink uses POST and merge PATCH on /api/v1/namespaces/NS/events', async () => {

@@ -18,6 +18,10 @@
  *    different Events may complete in any order (as client-go, which gives no cross-Event ordering either). Failed
  *    writes are retried (`maxRetries`, 5xx/transport errors only) and then dropped with a warning. `flush()`
  *    resolves once everything enqueued so far is written or dropped.
+ *  - Bounded shutdown: Events are guarded writes (only the leader writes them). `stopSignal` (the leadership signal)
+ *    aborting, or `shutdown(signal)`'s signal aborting, ABANDONS the broadcaster at once: the write in flight is
+ *    aborted, everything queued is dropped (counted in one warning), retries stop, and later events are ignored. So
+ *    a lost lease or a graceful deadline never waits on up to `queueLimit` × retries × request timeout.
  *
  * Structure (as client-go): one EventBroadcaster per process owns the sink, queue and caches; each controller gets
  * an EventRecorder from `broadcaster.recorderFor("<name>-controller")` (or `new EventRecorder(opts)` stand-alone).
@@ -129,6 +133,8 @@ export interface EventRecorderOptions {
   /** Retries of a failed write on 5xx/transport errors (default 3), `retryDelayMs` apart (default 1 s). */
   maxRetries?: number;
   retryDelayMs?: number;
+  /** When this aborts (e.g. leadership lost), the broadcaster abandons everything at once (see the module comment). */
+  stopSignal?: AbortSignal;
 }
 
 /** Longest message kept (client-go's events API limit); longer ones are truncated. */
@@ -181,6 +187,8 @@ export class EventBroadcaster {
   private markIdle: () => void = () => {};
   private closed = false;
   private seq = 0;
+  /** Aborted when the broadcaster is abandoned: cancels the write in flight and the retry pause. */
+  private readonly abandonAc = new AbortController();
 
   constructor(opts: Omit<EventRecorderOptions, 'component'>) {
     this.opts = opts;
@@ -190,6 +198,9 @@ export class EventBroadcaster {
     const max = opts.cacheSize ?? 4096;
     this.buckets = new LRUCache({ max });
     this.correlated = new LRUCache({ max });
+    const stop = opts.stopSignal;
+    if (stop?.aborted) this.abandon(stop.reason);
+    else stop?.addEventListener('abort', () => this.abandon(stop.reason), { once: true });
   }
 
   /** A recorder whose events carry `component` as source.component / reportingComponent. */
@@ -202,10 +213,27 @@ export class EventBroadcaster {
     while (this.active) await this.idle;
   }
 
-  /** Stops accepting events and flushes the queue. */
-  async shutdown(): Promise<void> {
+  /** Stops accepting events and flushes the queue; if `signal` aborts first, abandons what is left. */
+  async shutdown(signal?: AbortSignal): Promise<void> {
     this.closed = true;
-    await this.flush();
+    if (signal?.aborted) this.abandon(signal.reason);
+    const onAbort = (): void => this.abandon(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await this.flush();
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Closes, drops the queue and aborts the write in flight (idempotent). */
+  abandon(reason?: unknown): void {
+    this.closed = true;
+    if (this.queue.size > 0) {
+      this.log.warn({ dropped: this.queue.size, reason: reason instanceof Error ? reason.message : String(reason) }, 'event broadcaster stopped; queued events dropped');
+    }
+    this.queue.clear();
+    if (!this.abandonAc.signal.aborted) this.abandonAc.abort(reason);
   }
 
   /** See the module comment; never throws. */
@@ -331,6 +359,7 @@ export class EventBroadcaster {
         const next = this.take();
         if (!next) return;
         const [key, pending] = next;
+        if (this.abandonAc.signal.aborted) continue; // abandoned: drop what is left
         this.writing.add(key);
         try {
           await this.write(pending);
@@ -355,20 +384,23 @@ export class EventBroadcaster {
     const maxRetries = this.opts.maxRetries ?? 3;
     const ev = p.event;
     const ctx = { kind: ev.involvedObject.kind, namespace: ev.involvedObject.namespace, name: ev.involvedObject.name, reason: ev.reason };
+    const signal = this.abandonAc.signal;
     for (let attempt = 0; ; attempt++) {
+      if (signal.aborted) return;
       try {
         if (p.op === 'patch') {
           try {
-            await this.opts.sink.patch(ev.metadata.namespace, ev.metadata.name, { count: ev.count, lastTimestamp: ev.lastTimestamp, message: ev.message });
+            await this.opts.sink.patch(ev.metadata.namespace, ev.metadata.name, { count: ev.count, lastTimestamp: ev.lastTimestamp, message: ev.message }, signal);
             return;
           } catch (err) {
             if (!isNotFound(err)) throw err;
             // The Event expired or was deleted: create it again, keeping the count.
           }
         }
-        await this.opts.sink.create(structuredClone(ev));
+        await this.opts.sink.create(structuredClone(ev), signal);
         return;
       } catch (err) {
+        if (signal.aborted) return;
         if (err instanceof ApiError && err.status === 409 && p.op === 'create') return; // already written
         const retriable = !(err instanceof ApiError) || err.status === 0 || err.status === 429 || err.status >= 500;
         if (!retriable || attempt >= maxRetries) {
@@ -376,7 +408,11 @@ export class EventBroadcaster {
           return;
         }
         this.log.debug({ err, ...ctx, attempt }, 'writing event failed; retrying');
-        await this.clock.sleep(this.opts.retryDelayMs ?? 1_000);
+        try {
+          await this.clock.sleep(this.opts.retryDelayMs ?? 1_000, signal);
+        } catch {
+          return; // abandoned
+        }
       }
     }
   }

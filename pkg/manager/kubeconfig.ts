@@ -5,8 +5,9 @@
  *   ServiceAccount token + CA), 4. ~/.kube/config.
  * The in-cluster token is a FILE the transport re-reads when the kubelet rotates it (pkg/client/transport.ts).
  *
- * `inClusterPathPrefix` (env TSCM_IN_CLUSTER_PATH_PREFIX) prefixes /var/run/secrets/kubernetes.io/serviceaccount:
- * a testing aid that lets tests run the manager "in-cluster style" without touching the machine's real paths.
+ * `opts.inClusterRoot` prefixes /var/run/secrets/kubernetes.io/serviceaccount: a seam for tests (they run the manager
+ * "in-cluster style" through test/helpers/incluster-main.ts). Production code never sets it: no environment variable
+ * can move where a deployed manager reads its credentials from.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -21,7 +22,12 @@ export interface KubeConfigSource {
   source: string;
 }
 
-export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.ProcessEnv): KubeConfigSource {
+export interface LoadKubeConfigOptions {
+  /** Root prefixed to the ServiceAccount directory (tests only). Default "" (the real path). */
+  inClusterRoot?: string;
+}
+
+export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.ProcessEnv, opts: LoadKubeConfigOptions = {}): KubeConfigSource {
   const kc = new KubeConfig();
   const fromFile = (path: string, source: string): KubeConfigSource => {
     if (!existsSync(path)) throw new Error(`kubeconfig ${path} (${source}) does not exist`);
@@ -47,10 +53,10 @@ export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.P
     return { kubeConfig: kc, source: `$KUBECONFIG ${used.join(delimiter)}` };
   }
   if (env['KUBERNETES_SERVICE_HOST'] && env['KUBERNETES_SERVICE_PORT']) {
-    const prefix = env['TSCM_IN_CLUSTER_PATH_PREFIX'] ?? '';
+    const prefix = opts.inClusterRoot ?? '';
     const tokenFile = `${prefix}${serviceAccountDir}/token`;
     if (!existsSync(tokenFile)) throw new Error(`in-cluster configuration: ServiceAccount token ${tokenFile} does not exist`);
-    kc.loadFromCluster(prefix);
+    kc.loadFromCluster(prefix, env);
     return { kubeConfig: kc, source: `in-cluster ServiceAccount (${prefix}${serviceAccountDir})` };
   }
   const home = join(env['HOME'] ?? homedir(), '.kube', 'config');

@@ -18,12 +18,30 @@ class FakeLeaseStore {
   readonly hang = new Set<string>();
   /** Callers whose calls never answer at all (ignore their signal): a wedged client. */
   readonly wedged = new Set<string>();
+  /** Callers whose calls take this long on the given clock (the store changes when the answer is sent). */
+  readonly latency = new Map<string, { clock: FakeClock; ms: number }>();
   calls = 0;
 
   client(tag: string): LeaseClient {
     const call = <T>(fn: () => T, signal?: AbortSignal): Promise<T> => {
       this.calls++;
       if (this.wedged.has(tag)) return new Promise(() => {});
+      const slow = this.latency.get(tag);
+      if (slow) {
+        return new Promise<T>((resolve, reject) => {
+          const timer = slow.clock.setTimer(slow.ms, () => {
+            try {
+              resolve(fn());
+            } catch (err) {
+              reject(err instanceof Error ? err : new Error(String(err)));
+            }
+          });
+          signal?.addEventListener('abort', () => {
+            timer.cancel();
+            reject(signal.reason as Error);
+          }, { once: true });
+        });
+      }
       if (this.hang.has(tag)) {
         return new Promise((_, reject) => {
           signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
@@ -83,9 +101,11 @@ interface Harness {
   ac: AbortController;
   result: Promise<string>;
   registry: Registry;
+  /** The leadership signal handed to onStartedLeading (undefined until leading). */
+  leadership: () => AbortSignal | undefined;
 }
 
-function start(store: FakeLeaseStore, clock: FakeClock, tag: string, extra: Partial<LeaderElectorOptions> = {}): Harness {
+function start(store: FakeLeaseStore, clock: FakeClock, tag: string, extra: Partial<LeaderElectorOptions> = {}, mayRelease?: () => boolean): Harness {
   const registry = new Registry();
   let wall = Date.parse('2030-01-01T00:00:00Z');
   const elector = new LeaderElector({
@@ -103,12 +123,17 @@ function start(store: FakeLeaseStore, clock: FakeClock, tag: string, extra: Part
   });
   const events: string[] = [];
   const ac = new AbortController();
+  let leadership: AbortSignal | undefined;
   const result = elector.run(ac.signal, {
-    onStartedLeading: () => events.push('started'),
+    onStartedLeading: (signal) => {
+      leadership = signal;
+      events.push('started');
+    },
     onStoppedLeading: () => events.push('stopped'),
     onNewLeader: (id) => events.push(`leader:${id}`),
+    ...(mayRelease ? { mayRelease } : {}),
   });
-  return { elector, events, ac, result, registry };
+  return { elector, events, ac, result, registry, leadership: () => leadership };
 }
 
 async function gauge(registry: Registry): Promise<number | undefined> {
@@ -250,6 +275,72 @@ test('a renewal that hangs is cut off at the renew deadline', async () => {
   assert.equal(settledResult, 'lost');
 });
 
+test('leadership signal: aborts at the renew deadline instant, measured from the start of the last successful renewal', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a');
+  await settle();
+  const leadership = a.leadership();
+  assert.ok(leadership && !leadership.aborted);
+  await advance(clock, 2_000); // one renewal at +2 s (instant answer): deadline +12 s
+  store.hang.add('a');
+  await advance(clock, 9_900, 100, () => assert.equal(leadership.aborted, a.elector.isLeader() ? false : leadership.aborted));
+  assert.equal(leadership.aborted, false);
+  await advance(clock, 100);
+  assert.equal(leadership.aborted, true, 'aborted at last renewal start + renewDeadline');
+  assert.equal(a.elector.isLeader(), false);
+  assert.match(String((leadership.reason as Error).message), /renew deadline/);
+  assert.equal(await a.result, 'lost');
+});
+
+test('a slow successful acquisition does not extend leadership past its start + renewDeadline', async () => {
+  // Issue 11 item 4: after a write that answered late, the elector slept a whole retry period before re-checking its
+  // deadline, so it believed it led until start + renewDeadline + retryPeriod (a standby can take over at
+  // start + leaseDuration).
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.latency.set('a', { clock, ms: 4_500 }); // GET + POST: the acquisition started at t0 succeeds at t0+9 s
+  const t0 = clock.now();
+  const a = start(store, clock, 'a');
+  const violations: number[] = [];
+  let led = false;
+  await advance(clock, 14_000, 50, () => {
+    if (a.elector.isLeader()) led = true;
+    if (a.elector.isLeader() && clock.now() > t0 + 10_000) violations.push(clock.now() - t0);
+  });
+  assert.equal(led, true, 'the slow acquisition succeeded');
+  assert.deepEqual(violations, [], 'leader past the write start + renewDeadline');
+  assert.equal(a.leadership()?.aborted, true);
+});
+
+test('mayRelease=false at cancel: no release write, leadership signal aborted, result stopped', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const a = start(store, clock, 'a', {}, () => false);
+  await settle();
+  const rv = store.lease?.metadata.resourceVersion;
+  a.ac.abort();
+  assert.equal(await a.result, 'stopped');
+  assert.equal(store.lease?.metadata.resourceVersion, rv, 'nothing written');
+  assert.equal(store.lease?.spec?.holderIdentity, 'a');
+  assert.equal(a.leadership()?.aborted, true);
+});
+
+test('the leadership signal aborts before the release write is sent', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  let abortedAtRelease: boolean | undefined;
+  const a = start(store, clock, 'a');
+  await settle();
+  const leadership = a.leadership();
+  assert.ok(leadership);
+  leadership.addEventListener('abort', () => (abortedAtRelease = store.lease?.spec?.holderIdentity === 'a'));
+  a.ac.abort();
+  await a.result;
+  assert.equal(abortedAtRelease, true, 'aborted while the record still named us, i.e. before the release');
+  assert.equal(store.lease?.spec?.holderIdentity, '');
+});
+
 test('loses at once when another holder is observed in the record', async () => {
   const clock = new FakeClock();
   const store = new FakeLeaseStore();
@@ -334,9 +425,11 @@ test('watchdog fails when the leader has not renewed for leaseDuration + toleran
   await settle();
   a.elector.watchdog();
   store.wedged.add('a');
-  // The wedged request ignores its deadline signal, so the renew loop is stuck while we still think we lead.
+  // The wedged request ignores its deadline signal, so the renew loop is stuck. Leadership itself ended at the
+  // renew deadline (timer), but the campaign never returns: the watchdog makes that visible.
   await advance(clock, 16_000);
-  assert.equal(a.elector.isLeader(), true);
+  assert.equal(a.elector.isLeader(), false);
+  assert.equal(a.leadership()?.aborted, true);
   assert.doesNotThrow(() => a.elector.watchdog());
   await advance(clock, 1_100);
   assert.throws(() => a.elector.watchdog(), /has not renewed lease ns\/lock/);

@@ -1,7 +1,24 @@
 /**
  * Lease-based leader election (coordination.k8s.io/v1), with client-go's semantics.
  *
- * Invariants and contracts:
+ * THE LEADERSHIP INVARIANT (what "leader" means here, and when it stops acting):
+ *   This process leads from the successful write that acquired the Lease until the first of:
+ *     (a) `lastRenewStart + renewDeadline` on the local Clock, where lastRenewStart is the moment the last
+ *         SUCCESSFUL acquire/renew request was STARTED (a timer fires at that instant; no loop iteration, sleep or
+ *         slow answer can stretch it),
+ *     (b) a read showing another holder in a still-valid record,
+ *     (c) the campaign being stopped (`run`'s signal) — just before the release write, or without one.
+ *   At that instant the term's leadership AbortSignal (handed to `onStartedLeading`) aborts and `isLeader()` turns
+ *   false. Everything that acts as leader must hang off that signal: the Manager aborts its controllers and exits
+ *   (on loss), reconciles' signals abort, the guarded RestClient refuses every write (`writeGate`), and the event
+ *   broadcaster abandons its queue. From that moment this process makes no further guarded API write, and after a
+ *   loss it exits (cmd/manager) within renewDeadline + 2 s of the last successful renewal's start.
+ *   Why this is safe: every other candidate judges expiry from the local time at which IT observed our last write,
+ *   which is no earlier than the write's start, so it cannot acquire before `lastRenewStart + leaseDuration`; with
+ *   `leaseDuration > renewDeadline` (the flags require `> renewDeadline + retryPeriod` for extra margin) we stop
+ *   first — assuming clock RATES, not clock values, agree.
+ *
+ * Other contracts:
  *  - Expiry of someone else's lease is judged ONLY by this process's Clock: a lease record is considered valid until
  *    `observedTime + leaseDurationSeconds`, where `observedTime` is the local Clock reading at which this process last
  *    saw the record (holder, times, duration, transitions) change. Timestamps written by other holders are never
@@ -9,19 +26,18 @@
  *  - Writes use optimistic concurrency: updates carry the resourceVersion that was read; a 409 (or any error) just
  *    means "try again next retry period". Of two candidates racing for a free lease, at most one update succeeds.
  *  - Acquire: try every `retryPeriod × (1 + 1.2·rand)` until the lease is free/expired/ours and our write wins.
- *  - Renew: every `retryPeriod` after the last success. Leadership is given up (result "lost") when no renewal has
- *    succeeded within `renewDeadline` of the START of the last successful write (stricter than client-go, which measures
- *    from a later point), or as soon as we observe another holder in the record. Because
- *    `leaseDuration > renewDeadline`, a standby (which waits a full leaseDuration after observing our last write)
- *    cannot take over before we stopped leading — assuming clock rates, not clock values, agree.
- *  - Release on cancel: when `run`'s signal aborts while leading, the elector writes holderIdentity "" and
- *    leaseDurationSeconds 1 (as client-go's ReleaseOnCancel) so a standby takes over at once. After a loss it never
- *    writes: our controllers may still be stopping, and the lease is no longer ours anyway.
+ *  - Renew: every `retryPeriod` after the last success, but never sleeping past the deadline of (a); each attempt is
+ *    bounded by that deadline. Stricter than client-go, which measures from a later point.
+ *  - Release on cancel (client-go's ReleaseOnCancel): when `run`'s signal aborts while leading, the elector asks
+ *    `callbacks.mayRelease()` — true only when no guarded work runs any more — and if so writes holderIdentity "" and
+ *    leaseDurationSeconds 1 so a standby takes over at once. If not, it writes nothing and the lease expires on its
+ *    own. After a loss it never writes: the lease is no longer ours.
  *  - In-flight renew requests are not cut short by `run`'s signal (they are bounded by the renew deadline), so the
  *    release that follows works from an up-to-date resourceVersion.
  *  - `leader_election_master_status{name}` is 1 exactly while `isLeader()` is true, else 0.
  *
- * Concurrency: one `run` at a time per elector; the LeaseClient is only used from within `run`.
+ * Concurrency: one `run` per elector (a process has at most one leadership term: after a loss it exits); the
+ * LeaseClient is only used from within `run`.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -114,15 +130,23 @@ export function microTime(d: Date): string {
 }
 
 export interface LeaderCallbacks {
-  /** Called once when this process becomes leader. */
-  onStartedLeading?: () => void;
+  /**
+   * Called once when this process becomes leader, with the term's leadership signal: it aborts at the instant this
+   * process can no longer prove it holds the Lease (see the invariant above), and just before a release.
+   */
+  onStartedLeading?: (leadership: AbortSignal) => void;
+  /**
+   * Asked once when `run`'s signal aborted while leading: may the Lease be released now? Return true only when no
+   * guarded work runs any more (client-go's ReleaseOnCancel contract). Default: true.
+   */
+  mayRelease?: () => boolean;
   /** Called once when leadership ends (lost, or released on cancel), after the release write. */
   onStoppedLeading?: () => void;
   /** Called whenever the observed holder changes (including to ourselves); "" = nobody. */
   onNewLeader?: (identity: string) => void;
 }
 
-/** How `run` ended: "stopped" = its signal aborted (lease released if we led); "lost" = leadership lost. */
+/** How `run` ended: "stopped" = its signal aborted (lease released if we led and mayRelease allowed); "lost" = leadership lost. */
 export type ElectionResult = 'stopped' | 'lost';
 
 /** What the Manager needs from leader election (the LeaderElector, or a fake in tests). */
@@ -192,6 +216,13 @@ export class LeaderElector implements LeaderElection {
 
   private leading = false;
   private running = false;
+  private ran = false;
+  /** The one leadership term of this elector: aborted at the instant leadership ends (see the invariant). */
+  private readonly termAc = new AbortController();
+  /** Set once the term began (leading). */
+  private term: AbortController | undefined;
+  /** Fires at lastRenewStart + renewDeadline while leading. */
+  private termTimer: { cancel(): void } | undefined;
   /** The last Lease we read or wrote, and the local Clock time at which its record last changed. */
   private observed: Lease | undefined;
   private observedTime = 0;
@@ -225,17 +256,27 @@ export class LeaderElector implements LeaderElection {
     return this.leading;
   }
 
+  /**
+   * The leadership signal of this elector's one term (the same one `onStartedLeading` receives), usable before the
+   * campaign starts — e.g. as a RestClient `writeGate`. Not aborted while campaigning or leading; aborted at the
+   * instant leadership ends (see the invariant), or when the campaign ends without ever leading.
+   */
+  get leadership(): AbortSignal {
+    return this.termAc.signal;
+  }
+
   /** Identity of the holder in the last observed record ("" = none / unknown). */
   leader(): string {
     return this.observed?.spec?.holderIdentity ?? '';
   }
 
   /**
-   * Healthz check (client-go's HealthzAdaptor): throws when we believe we lead but have not renewed for longer than
-   * leaseDuration + tolerance — i.e. the renew loop is stuck and another replica may already lead.
+   * Healthz check (client-go's HealthzAdaptor): throws when this elector led and its campaign is still running but
+   * has not renewed for longer than leaseDuration + tolerance — i.e. the renew loop is wedged (leadership itself
+   * already ended at the renew deadline; this makes the wedge visible to the kubelet).
    */
   watchdog(): void {
-    if (!this.leading) return;
+    if (!this.running || !this.term) return;
     const since = this.clock.now() - this.lastRenewStart;
     if (since > this.leaseDurationMs + this.watchdogToleranceMs) {
       throw new Error(`leader has not renewed lease ${this.lock.description} for ${Math.round(since / 1000)}s`);
@@ -244,28 +285,69 @@ export class LeaderElector implements LeaderElection {
 
   async run(signal: AbortSignal, callbacks: LeaderCallbacks = {}): Promise<ElectionResult> {
     if (this.running) throw new Error('LeaderElector.run is already running');
+    if (this.ran) throw new Error('LeaderElector.run can be called once (one leadership term per elector)');
     this.running = true;
+    this.ran = true;
     this.callbacks = callbacks;
     try {
       this.log.info('attempting to acquire leader lease');
       if (!(await this.acquire(signal))) return 'stopped';
-      this.setLeading(true);
+      const term = this.startTerm();
       this.log.info('successfully acquired lease');
-      this.call(() => callbacks.onStartedLeading?.());
-      const result = await this.renewLoop(signal);
+      this.call(() => callbacks.onStartedLeading?.(term.signal));
+      const result = await this.renewLoop(signal, term.signal);
       if (result === 'lost') {
-        this.setLeading(false);
+        this.endTerm(new Error('leader election lost'));
         this.log.error('leader election lost');
+      } else if (!term.signal.aborted && this.releaseOnCancel && this.mayRelease(callbacks)) {
+        this.endTerm(new Error('leader election stopped: releasing the lease'));
+        await this.release();
       } else {
-        if (this.releaseOnCancel) await this.release();
-        this.setLeading(false);
+        if (!term.signal.aborted && this.releaseOnCancel) this.log.warn('not releasing the lease: guarded work is still running; it expires on its own');
+        this.endTerm(new Error('leader election stopped'));
       }
       this.call(() => callbacks.onStoppedLeading?.());
       return result;
     } finally {
-      this.setLeading(false);
+      this.endTerm(new Error('leader election ended'));
       this.running = false;
     }
+  }
+
+  private mayRelease(callbacks: LeaderCallbacks): boolean {
+    try {
+      return callbacks.mayRelease?.() ?? true;
+    } catch (err) {
+      this.log.error({ err }, 'mayRelease callback threw; not releasing');
+      return false;
+    }
+  }
+
+  /** Begins a term after a successful acquisition: leading, and the deadline timer armed. */
+  private startTerm(): AbortController {
+    const term = this.termAc;
+    this.term = term;
+    this.setLeading(true);
+    this.armDeadline();
+    return term;
+  }
+
+  /** (Re)arms the timer that ends the term at lastRenewStart + renewDeadline. */
+  private armDeadline(): void {
+    this.termTimer?.cancel();
+    const due = this.lastRenewStart + this.renewDeadlineMs - this.clock.now();
+    this.termTimer = this.clock.setTimer(Math.max(0, due), () => {
+      this.log.warn({ renewDeadlineMs: this.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
+      this.endTerm(new Error(`leadership lost: lease not renewed within the renew deadline (${this.renewDeadlineMs} ms)`));
+    });
+  }
+
+  /** Ends the current term (idempotent): not leading from this instant, leadership signal aborted. */
+  private endTerm(reason: Error): void {
+    this.termTimer?.cancel();
+    this.termTimer = undefined;
+    this.setLeading(false);
+    if (!this.termAc.signal.aborted) this.termAc.abort(reason);
   }
 
   private setLeading(v: boolean): void {
@@ -297,38 +379,48 @@ export class LeaderElector implements LeaderElection {
     }
   }
 
-  /** Renews every retryPeriod; returns "lost" or "stopped" (signal aborted). */
-  private async renewLoop(signal: AbortSignal): Promise<ElectionResult> {
-    for (;;) {
+  /**
+   * Renews every retryPeriod (never sleeping past the term's deadline); returns "lost" (the term ended: deadline or
+   * another holder) or "stopped" (signal aborted while still leading).
+   */
+  private async renewLoop(signal: AbortSignal, leadership: AbortSignal): Promise<ElectionResult> {
+    const sleepSignal = AbortSignal.any([signal, leadership]);
+    const sleep = async (ms: number): Promise<ElectionResult | undefined> => {
       try {
-        await this.clock.sleep(this.retryPeriodMs, signal);
+        await this.clock.sleep(ms, sleepSignal);
       } catch {
-        return 'stopped';
+        // fall through to the checks below
       }
+      if (leadership.aborted) return 'lost';
+      if (signal.aborted) return 'stopped';
+      return undefined;
+    };
+    for (;;) {
+      const wake = await sleep(Math.min(this.retryPeriodMs, this.lastRenewStart + this.renewDeadlineMs - this.clock.now()));
+      if (wake) return wake;
       // Retry within the deadline measured from the start of the last successful write.
       for (;;) {
         const remaining = this.lastRenewStart + this.renewDeadlineMs - this.clock.now();
-        if (remaining <= 0) {
-          this.log.warn({ renewDeadlineMs: this.renewDeadlineMs }, 'failed to renew lease within the renew deadline');
-          return 'lost';
-        }
+        if (remaining <= 0 || leadership.aborted) return 'lost';
         // Not tied to `signal`: a renewal in flight at shutdown completes so the release sees our latest write.
-        const attempt = this.deadline(remaining);
+        const attempt = this.deadline(remaining, leadership);
         const ok = await this.tryAcquireOrRenew(attempt.signal).finally(attempt.cancel);
-        if (ok) break;
+        if (leadership.aborted) return 'lost'; // a success that raced the deadline timer does not revive the term
+        if (ok) {
+          this.armDeadline();
+          break;
+        }
         const holder = this.leader();
         if (holder !== this.identity && holder !== '' && this.isObservedValid()) {
           this.log.warn({ holder }, 'lease is held by another candidate');
+          this.endTerm(new Error(`leadership lost: lease is held by ${holder}`));
           return 'lost';
         }
         if (signal.aborted) return 'stopped';
         const left = this.lastRenewStart + this.renewDeadlineMs - this.clock.now();
         if (left <= 0) continue;
-        try {
-          await this.clock.sleep(Math.min(this.retryPeriodMs, left), signal);
-        } catch {
-          return 'stopped';
-        }
+        const w = await sleep(Math.min(this.retryPeriodMs, left));
+        if (w) return w;
       }
     }
   }

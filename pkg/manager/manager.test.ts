@@ -64,6 +64,8 @@ class FakeElection implements LeaderElection {
   private leading = false;
   private callbacks: LeaderCallbacks = {};
   private settle: (r: ElectionResult) => void = () => {};
+  /** The current term's leadership signal (as the real elector: aborted at loss and before a release). */
+  readonly term = new AbortController();
 
   constructor(log: string[]) {
     this.log = log;
@@ -75,8 +77,12 @@ class FakeElection implements LeaderElection {
     return new Promise((resolve) => {
       this.settle = resolve;
       signal.addEventListener('abort', () => {
-        if (this.leading) this.log.push('release');
+        if (this.leading) {
+          if (this.callbacks.mayRelease?.() ?? true) this.log.push('release');
+          else this.log.push('no-release');
+        }
         this.leading = false;
+        this.term.abort(new Error('stopped'));
         resolve('stopped');
       }, { once: true });
     });
@@ -88,13 +94,15 @@ class FakeElection implements LeaderElection {
 
   lead(): void {
     this.leading = true;
-    this.callbacks.onStartedLeading?.();
+    this.callbacks.onStartedLeading?.(this.term.signal);
   }
 
-  lose(): void {
+  /** Leadership ends (deadline passed or another holder seen): the signal aborts at once; `run` resolves later. */
+  lose(opts: { resolveRun?: boolean } = {}): void {
     this.leading = false;
     this.log.push('lost');
-    this.settle('lost');
+    this.term.abort(new Error('leadership lost'));
+    if (opts.resolveRun ?? true) this.settle('lost');
   }
 }
 
@@ -185,7 +193,8 @@ test('graceful shutdown order: controllers drain, then the lease is released, th
   assert.equal(t.code(), 0);
 });
 
-test('graceful shutdown timeout: stuck controllers are reported, shutdown continues, exit code 1', async () => {
+test('graceful shutdown timeout: stuck controllers are reported, the lease is NOT released (ReleaseOnCancel), exit code 1', async () => {
+  // Issue 11 item 2: releasing while abandoned reconciles still run would let a standby lead next to them.
   const t = setup({ manualStopController: true, gracefulShutdownTimeoutMs: 5_000 });
   t.election.lead();
   t.sync.resolve(true);
@@ -197,10 +206,107 @@ test('graceful shutdown timeout: stuck controllers are reported, shutdown contin
   assert.ok(!t.log.includes('release'));
   t.clock.step(1);
   await settle();
-  assert.ok(t.log.includes('release'));
+  assert.ok(!t.log.includes('release'), 'not released while the controller still runs');
+  assert.ok(t.log.includes('no-release'));
+  assert.ok(t.log.includes('stop:server'));
+  assert.equal(t.election.term.signal.aborted, true, 'leadership ended: guarded writes are refused from now on');
+  assert.equal(t.code(), 1);
+});
+
+test('the lease lost during a graceful shutdown: exit 1 at once, no release (issue 11 item 3)', async () => {
+  const t = setup({ manualStopController: true });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.ac.abort();
+  await settle();
+  assert.equal(t.code(), undefined, 'waiting for the in-flight reconciles');
+  t.election.lose({ resolveRun: false });
+  await settle();
+  assert.equal(t.code(), 1, 'resolves without waiting for the graceful timeout');
+  assert.ok(!t.log.includes('release'));
+  assert.ok(t.log.includes('abort:informer'));
+});
+
+test('the leadership signal aborting is a loss even before the campaign returns', async () => {
+  const t = setup({ manualStopController: true });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.election.lose({ resolveRun: false });
+  await settle();
+  assert.equal(t.code(), 1);
+  assert.ok(t.log.includes('abort:controller'));
+  assert.ok(!t.log.includes('release'));
+});
+
+test('guarded writes are flushed after controllers stop and before the release; the flush is bounded', async () => {
+  const order: string[] = [];
+  let flushSignal: AbortSignal | undefined;
+  const t = setup({
+    manualStopController: true, gracefulShutdownTimeoutMs: 5_000,
+    afterGatedStopped: (signal) => {
+      flushSignal = signal;
+      order.push('flush');
+      return new Promise(() => {}); // never finishes on its own (e.g. Events to an unreachable API server)
+    },
+  });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.ac.abort();
+  await settle();
+  assert.deepEqual(order, []);
+  t.controller.finish();
+  await settle();
+  assert.deepEqual(order, ['flush']);
+  assert.ok(!t.log.includes('release'));
+  t.clock.step(5_000);
+  await settle();
+  assert.equal(flushSignal?.aborted, true, 'told to abandon at the graceful deadline');
+  t.clock.step(1_000);
+  await settle();
+  assert.ok(t.log.includes('no-release'), 'a flush that did not stop keeps the lease unreleased');
   assert.ok(t.log.includes('stop:server'));
   assert.equal(t.code(), 1);
 });
+
+test('a flush that completes runs between the controllers stopping and the release', async () => {
+  const t = setup({ afterGatedStopped: () => {
+    t.log.push('flush');
+    return Promise.resolve();
+  } });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.ac.abort();
+  await settle();
+  assert.deepEqual(t.log.slice(0, 4), ['abort:controller', 'stop:controller', 'flush', 'release']);
+  assert.equal(t.code(), 0);
+});
+
+test('cache sync timeout (counted from leading): fatal, the error names the caches not synced (issue 11 item 5)', async () => {
+  const t = setup({ cacheSyncTimeoutMs: 120_000, unsyncedCaches: () => ['samplecontroller.k8s.io/v1alpha1/foos'] });
+  await settle();
+  t.clock.step(200_000);
+  await settle();
+  assert.equal(t.code(), undefined, 'a standby waits as long as it takes');
+  t.election.lead();
+  await settle();
+  t.clock.step(119_999);
+  await settle();
+  assert.equal(t.code(), undefined);
+  t.clock.step(1);
+  await settle();
+  assert.equal(t.code(), 1);
+  assert.equal(t.controller.started, false);
+  assert.match(t.mgr.failure()?.message ?? '', /timed out waiting for cache sync after 2m0s.*samplecontroller\.k8s\.io\/v1alpha1\/foos/);
+});
+
+
 
 test('losing the lease stops controllers at once and exits non-zero without releasing', async () => {
   const t = setup({ manualStopController: true });

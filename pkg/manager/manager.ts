@@ -5,16 +5,22 @@
  *  1. Runnables with `needLeaderElection: false` (informers, health/metrics servers) start at once, and so does the
  *     leader election campaign (if configured) and the `waitForCacheSync` hook.
  *  2. Leader-gated runnables (controllers) start once BOTH this replica leads (immediately when leader election is
- *     off) AND `waitForCacheSync` resolved (true/undefined). `false` or a rejection is fatal.
+ *     off) AND `waitForCacheSync` resolved (true/undefined). `false` or a rejection is fatal, and so is not syncing
+ *     within `cacheSyncTimeoutMs` of becoming leader (controller-runtime's CacheSyncTimeout, default 2 min; the
+ *     error names the caches from `unsyncedCaches()`), so a leader never holds the Lease with no controllers.
  *  3. Shutdown, when the signal aborts or a runnable fails (rejects):
- *       a. abort leader-gated runnables (they stop handing out keys; in-flight reconciles finish) and wait for them,
- *       b. then stop the election, which releases the lease (so no standby can lead while our controllers still run),
- *       c. then abort the remaining runnables (informers, servers) and wait for them.
- *     One deadline, `gracefulShutdownTimeoutMs`, covers a–c; runnables still running when it passes are named in the
+ *       a. abort leader-gated runnables (they stop handing out keys; their reconciles' signals abort) and wait,
+ *       b. then `afterGatedStopped` (flush the guarded writes they queued, e.g. Events),
+ *       c. then stop the election, which releases the lease ONLY if a and b completed — client-go's ReleaseOnCancel
+ *          contract: the Lease is released only when no guarded work runs. Otherwise it is left to expire,
+ *       d. then abort the remaining runnables (informers, servers) and wait for them.
+ *     One deadline, `gracefulShutdownTimeoutMs`, covers a–d; runnables still running when it passes are named in the
  *     log and the exit code becomes 1. The lease release gets at least `releaseGraceMs` even past the deadline.
  *     Exit code 0 after a clean shutdown on the signal; 1 after a runnable failure or a timeout.
- *  4. Losing the lease: leader-gated and all other runnables are aborted WITHOUT waiting, and `start` resolves 1 at
- *     once. The caller must exit the process immediately (no chance for two leaders to act).
+ *  4. Losing the lease — the leadership signal from `onStartedLeading` aborting (the instant the elector can no longer
+ *     prove it leads) or the campaign resolving "lost" — at ANY time, also in the middle of a graceful shutdown:
+ *     leader-gated and all other runnables are aborted WITHOUT waiting, and `start` resolves 1 at once. The caller
+ *     must exit the process immediately (no chance for two leaders to act).
  *
  * `start` never rejects. Runnables added after `start` begin as their group allows; adding during shutdown throws.
  */
@@ -24,6 +30,8 @@ import type { LeaderElection } from './leaderelection.ts';
 import type { Runnable } from './runnable.ts';
 
 export const exitOK = 0;
+/** How long an abandoned flush of guarded writes may take to stop before the lease is kept unreleased. */
+const abandonGraceMs = 1_000;
 export const exitFailure = 1;
 
 export interface ManagerOptions {
@@ -35,6 +43,18 @@ export interface ManagerOptions {
    */
   waitForCacheSync?: (signal: AbortSignal) => Promise<boolean | void>;
   gracefulShutdownTimeoutMs: number;
+  /**
+   * How long, from becoming leader (from start without leader election), the caches may take to sync before that
+   * is fatal. Default 2 min (controller-runtime's CacheSyncTimeout). 0 = no limit.
+   */
+  cacheSyncTimeoutMs?: number;
+  /** Names of the caches not synced yet, for the cache-sync timeout error. */
+  unsyncedCaches?: () => string[];
+  /**
+   * Called once on a graceful shutdown after the leader-gated runnables stopped, before the lease is released: flush
+   * what they queued (Events). Its signal aborts at the graceful deadline or on loss: then abandon at once.
+   */
+  afterGatedStopped?: (signal: AbortSignal) => Promise<void>;
   /** Minimum time given to the lease release even when the graceful deadline has passed (default 5 s). */
   releaseGraceMs?: number;
   clock?: Clock;
@@ -62,6 +82,9 @@ export class Manager {
   private gateOpen = false;
   private stopping = false;
   private stop: (reason: StopReason) => void = () => {};
+  private lost = false;
+  private lose: () => void = () => {};
+  private failureErr: Error | undefined;
 
   constructor(opts: ManagerOptions) {
     this.opts = opts;
@@ -85,6 +108,11 @@ export class Manager {
     }
   }
 
+  /** The error behind a failure shutdown (a runnable that failed, the cache-sync timeout), if any. */
+  failure(): Error | undefined {
+    return this.failureErr;
+  }
+
   /** True once leader-gated runnables have been started (leading and caches synced). */
   controllersStarted(): boolean {
     return this.gateOpen;
@@ -98,7 +126,20 @@ export class Manager {
       this.stop = (reason) => {
         if (this.stopping) return;
         this.stopping = true;
+        if (reason.kind === 'failed') {
+          this.failureErr = reason.err instanceof Error ? reason.err : new Error(String(reason.err));
+        }
         resolve(reason);
+      };
+    });
+    const lostLeadership = new Promise<'lost'>((resolve) => {
+      this.lose = () => {
+        if (this.lost) return;
+        this.lost = true;
+        // Synchronously, in the same tick as the leadership signal: controllers abort their reconciles' signals
+        // before any other callback can start I/O.
+        this.gatedAc.abort(new Error('leader election lost'));
+        resolve('lost');
       };
     });
     const onAbort = (): void => this.stop({ kind: 'signal' });
@@ -112,18 +153,26 @@ export class Manager {
     let elected!: () => void;
     const leading = new Promise<void>((resolve) => (elected = resolve));
     let election: Promise<unknown> = Promise.resolve();
+    let gatedStopped = false;
     const le = this.opts.leaderElection;
     if (le) {
       election = le
         .run(electionAc.signal, {
-          onStartedLeading: () => {
+          onStartedLeading: (leadership) => {
             this.log.info({ lease: le.name }, 'became leader');
+            // The instant the elector can no longer prove leadership. After a stop of the campaign (release or
+            // not) the abort is expected; before it, it is a loss.
+            leadership.addEventListener('abort', () => {
+              if (!electionAc.signal.aborted) this.lose();
+            }, { once: true });
+            if (leadership.aborted && !electionAc.signal.aborted) this.lose();
             elected();
           },
+          mayRelease: () => gatedStopped && !this.lost,
         })
         .then(
           (result) => {
-            if (result === 'lost') this.stop({ kind: 'lost' });
+            if (result === 'lost') this.lose();
           },
           (err: unknown) => this.stop({ kind: 'failed', name: `leader-election/${le.name}`, err }),
         );
@@ -139,7 +188,22 @@ export class Manager {
         return false;
       }
     })();
+    let syncDone = false;
+    void synced.then(() => (syncDone = true));
+    let syncTimer: { cancel(): void } | undefined;
+    const syncTimeoutMs = this.opts.cacheSyncTimeoutMs ?? 120_000;
+    void leading.then(() => {
+      if (syncDone || this.stopping || !(syncTimeoutMs > 0)) return;
+      syncTimer = this.clock.setTimer(syncTimeoutMs, () => {
+        if (syncDone || this.stopping) return;
+        const names = this.opts.unsyncedCaches?.() ?? [];
+        const err = new Error(`timed out waiting for cache sync after ${formatMs(syncTimeoutMs)}${names.length ? `: not synced: ${names.join(', ')}` : ''}`);
+        syncAc.abort(err);
+        this.stop({ kind: 'failed', name: 'cache-sync', err });
+      });
+    });
     void Promise.all([leading, synced]).then(([, ok]) => {
+      syncTimer?.cancel();
       if (this.stopping) return;
       if (!ok) {
         this.stop({ kind: 'failed', name: 'cache-sync', err: new Error('caches did not sync') });
@@ -152,27 +216,59 @@ export class Manager {
       for (const r of gated) this.launch(r, 'gated');
     });
 
-    const reason = await stopped;
+    const first = await Promise.race([stopped, lostLeadership]);
     signal.removeEventListener('abort', onAbort);
     syncAc.abort();
+    syncTimer?.cancel();
+    if (first === 'lost') return this.exitOnLoss();
 
-    if (reason.kind === 'lost') {
-      this.log.error('leader election lost: stopping controllers and exiting');
-      this.gatedAc.abort();
-      this.otherAc.abort();
-      return exitFailure;
-    }
+    // A loss at any point of the graceful sequence ends it at once (issue 11 item 3).
+    const outcome = await Promise.race([
+      this.gracefulShutdown(first, electionAc, election, () => (gatedStopped = true)),
+      lostLeadership,
+    ]);
+    if (outcome === 'lost') return this.exitOnLoss();
+    return outcome;
+  }
 
+  /** Leadership lost: abort everything, do not wait for anything; the caller exits the process. */
+  private exitOnLoss(): number {
+    this.stopping = true;
+    this.log.error('leader election lost: stopping controllers and exiting');
+    this.gatedAc.abort(new Error('leader election lost'));
+    this.otherAc.abort(new Error('leader election lost'));
+    return exitFailure;
+  }
+
+  private async gracefulShutdown(
+    reason: StopReason, electionAc: AbortController, election: Promise<unknown>, markGatedStopped: () => void,
+  ): Promise<number> {
     if (reason.kind === 'failed') this.log.error({ err: reason.err, runnable: reason.name }, 'runnable failed: shutting down');
     else this.log.info('shutdown signal received: stopping');
     const deadline = this.clock.now() + this.opts.gracefulShutdownTimeoutMs;
     let timedOut = false;
 
-    this.gatedAc.abort();
+    this.gatedAc.abort(new Error('shutting down'));
     const stuckGated = await this.waitFor(this.running.gated, deadline);
     if (stuckGated.length > 0) {
       timedOut = true;
-      this.log.error({ runnables: stuckGated }, 'graceful shutdown timed out waiting for leader-election runnables');
+      this.log.error({ runnables: stuckGated }, 'graceful shutdown timed out waiting for leader-election runnables; the lease will not be released');
+    } else if (this.opts.afterGatedStopped) {
+      const flushAc = new AbortController();
+      const entry: Running = { name: 'flush guarded writes', promise: Promise.resolve(), done: false };
+      entry.promise = this.opts.afterGatedStopped(flushAc.signal)
+        .catch((err: unknown) => this.log.error({ err }, 'flushing guarded writes failed'))
+        .finally(() => (entry.done = true));
+      if ((await this.waitFor([entry], deadline)).length > 0) {
+        timedOut = true;
+        flushAc.abort(new Error('graceful shutdown timeout'));
+        this.log.error('graceful shutdown timed out flushing guarded writes (events); abandoning them');
+        // Abandoning is prompt for a well-behaved flush; one that does not stop keeps the lease unreleased.
+        await this.waitFor([entry], this.clock.now() + abandonGraceMs);
+      }
+      if (entry.done && !this.lost) markGatedStopped();
+    } else if (!this.lost) {
+      markGatedStopped();
     }
 
     electionAc.abort();
@@ -184,7 +280,7 @@ export class Manager {
       this.log.error('timed out releasing the leader election lease');
     }
 
-    this.otherAc.abort();
+    this.otherAc.abort(new Error('shutting down'));
     const stuckOther = await this.waitFor(this.running.other, deadline);
     if (stuckOther.length > 0) {
       timedOut = true;
@@ -237,35 +333,11 @@ export class Manager {
   }
 }
 
-/** What installSignalHandlers needs from `process` (an EventEmitter fake in tests). */
-export interface SignalSource {
-  on(event: 'SIGTERM' | 'SIGINT', listener: (signal: NodeJS.Signals) => void): unknown;
-  off(event: 'SIGTERM' | 'SIGINT', listener: (signal: NodeJS.Signals) => void): unknown;
-  exit(code: number): void;
+/** "2m0s"-style duration for messages. */
+function formatMs(ms: number): string {
+  const m = Math.floor(ms / 60_000);
+  const sec = (ms % 60_000) / 1000;
+  return m > 0 ? `${m}m${sec}s` : `${sec}s`;
 }
 
-/**
- * The first SIGTERM/SIGINT aborts the returned signal (graceful shutdown); a second one exits with code 1 at once.
- * `dispose` removes the handlers.
- */
-export function installSignalHandlers(proc: SignalSource, logger: Logger = silentLogger): { signal: AbortSignal; dispose: () => void } {
-  const ac = new AbortController();
-  const handler = (sig: NodeJS.Signals): void => {
-    if (!ac.signal.aborted) {
-      logger.info({ signal: sig }, 'received signal: shutting down gracefully (send again to exit immediately)');
-      ac.abort(new Error(`received ${sig}`));
-      return;
-    }
-    logger.warn({ signal: sig }, 'received second signal: exiting immediately');
-    proc.exit(exitFailure);
-  };
-  proc.on('SIGTERM', handler);
-  proc.on('SIGINT', handler);
-  return {
-    signal: ac.signal,
-    dispose: () => {
-      proc.off('SIGTERM', handler);
-      proc.off('SIGINT', handler);
-    },
-  };
-}
+export { installSignalHandlers, type SignalHandlers, type SignalSource } from './signals.ts';

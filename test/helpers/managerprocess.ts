@@ -19,6 +19,8 @@ export const distMainScript = join(import.meta.dirname, '..', '..', 'dist', 'cmd
  * the cgroup limit is reached instead of after (V8's default heap limit in a 256 MiB container is 259 MiB).
  */
 export const productionNodeFlags = ['--max-old-space-size-percentage=50'];
+/** The same command with the in-cluster ServiceAccount directory under `$TSCM_TEST_IN_CLUSTER_ROOT` (tests only). */
+export const inClusterMainScript = join(import.meta.dirname, 'incluster-main.ts');
 
 export interface LogLine {
   level?: string;
@@ -41,6 +43,8 @@ export interface StartOptions {
   cgroup?: MemoryCgroup;
   /** Collect stdout log lines (default true); false sends them to /dev/null (benchmarks). */
   collectLogs?: boolean;
+  /** Run "in-cluster style": the ServiceAccount directory is read under this root (test entry point). */
+  inClusterRoot?: string;
 }
 
 export class ManagerProcess {
@@ -82,14 +86,17 @@ export class ManagerProcess {
     const metricsPort = opts.metrics === false ? undefined : await freePort();
     const args = [
       ...(opts.nodeFlags ?? productionNodeFlags),
-      opts.script ?? mainScript,
+      opts.script ?? (opts.inClusterRoot !== undefined ? inClusterMainScript : mainScript),
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
       ...(opts.args ?? []),
     ];
     const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(process.execPath, args) : [process.execPath, args];
     const proc = spawn(cmd, argv, {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env },
+      env: {
+        PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env,
+        ...(opts.inClusterRoot !== undefined ? { TSCM_TEST_IN_CLUSTER_ROOT: opts.inClusterRoot } : {}),
+      },
       stdio: ['ignore', opts.collectLogs === false ? 'ignore' : 'pipe', 'pipe'],
     });
     return new ManagerProcess(proc, healthPort, metricsPort);

@@ -1,8 +1,10 @@
 /**
  * A loopback TCP proxy for fault-injection against the REAL API server: clients connect to the proxy, which pipes
  * bytes to the target. `cut()` destroys every open connection and refuses new ones (connections are accepted and
- * closed at once, like a dead middlebox) until `restore()`. TLS passes through untouched, so clients still verify
- * the API server's certificate (its SANs include 127.0.0.1).
+ * closed at once, like a dead middlebox) until `restore()`. `blackhole()` is a silent partition: open connections
+ * stay open but every byte in either direction is swallowed, and new connections are accepted and swallowed too —
+ * the client only notices through its own timeouts. TLS passes through untouched, so clients still verify the API
+ * server's certificate (its SANs include 127.0.0.1).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -10,6 +12,7 @@ export class TcpProxy {
   readonly port: number;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  private readonly pairs = new Set<[Socket, Socket]>();
   private blocked = false;
   private swallowing = false;
   /** Number of client connections accepted while not cut (for tests that count reconnects). */
@@ -37,6 +40,13 @@ export class TcpProxy {
       client.destroy();
       return;
     }
+    if (this.swallowing) {
+      this.sockets.add(client);
+      client.on('error', () => client.destroy());
+      client.on('close', () => this.sockets.delete(client));
+      client.resume(); // read and discard
+      return;
+    }
     this.connections++;
     const upstream = connect(targetPort, targetHost);
     const pair = [client, upstream];
@@ -48,18 +58,22 @@ export class TcpProxy {
         pair.forEach((x) => x.destroy());
       });
     }
-    // Bytes are forwarded unless black-holed (then read and dropped: the peer sees a silent, open connection).
-    client.on('data', (b: Buffer) => {
-      if (!this.swallowing) upstream.write(b);
-    });
-    upstream.on('data', (b: Buffer) => {
-      if (!this.swallowing) client.write(b);
-    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const pairEntry: [Socket, Socket] = [client, upstream];
+    this.pairs.add(pairEntry);
+    client.on('close', () => this.pairs.delete(pairEntry));
   }
 
-  /** Keeps every connection open but drops all bytes both ways (a black-holed route), until restore(). */
-  blackHole(): void {
+  /** Swallows every byte of open and new connections (nothing is closed, nothing answers) until restore(). */
+  blackhole(): void {
     this.swallowing = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.resume();
+      upstream.resume();
+    }
   }
 
   /** Kills every open connection and refuses new ones until restore(). */
@@ -69,14 +83,13 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
-  /** Accepts connections again; connections that lived through a black hole are closed (their streams lost bytes). */
+  /** New connections pass again (connections black-holed meanwhile stay dead: destroyed here). */
   restore(): void {
-    if (this.swallowing) {
-      for (const sock of this.sockets) sock.destroy();
-      this.sockets.clear();
-    }
     this.blocked = false;
-    this.swallowing = false;
+    if (this.swallowing) {
+      this.swallowing = false;
+      for (const s of this.sockets) s.destroy();
+    }
   }
 
   get isCut(): boolean {

@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from './cli.ts';
+
+function kubeconfigFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'tscm-cli-')), 'kubeconfig');
+  writeFileSync(file, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
+    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+  }));
+  return file;
+}
+
+test('signal handlers are installed before credentials load and before the wiring (controller setup) runs', async () => {
+  // Issue 11 item 6: as PID 1, a SIGTERM during setup used to be ignored (handlers came after controller setup).
+  const proc = Object.assign(new EventEmitter(), { exit: (code: number): void => assert.fail(`exit ${code}`) });
+  let sawHandlers = -1;
+  let aborted: boolean | undefined;
+  const code = await main([`--kubeconfig=${kubeconfigFile()}`], {}, {
+    proc,
+    run: (_opts, _kube, signals) => {
+      sawHandlers = proc.listenerCount('SIGTERM');
+      proc.emit('SIGTERM', 'SIGTERM'); // arrives "during setup"
+      aborted = signals.signal.aborted;
+      return Promise.resolve(0);
+    },
+  });
+  assert.equal(code, 0);
+  assert.equal(sawHandlers, 1, 'a SIGTERM handler existed when the wiring started');
+  assert.equal(aborted, true, 'the signal reached the shutdown signal the Manager starts with');
+  assert.equal(proc.listenerCount('SIGTERM'), 0, 'disposed');
+});
+
+test('the in-cluster ServiceAccount root is a constructor seam, not an environment variable', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  const err: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = (chunk: string | Uint8Array): boolean => {
+    err.push(String(chunk));
+    return true;
+  };
+  let code: number;
+  try {
+    code = await main([], { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1', TSCM_IN_CLUSTER_PATH_PREFIX: '/tmp/x', HOME: '/nonexistent' }, {
+      proc, inClusterRoot: '/nonexistent-root', run: () => Promise.resolve(0),
+    });
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(code, 2);
+  assert.match(err.join(''), /\/nonexistent-root\/var\/run\/secrets\/kubernetes\.io\/serviceaccount\/token does not exist/);
+  assert.doesNotMatch(err.join(''), /\/tmp\/x/, 'the old environment variable is ignored');
+});
