@@ -44,6 +44,7 @@ import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { realClock, type Clock } from '../util/clock.ts';
+import { PriorityNormal } from '../workqueue/queue.ts';
 import { RateLimitingQueue, type RateLimitingWorkQueue } from '../workqueue/ratelimiting.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
 import { isPanic, isTerminalError } from './errors.ts';
@@ -89,6 +90,13 @@ export interface BaseControllerOptions<Req> {
   clock?: Clock;
   /** When set, aborting the start signal behaves as `stop(gracefulShutdownTimeoutMs)`. */
   gracefulShutdownTimeoutMs?: number;
+  /**
+   * Priority queue (default true): `enqueue(key, priority)` orders the queue by priority (see priority.ts). false =
+   * plain FIFO (every priority is treated as normal).
+   */
+  priorityQueue?: boolean;
+  /** Aging bound of the priority queue (ms): a waiting key goes first after this long. Default 30 s. */
+  maxQueueWaitMs?: number;
 }
 
 /** `codec` is optional for the default `{namespace, name}` request and required for any other request type. */
@@ -131,6 +139,7 @@ export class Controller<Req = Request> {
   private readonly gracefulShutdownTimeoutMs: number | undefined;
   /** Aborted when shutdown starts; every reconcile receives its signal. */
   private readonly reconcileAbort = new AbortController();
+  private readonly priorities: boolean;
   /** Resolved when a stop timeout expired: `start` stops waiting for abandoned reconciles. */
   private readonly abandoned: { promise: Promise<void>; resolve: () => void };
   private started = false;
@@ -154,10 +163,12 @@ export class Controller<Req = Request> {
     this.metrics = controllerMetricFamilies(registry);
     this.labels = { controller: opts.name };
     this.gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs;
+    this.priorities = opts.priorityQueue ?? true;
     this.queue = new RateLimitingQueue<string>({
       name: opts.name,
       registry,
       clock: this.clock,
+      ...(opts.maxQueueWaitMs !== undefined ? { maxWaitMs: opts.maxQueueWaitMs } : {}),
       ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
     });
     let resolve!: () => void;
@@ -165,14 +176,17 @@ export class Controller<Req = Request> {
     this.abandoned = { promise, resolve };
   }
 
-  /** Queues `key` ("ns/name", or "name" for cluster-scoped objects). Cheap; no I/O. */
-  enqueue(key: string): void {
-    this.queue.add(key);
+  /**
+   * Queues `key` ("ns/name", or "name" for cluster-scoped objects) at `priority` (default PriorityNormal; use
+   * `addPriority`/`updatePriority` from priority.ts in event handlers). Cheap; no I/O.
+   */
+  enqueue(key: string, priority: number = PriorityNormal): void {
+    this.queue.add(key, this.priorities ? priority : PriorityNormal);
   }
 
   /** Queues the key of `req`. */
-  enqueueRequest(req: Req): void {
-    this.queue.add(this.codec.key(req));
+  enqueueRequest(req: Req, priority: number = PriorityNormal): void {
+    this.enqueue(this.codec.key(req), priority);
   }
 
   /** Queues `key` after `ms` milliseconds (earliest pending deadline wins). */

@@ -19,17 +19,21 @@
 import { realClock, type Clock, type Timer } from '../util/clock.ts';
 import { MinHeap, type HeapEntry } from './heap.ts';
 import type { QueueMetrics } from './metrics.ts';
-import { metricsFor, Queue, type GetResult, type QueueOptions, type WorkQueue } from './queue.ts';
+import { metricsFor, PriorityNormal, Queue, type GetResult, type QueueOptions, type WorkQueue } from './queue.ts';
 
 export interface DelayingWorkQueue<T> extends WorkQueue<T> {
-  /** Adds `item` after `ms` milliseconds (at once if `ms <= 0`). */
-  addAfter(item: T, ms: number): void;
+  /**
+   * Adds `item` after `ms` milliseconds (at once if `ms <= 0`), at `priority` — by default the priority the item is
+   * being processed with (a requeue keeps its priority), else PriorityNormal.
+   */
+  addAfter(item: T, ms: number, priority?: number): void;
 }
 
 interface Waiting<T> extends HeapEntry {
   item: T;
   readyAt: number;
   seq: number;
+  priority: number;
 }
 
 export type DelayingQueueOptions = QueueOptions;
@@ -50,21 +54,22 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
     this.queue = new Queue<T>({ ...opts, clock: this.clock, metrics: this.metrics });
   }
 
-  addAfter(item: T, ms: number): void {
+  addAfter(item: T, ms: number, priority: number = this.queue.priorityOf(item) ?? PriorityNormal): void {
     if (this.queue.shuttingDown()) return;
     this.metrics.retry();
     if (!(ms > 0)) {
-      this.queue.add(item);
+      this.queue.add(item, priority);
       return;
     }
     const readyAt = this.clock.now() + ms;
     const existing = this.waiting.get(item);
     if (existing) {
+      existing.priority = Math.max(existing.priority, priority);
       if (readyAt >= existing.readyAt) return;
       existing.readyAt = readyAt;
       this.heap.fix(existing);
     } else {
-      const w: Waiting<T> = { item, readyAt, seq: this.seq++, index: -1 };
+      const w: Waiting<T> = { item, readyAt, seq: this.seq++, index: -1, priority };
       this.waiting.set(item, w);
       this.heap.push(w);
     }
@@ -76,8 +81,12 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
     return this.waiting.size;
   }
 
-  add(item: T): void {
-    this.queue.add(item);
+  add(item: T, priority?: number): void {
+    this.queue.add(item, priority);
+  }
+
+  priorityOf(item: T): number | undefined {
+    return this.queue.priorityOf(item) ?? this.waiting.get(item)?.priority;
   }
 
   len(): number {
@@ -136,7 +145,7 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
     for (let top = this.heap.peek(); top && top.readyAt <= now; top = this.heap.peek()) {
       this.heap.pop();
       this.waiting.delete(top.item);
-      this.queue.add(top.item);
+      this.queue.add(top.item, top.priority);
     }
     this.arm();
   }

@@ -1,7 +1,7 @@
 /**
  * Work queue metrics with controller-runtime's names, help texts, labels and buckets, so existing dashboards work:
  *
- *   workqueue_depth{name,controller}                         gauge: items added and not yet handed out (dirty set)
+ *   workqueue_depth{name,controller,priority}                gauge: items added and not yet handed out, by priority
  *   workqueue_adds_total{name,controller}                    counter: accepted adds (duplicates are not counted)
  *   workqueue_queue_duration_seconds{name,controller}        histogram: first add → handed to a worker
  *   workqueue_work_duration_seconds{name,controller}         histogram: handed to a worker → done
@@ -9,9 +9,9 @@
  *   workqueue_longest_running_processor_seconds{name,controller}  gauge: age of the oldest item being processed
  *   workqueue_retries_total{name,controller}                 counter: delayed/rate-limited adds
  *
- * Both labels carry the queue name (controller-runtime sets `controller` = `name` for controller queues). Newer
- * controller-runtime also has a `priority` label on workqueue_depth for its priority queue; we have no priority
- * queue and do not emit it.
+ * Both labels carry the queue name (controller-runtime sets `controller` = `name` for controller queues).
+ * `priority` on workqueue_depth is the item's queue priority as a number ("0" normal, "-100" low), as
+ * controller-runtime's priority queue exports it.
  *
  * Families are created once per prom-client Registry (`getOrCreate`); every queue adds its own label values. The two
  * "unfinished work" gauges are computed on scrape (prom-client `collect`) from the processing start times of every
@@ -30,10 +30,12 @@ type Labels = 'name' | 'controller';
 
 /** The hooks a queue calls; all synchronous and cheap. */
 export interface QueueMetrics<T> {
-  /** An item was accepted into the dirty set. */
-  add(item: T): void;
-  /** An item was handed to a worker. */
-  get(item: T): void;
+  /** An item was accepted into the dirty set (at `priority`, default 0). */
+  add(item: T, priority?: number): void;
+  /** An item was handed to a worker (it waited at `priority`, default 0). */
+  get(item: T, priority?: number): void;
+  /** A waiting item's priority was raised. */
+  priorityChanged?(from: number, to: number): void;
   /** A worker finished an item. */
   done(item: T): void;
   /** An item was scheduled through `addAfter`/`addRateLimited`. */
@@ -58,7 +60,7 @@ export const noopQueueMetrics: QueueMetrics<unknown> = {
 export const workqueueDurationBuckets: readonly number[] = Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`));
 
 export interface WorkqueueMetricFamilies {
-  depth: Gauge<Labels>;
+  depth: Gauge<Labels | 'priority'>;
   adds: Counter<Labels>;
   latency: Histogram<Labels>;
   workDuration: Histogram<Labels>;
@@ -90,7 +92,7 @@ export function workqueueMetricFamilies(registry: Registry = globalRegistry): Wo
     depth: getOrCreate(
       registry,
       'workqueue_depth',
-      () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames, registers }),
+      () => new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: [...labelNames, 'priority'] as const, registers }),
     ),
     adds: getOrCreate(
       registry,
@@ -193,7 +195,7 @@ class PromQueueMetrics<T> implements QueueMetrics<T> {
     this.labels = { name: opts.name, controller: opts.controller ?? opts.name };
     this.clock = opts.clock;
     // Export every series at 0 from the start, as client_golang's WithLabelValues does.
-    this.f.depth.inc(this.labels, 0);
+    this.f.depth.inc({ ...this.labels, priority: '0' }, 0);
     this.f.adds.inc(this.labels, 0);
     this.f.retries.inc(this.labels, 0);
     this.f.latency.zero(this.labels);
@@ -204,15 +206,20 @@ class PromQueueMetrics<T> implements QueueMetrics<T> {
     this.live.add(this);
   }
 
-  add(item: T): void {
+  add(item: T, priority = 0): void {
     this.f.adds.inc(this.labels);
-    this.f.depth.inc(this.labels);
+    this.f.depth.inc({ ...this.labels, priority: String(priority) });
     if (!this.addTimes.has(item)) this.addTimes.set(item, this.clock.now());
   }
 
-  get(item: T): void {
+  priorityChanged(from: number, to: number): void {
+    this.f.depth.dec({ ...this.labels, priority: String(from) });
+    this.f.depth.inc({ ...this.labels, priority: String(to) });
+  }
+
+  get(item: T, priority = 0): void {
     const now = this.clock.now();
-    this.f.depth.dec(this.labels);
+    this.f.depth.dec({ ...this.labels, priority: String(priority) });
     this.processingStartTimes.set(item, now);
     const added = this.addTimes.get(item);
     if (added !== undefined) {

@@ -13,7 +13,8 @@ import { DelayingQueue, type DelayingQueueOptions, type DelayingWorkQueue } from
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
 
 export interface RateLimitingWorkQueue<T> extends DelayingWorkQueue<T> {
-  addRateLimited(item: T): void;
+  /** addAfter(item, limiter delay, priority): the priority defaults as for addAfter (a requeue keeps it). */
+  addRateLimited(item: T, priority?: number): void;
   forget(item: T): void;
   numRequeues(item: T): number;
 }
@@ -31,9 +32,9 @@ export class RateLimitingQueue<T> extends DelayingQueue<T> implements RateLimiti
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
   }
 
-  addRateLimited(item: T): void {
+  addRateLimited(item: T, priority?: number): void {
     if (this.shuttingDown()) return;
-    this.addAfter(item, this.rateLimiter.when(item));
+    this.addAfter(item, this.rateLimiter.when(item), priority);
   }
 
   forget(item: T): void {

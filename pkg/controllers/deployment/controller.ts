@@ -11,6 +11,7 @@
  */
 import type { Registry } from 'prom-client';
 import { Controller, type Reconciler } from '../../controller/index.ts';
+import { addPriority, updatePriority } from '../../controller/priority.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
 import { deletionHandlingKey, keyOf, metaNamespaceKey } from '../../informerfactory/object.ts';
@@ -78,11 +79,11 @@ export const deploymentControllerSetup: ControllerSetup = {
       registry: ctx.registry,
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
     });
-    const enqueue = (d: Deployment): void => controller.enqueue(metaNamespaceKey(d));
+    const enqueue = (d: Deployment, priority?: number): void => controller.enqueue(metaNamespaceKey(d), priority);
     const registration = deployments.addEventHandler({
-      onAdd: enqueue,
+      onAdd: (d, initial) => enqueue(d, addPriority(initial)),
       // Resyncs too (old === new): level-triggered, and a no-op unless the state changed.
-      onUpdate: (_old, d) => enqueue(d),
+      onUpdate: (old, d) => enqueue(d, updatePriority(old, d)),
       onDelete: (d) => controller.enqueue(deletionHandlingKey(d)),
     });
     const runnable: Runnable = {

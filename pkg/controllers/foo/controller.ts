@@ -13,6 +13,7 @@
 import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
 import type { RestClient } from '../../client/rest.ts';
 import { Controller, TerminalError, type Reconciler } from '../../controller/index.ts';
+import { addPriority, PriorityNormal, updatePriority } from '../../controller/priority.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { IndexerReader } from '../../informerfactory/indexer.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
@@ -106,23 +107,25 @@ export const fooControllerSetup: ControllerSetup = {
       registry: ctx.registry,
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
     });
-    const enqueueFoo = (foo: Foo): void => controller.enqueue(metaNamespaceKey(foo));
-    const handleDeployment = enqueueFoosOf(foos.lister(), foos.getIndexer(), (key) => controller.enqueue(key));
+    // Priorities: the initial list and resyncs are low, real changes normal (priority.ts).
+    const enqueueFoo = (foo: Foo, priority: number): void => controller.enqueue(metaNamespaceKey(foo), priority);
+    const handleDeployment = (d: Deployment, priority: number): void =>
+      enqueueFoosOf(foos.lister(), foos.getIndexer(), (key) => controller.enqueue(key, priority))(d);
     const fooReg = foos.addEventHandler({
-      onAdd: enqueueFoo,
-      onUpdate: (_old, foo) => enqueueFoo(foo),
+      onAdd: (foo, initial) => enqueueFoo(foo, addPriority(initial)),
+      onUpdate: (old, foo) => enqueueFoo(foo, updatePriority(old, foo)),
       onDelete: (foo) => controller.enqueue(deletionHandlingKey(foo)),
     });
     const deploymentReg = deployments.addEventHandler({
-      onAdd: handleDeployment,
+      onAdd: (d, initial) => handleDeployment(d, addPriority(initial)),
       onUpdate: (old, d) => {
         if (old.metadata?.resourceVersion === d.metadata?.resourceVersion) return; // resync: the Foos resync themselves
-        handleDeployment(d);
-        if (owningFooName(old) !== owningFooName(d)) handleDeployment(old);
+        handleDeployment(d, PriorityNormal);
+        if (owningFooName(old) !== owningFooName(d)) handleDeployment(old, PriorityNormal);
       },
       onDelete: (d) => {
         const obj = objectOfDelete(d);
-        if (obj) handleDeployment(obj);
+        if (obj) handleDeployment(obj, PriorityNormal);
       },
     });
     return Promise.resolve({ runnable: controller, syncedChecks: [() => fooReg.hasSynced(), () => deploymentReg.hasSynced()] });

@@ -34,6 +34,7 @@ import {
   describeCloud, isNotFound, loadCloudConfig, NeutronAuthError, NeutronBadRequestError, NeutronClient, NeutronConflictError,
   NeutronError, NeutronUnavailableError, type Network as NeutronNetwork, type Subnet,
 } from '../../neutron/index.ts';
+import { addPriority, updatePriority } from '../../controller/priority.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {
   computeStatus, FINALIZER, hasFinalizer, needsReconcile, networkRef, networkResource, neutronDescription, neutronName, readyThisGeneration,
@@ -310,9 +311,9 @@ export const networkControllerSetup: ControllerSetup = {
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
     });
     const reg = informer.addEventHandler({
-      onAdd: (n) => controller.enqueue(metaNamespaceKey(n)),
+      onAdd: (n, initial) => controller.enqueue(metaNamespaceKey(n), addPriority(initial)),
       onUpdate: (old, n) => {
-        if (needsReconcile(old, n)) controller.enqueue(metaNamespaceKey(n));
+        if (needsReconcile(old, n)) controller.enqueue(metaNamespaceKey(n), updatePriority(old, n));
       },
       onDelete: (n) => controller.enqueue(deletionHandlingKey(n)),
     });
