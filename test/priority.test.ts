@@ -1,0 +1,78 @@
+/**
+ * Priority queue on the real control plane (issue 17): after a restart every cached Foo is queued at low priority
+ * (initial list); a Foo created the moment the manager turns ready is a real change (normal priority) and must be
+ * reconciled before that backlog is worked off — with a FIFO queue it waited behind every one of them.
+ *
+ * The backlog is made of real work: while the manager is down every Foo's spec.replicas changes, so each backlog
+ * reconcile PATCHes its Deployment (one worker: a few ms each). Order is read from the manager's own log lines.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
+import { ControlPlane } from './cluster/controlplane.ts';
+import { waitFor } from './helpers/cluster.ts';
+import { repoRoot } from './helpers/crds.ts';
+import { ManagerProcess } from './helpers/managerprocess.ts';
+
+const N = 200;
+const ns = 'prio';
+const foos = `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`;
+
+async function parallel(n: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < n) await fn(next++);
+  }));
+}
+
+describe('priority queue after a restart', () => {
+  test('a Foo created when the manager turns ready is reconciled before the initial-list backlog', async (t) => {
+    const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-prio-')), log: () => {} });
+    t.after(() => cp.stop());
+    const kubectl = join(cp.k8sBinDir, 'kubectl');
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot, stdio: 'ignore' });
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
+    assert.equal((await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })).status, 201);
+    await parallel(N, async (i) => {
+      const res = await cp.request('POST', foos, {
+        apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 },
+      });
+      assert.equal(res.status, 201, res.body);
+    });
+    const start = (): Promise<ManagerProcess> => ManagerProcess.start({
+      args: ['--controllers=foo', '--foo-concurrency=1'], env: { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns },
+    });
+    const statuses = async (): Promise<Foo[]> => (JSON.parse((await cp.request('GET', foos)).body) as { items: Foo[] }).items;
+
+    let mgr = await start();
+    await waitFor('the first manager converged every Foo', async () =>
+      (await statuses()).filter((f) => f.status?.availableReplicas !== undefined).length === N, { timeoutMs: 180_000, intervalMs: 500 });
+    assert.equal(await mgr.stop('SIGTERM', 30_000), 0);
+
+    // While it is down, every Foo changes: the restart's initial list is a backlog of N Deployment patches.
+    await parallel(N, async (i) => {
+      const res = await cp.request('PATCH', `${foos}/foo-${i}`, { spec: { replicas: 2 } }, { headers: { 'content-type': 'application/merge-patch+json' } });
+      assert.equal(res.status, 200, res.body);
+    });
+
+    mgr = await start();
+    t.after(() => mgr.stop('SIGKILL', 5_000));
+    await mgr.waitReady({ timeoutMs: 60_000, intervalMs: 10 });
+    const created = await cp.request('POST', foos, {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'new' }, spec: { deploymentName: 'new', replicas: 1 },
+    });
+    assert.equal(created.status, 201, created.body);
+
+    const corrected = (): number => mgr.logs.filter((l) => l.msg === 'Correcting Deployment replicas').length;
+    await waitFor('the backlog worked off', () => corrected() >= N, { timeoutMs: 180_000, intervalMs: 200 });
+    const newAt = mgr.logs.findIndex((l) => l.msg === 'Created Deployment' && l['name'] === 'new');
+    assert.ok(newAt >= 0, 'the new Foo got its Deployment');
+    const before = mgr.logs.slice(0, newAt).filter((l) => l.msg === 'Correcting Deployment replicas').length;
+    t.diagnostic(`backlog reconciles before the new Foo: ${before} of ${N}`);
+    assert.ok(before < N / 2, `the new Foo waited behind ${before} of ${N} backlog reconciles`);
+  });
+});
