@@ -4,8 +4,9 @@
  *  - Serves a prom-client Registry (default `globalRegistry`), to which Node process metrics are added once per
  *    registry (`registerProcessMetrics`).
  *  - Insecure mode: plain HTTP, no authentication (bind to localhost or protect with a NetworkPolicy).
- *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, or a self-signed pair generated in memory
- *    (selfsigned.ts); every scrape must carry `Authorization: Bearer <token>`, which is
+ *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, re-read when they change (certwatcher.ts), or a
+ *    self-signed pair generated in memory and renewed before it expires; every scrape must carry
+ *    `Authorization: Bearer <token>`, which is
  *    authenticated with a TokenReview (401 when missing or not authenticated) and authorized with a
  *    SubjectAccessReview for the non-resource URL (403 when not allowed) — as controller-runtime's
  *    WithAuthenticationAndAuthorization filter. Review results (positive and negative) are cached for `ttlMs`
@@ -14,8 +15,6 @@
  * Tokens never appear in logs or cache keys (keys hold a SHA-256 digest).
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
@@ -23,8 +22,8 @@ import type { RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { type Clock, realClock } from '../util/clock.ts';
-import { HttpServerRunnable } from './httpserver.ts';
-import { selfSignedCertificate } from './selfsigned.ts';
+import { CertDirWatcher, GeneratedCertificate } from './certwatcher.ts';
+import { HttpServerRunnable, type TlsSource } from './httpserver.ts';
 
 export interface UserInfo {
   username: string;
@@ -217,26 +216,6 @@ export function registerProcessMetrics(registry: Registry): void {
   }
 }
 
-export interface TlsFiles {
-  cert: Buffer;
-  key: Buffer;
-}
-
-/** Reads tls.crt and tls.key from a directory (e.g. a mounted Secret). */
-export async function loadCertificate(certDir: string): Promise<TlsFiles> {
-  const [cert, key] = await Promise.all([readFile(join(certDir, 'tls.crt')), readFile(join(certDir, 'tls.key'))]);
-  return { cert, key };
-}
-
-/**
- * A self-signed P-256 certificate for localhost/127.0.0.1, made in memory (no openssl, nothing written to disk).
- * Scrapers authenticate with bearer tokens; they skip verification of this certificate or pin it.
- */
-export function generatedCertificate(commonName = 'ts-controller-manager-metrics'): TlsFiles {
-  const { cert, key } = selfSignedCertificate({ commonName, dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-  return { cert: Buffer.from(cert), key: Buffer.from(key) };
-}
-
 export interface MetricsServerOptions {
   /** "host:port", ":port", or "0" (disabled: newMetricsServer returns undefined). */
   bindAddress: string;
@@ -244,8 +223,14 @@ export interface MetricsServerOptions {
   /** Default true: add Node process metrics to the registry. */
   processMetrics?: boolean;
   secure?: boolean;
-  /** Directory with tls.crt/tls.key (secure mode); a self-signed pair is generated when absent. */
+  /** Directory with tls.crt/tls.key (secure mode), re-read on change; a self-signed pair is generated when absent. */
   certDir?: string;
+  /** How often the cert dir is re-read without a filesystem event (default 10 s). */
+  certPollIntervalMs?: number;
+  /** Lifetime of the generated certificate (default 365 days); renewed at two thirds of it. */
+  generatedCertValidityMs?: number;
+  /** Clock of certificate polling and renewal (fake in tests). */
+  clock?: Clock;
   /** Required in secure mode (unless `authFilter` is given). */
   reviewer?: AccessReviewer;
   authFilter?: AuthFilter;
@@ -287,15 +272,15 @@ export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable
     });
   };
 
-  let tls: (() => Promise<TlsFiles>) | undefined;
+  let tls: TlsSource | undefined;
   if (opts.secure) {
-    const certDir = opts.certDir;
-    tls = async () => {
-      if (certDir) return loadCertificate(certDir);
-      const generated = generatedCertificate();
-      log.info('generated a self-signed certificate for the metrics server');
-      return generated;
-    };
+    const common = { logger: opts.logger, ...(opts.clock ? { clock: opts.clock } : {}) };
+    tls = opts.certDir
+      ? new CertDirWatcher({ dir: opts.certDir, ...common, ...(opts.certPollIntervalMs ? { pollIntervalMs: opts.certPollIntervalMs } : {}) })
+      : new GeneratedCertificate({
+        commonName: 'ts-controller-manager-metrics', dnsNames: ['localhost'], ips: ['127.0.0.1'], ...common,
+        ...(opts.generatedCertValidityMs ? { validityMs: opts.generatedCertValidityMs } : {}),
+      });
   }
   return new HttpServerRunnable({
     name: 'metrics-server',
