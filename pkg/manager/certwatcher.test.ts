@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -31,11 +31,14 @@ async function poll<T>(what: string, probe: () => T | undefined | false | Promis
 
 const fingerprint = (pem: string): string => new X509Certificate(pem).fingerprint256;
 
-/** One scrape on a new connection (agent: false): status and the fingerprint of the certificate the server presented. */
-function scrape(port: number): Promise<{ status: number; fingerprint: string }> {
+/**
+ * One scrape, on a new connection unless a keep-alive `agent` is given: status and the fingerprint of the certificate
+ * the server presented on that connection.
+ */
+function scrape(port: number, agent: Agent | false = false): Promise<{ status: number; fingerprint: string }> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: '127.0.0.1', port, path: '/metrics', agent: false, rejectUnauthorized: false, headers: { authorization: 'Bearer t' } },
+      { host: '127.0.0.1', port, path: '/metrics', agent, rejectUnauthorized: false, headers: { authorization: 'Bearer t' } },
       (res) => {
         const fp = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
         res.resume();
@@ -98,6 +101,38 @@ test('--metrics-cert-dir: files rewritten while a client scrapes are served from
   const firstB = seen.findIndex((s) => s.fingerprint === fingerprint(b.cert));
   assert.ok(seen.slice(0, firstB).every((s) => s.fingerprint === fingerprint(a.cert)), 'only a before b');
   assert.ok(seen.slice(firstB).every((s) => s.fingerprint === fingerprint(b.cert)), 'only b from the first b on');
+});
+
+test('--metrics-cert-dir: a keep-alive scraper gets the new certificate too (idle connections are closed on a change)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tscm-certs-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const [a, b] = await Promise.all([newPair('a'), newPair('b')]);
+  await writePair(dir, a);
+  const server = newMetricsServer({
+    bindAddress: '127.0.0.1:0', registry: new Registry(), processMetrics: false, secure: true, certDir: dir, reviewer: allowAll,
+    certPollIntervalMs: 200,
+  });
+  assert.ok(server);
+  const ac = new AbortController();
+  const done = server.start(ac.signal);
+  t.after(async () => {
+    ac.abort();
+    await done;
+  });
+  const { port } = await server.listening;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  assert.equal((await scrape(port, agent)).fingerprint, fingerprint(a.cert));
+  await writePair(dir, b);
+  const errors: unknown[] = [];
+  await poll('the keep-alive client sees certificate b', async () => {
+    const s = await scrape(port, agent).catch((err: unknown) => {
+      errors.push(err);
+      return undefined;
+    });
+    return s?.fingerprint === fingerprint(b.cert);
+  });
+  assert.deepEqual(errors, [], 'no scrape failed');
 });
 
 test('cert dir watcher: a mismatched or broken pair is not installed; the old one stays until a valid pair appears', async (t) => {

@@ -98,15 +98,25 @@ export class HttpServerRunnable implements Runnable {
     try {
       if (signal.aborted) throw new Error(`${this.name}: aborted before start`);
       if (this.opts.tls) {
-        const state: { https?: HttpsServer; latest?: TlsPair } = {};
+        // Keep-alive clients (Prometheus scrapes every few seconds on one connection) would never see a new
+        // certificate: a request on a connection made before the last change is answered with `Connection: close`,
+        // so the client's next request handshakes again — without cutting a connection a request may be racing on.
+        const state: { https?: HttpsServer; latest?: TlsPair; generation: number } = { generation: 0 };
+        const connectedAt = new WeakMap<object, number>();
         const first = await this.opts.tls.start(tlsStop.signal, (pair) => {
           state.latest = pair;
           if (!state.https) return;
           state.https.setSecureContext({ cert: pair.cert, key: pair.key });
+          state.generation++;
           this.log.info('TLS certificate updated');
         });
         const { cert, key } = state.latest ?? first;
-        state.https = createHttpsServer({ cert, key }, this.opts.handler);
+        const handler = this.opts.handler;
+        state.https = createHttpsServer({ cert, key }, (req, res) => {
+          if ((connectedAt.get(req.socket) ?? state.generation) < state.generation) res.setHeader('connection', 'close');
+          handler(req, res);
+        });
+        state.https.on('secureConnection', (socket) => connectedAt.set(socket, state.generation));
         server = state.https;
       } else {
         server = createHttpServer(this.opts.handler);
