@@ -128,7 +128,8 @@ async function runWith(cleanups: (() => Promise<void>)[], t0: number): Promise<n
   if (neutron) args.push(`--neutron-cloud-config=${neutron}`, '--neutron-cloud=local');
   else args.push('--controllers=*,-network');
 
-  say('metrics: http://127.0.0.1:8080/metrics (plain HTTP on loopback; a deployed manager serves HTTPS with token authentication)');
+  if (process.argv.slice(2).some((a) => a.startsWith('--metrics-'))) say('metrics: as ARGS set them');
+  else say('metrics: http://127.0.0.1:8080/metrics (plain HTTP on loopback; a deployed manager serves HTTPS with token authentication)');
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)}s; starting the manager (WATCH_NAMESPACE=${process.env['WATCH_NAMESPACE'] ?? 'default'}); Ctrl-C stops everything`);
   const manager = spawn(node, args, {
     env: { ...process.env, WATCH_NAMESPACE: process.env['WATCH_NAMESPACE'] ?? 'default' },
