@@ -107,7 +107,10 @@ async function runWith(cleanups: (() => Promise<void>)[], t0: number): Promise<n
     await kubectl(kubectlBin, kubeconfig, 'apply', '-n', 'default', '-k', 'config/samples');
   }
 
-  const args = [join(repo, 'cmd/manager/main.ts'), `--kubeconfig=${kubeconfig}`, ...process.argv.slice(2)];
+  // Metrics are off by default (kubebuilder v4): locally they are plain HTTP on loopback, so `curl` works without a
+  // token. ARGS come later and win (e.g. ARGS='--metrics-secure' or ARGS='--metrics-bind-address=0').
+  const localMetrics = ['--metrics-bind-address=127.0.0.1:8080', '--metrics-secure=false'];
+  const args = [join(repo, 'cmd/manager/main.ts'), `--kubeconfig=${kubeconfig}`, ...localMetrics, ...process.argv.slice(2)];
   let neutron = process.env['NEUTRON_CLOUD_CONFIG'];
   if (neutron) {
     say(`Network controller: using NEUTRON_CLOUD_CONFIG=${neutron}`);
@@ -125,6 +128,8 @@ async function runWith(cleanups: (() => Promise<void>)[], t0: number): Promise<n
   if (neutron) args.push(`--neutron-cloud-config=${neutron}`, '--neutron-cloud=local');
   else args.push('--controllers=*,-network');
 
+  if (process.argv.slice(2).some((a) => a.startsWith('--metrics-'))) say('metrics: as ARGS set them');
+  else say('metrics: http://127.0.0.1:8080/metrics (plain HTTP on loopback; a deployed manager serves HTTPS with token authentication)');
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)}s; starting the manager (WATCH_NAMESPACE=${process.env['WATCH_NAMESPACE'] ?? 'default'}); Ctrl-C stops everything`);
   const manager = spawn(node, args, {
     env: { ...process.env, WATCH_NAMESPACE: process.env['WATCH_NAMESPACE'] ?? 'default' },

@@ -190,7 +190,8 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   });
 
   test('every overlay renders with kubectl kustomize', async () => {
-    for (const dir of ['config/crd', 'config/rbac', 'config/manager', 'config/default', 'config/namespaced', 'config/prometheus', 'config/samples']) {
+    for (const dir of ['config/crd', 'config/rbac', 'config/manager', 'config/default', 'config/namespaced', 'config/prometheus',
+      'config/certmanager', 'config/network-policy', 'config/samples']) {
       const out = await kubectl('kustomize', dir);
       assert.ok(out.includes('kind:'), `${dir} renders`);
     }

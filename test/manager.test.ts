@@ -72,7 +72,7 @@ describe('command line', () => {
       '--foo-concurrency', '--log-level', '--neutron-cloud-config', '--neutron-cloud', 'WATCH_NAMESPACE']) {
       assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
     }
-    assert.match(stdout, /default ":8080"/);
+    assert.match(stdout, /--metrics-bind-address=ADDR .*\(default "0"\)/);
     assert.match(stdout, /ts-controller-manager\.samplecontroller\.k8s\.io/);
   });
 });

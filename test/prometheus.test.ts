@@ -1,10 +1,18 @@
 /**
  * A real Prometheus (Debian's package) scrapes two real managers on loopback — one plain, one with --metrics-secure
  * and a bearer token bound to a metrics-reader ClusterRole — and PromQL sees the controller-runtime series.
+ *
+ * And as config/prometheus's cert-manager variant (issue 14): the manager serves tls.crt/tls.key from
+ * --metrics-cert-dir laid out as a mounted Secret; Prometheus verifies it with ca_file (the Secret's ca.crt) and
+ * server_name (the metrics Service's DNS name); a wrong server_name is refused. Then the Secret is renewed the way a
+ * self-signed cert-manager Issuer renews it (new key, new self-signed CA in ca.crt, kubelet's ..data swap): once the
+ * old certificate is no longer trusted, scrapes succeed only because the manager serves the new one.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -12,6 +20,7 @@ import { freePort } from './cluster/controlplane.ts';
 import { cluster, expectStatus, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
+import { createCA, writeSecretVolume } from './helpers/pki.ts';
 
 interface QueryResult {
   status: string;
@@ -90,5 +99,92 @@ describe('real Prometheus', () => {
       const r = await query('controller_runtime_reconcile_total{job="plain",controller="foo",result="success"} > 0');
       return r.length === 1;
     }, { timeoutMs: 60_000 });
+  });
+
+  test('verifies a --metrics-cert-dir certificate (ca_file + server_name) and keeps scraping across a renewal', async (t) => {
+    const cp = cluster();
+    await installCRDs();
+    const ns = await testNamespace(t, 'promtls');
+    const serverName = 'ts-controller-manager-controller-manager-metrics-service.ts-controller-manager-system.svc';
+    const dir = mkdtempSync(join(tmpdir(), 'tscm-prometheus-tls-'));
+    const certDir = join(dir, 'metrics-certs');
+    // Each renewal brings a new CA, as with a self-signed Issuer (whose certificate is its own CA).
+    const issue = async (): Promise<{ cert: string; key: string }> => {
+      const ca = await createCA('metrics-ca');
+      const leaf = await ca.issue([serverName, `${serverName}.cluster.local`]);
+      return { cert: leaf.cert + ca.cert, key: leaf.key };
+    };
+    const first = await createCA('metrics-ca-1');
+    const firstLeaf = await first.issue([serverName]);
+    await writeSecretVolume(certDir, { 'tls.crt': firstLeaf.cert, 'tls.key': firstLeaf.key, 'ca.crt': first.cert });
+
+    const mgr = await ManagerProcess.start({
+      args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=deployment', '--metrics-secure', `--metrics-cert-dir=${certDir}`],
+      env: { WATCH_NAMESPACE: ns },
+    });
+    t.after(() => mgr.stop('SIGKILL'));
+    await grantMetricsReader(t, ns, 'prometheus');
+    writeFileSync(join(dir, 'token'), await cp.mintServiceAccountToken(ns, 'prometheus', 3600));
+    const job = (name: string, server_name: string): Record<string, unknown> => ({
+      job_name: name, scheme: 'https',
+      tls_config: { ca_file: join(certDir, 'ca.crt'), server_name, insecure_skip_verify: false },
+      authorization: { type: 'Bearer', credentials_file: join(dir, 'token') },
+      static_configs: [{ targets: [`127.0.0.1:${mgr.metricsPort}`] }],
+    });
+    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({
+      global: { scrape_interval: '1s', scrape_timeout: '1s' },
+      scrape_configs: [job('verified', serverName), job('wrong-name', 'somebody-else.example.com')],
+    }));
+    const port = await freePort();
+    const prom = spawn('prometheus', [
+      `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn',
+    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let promLog = '';
+    prom.stderr.on('data', (d: Buffer) => (promLog += d.toString()));
+    t.after(() => prom.kill('SIGKILL'));
+    await mgr.waitReady();
+    await waitFor('Prometheus ready', async () => (await fetch(`http://127.0.0.1:${port}/-/ready`).catch(() => undefined))?.status === 200);
+    interface Target { labels: Record<string, string>; health: string; lastError: string }
+    const targets = async (): Promise<Map<string, Target>> => {
+      const body = (await (await fetch(`http://127.0.0.1:${port}/api/v1/targets`)).json()) as { data: { activeTargets: Target[] } };
+      return new Map(body.data.activeTargets.map((a) => [a.labels['job'] ?? '', a]));
+    };
+    const health = async (name: string, want: string): Promise<Target | undefined> => {
+      const target = (await targets()).get(name);
+      return target?.health === want ? target : undefined;
+    };
+    const withLog = (err: unknown): never => {
+      throw new Error(`${String(err)}\nprometheus log:\n${promLog}`);
+    };
+    await waitFor('the verified job up', () => health('verified', 'up'), { timeoutMs: 60_000 }).catch(withLog);
+    const wrong = await waitFor('the wrong server_name refused', () => health('wrong-name', 'down'), { timeoutMs: 60_000 }).catch(withLog);
+    assert.match(wrong.lastError, /certificate|x509/i);
+
+    // Renewal: new key and a new self-signed CA; Prometheus re-reads ca_file, so the old certificate is no longer
+    // trusted — a successful scrape now proves the manager serves the new one.
+    const renewed = await issue();
+    const renewedCa = renewed.cert.slice(renewed.cert.indexOf('-----BEGIN CERTIFICATE-----', 10));
+    await writeSecretVolume(certDir, { 'tls.crt': renewed.cert, 'tls.key': renewed.key, 'ca.crt': renewedCa });
+    await mgr.waitForLog('the manager reloaded its certificate', (l) => l.msg === 'serving certificate reloaded');
+    const presented = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port: mgr.metricsPort ?? 0, servername: serverName, ca: renewedCa }, () => {
+        resolve(socket.getPeerCertificate().fingerprint256);
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+    assert.equal(presented, new X509Certificate(renewed.cert).fingerprint256, 'the renewed certificate, verified with the new CA');
+    const query = async (q: string): Promise<number | undefined> => {
+      const body = (await (await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as QueryResult;
+      const v = body.data.result[0]?.value[1];
+      return v === undefined ? undefined : Number(v);
+    };
+    // Three more successful scrapes of the verified job after the renewal, against the new CA only.
+    const before = (await query('sum_over_time(up{job="verified"}[10m])')) ?? 0;
+    await waitFor('three successful verified scrapes after the renewal', async () => {
+      const after = (await query('sum_over_time(up{job="verified"}[10m])')) ?? 0;
+      return after >= before + 3 && (await health('verified', 'up')) !== undefined;
+    }, { timeoutMs: 60_000 }).catch(withLog);
   });
 });

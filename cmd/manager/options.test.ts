@@ -23,8 +23,9 @@ test('defaults match the documented flag defaults', () => {
   const o = parse([]);
   assert.equal(o.help, false);
   assert.equal(o.kubeconfig, undefined);
-  assert.equal(o.metricsBindAddress, ':8080');
-  assert.equal(o.metricsSecure, false);
+  // kubebuilder v4 defaults: metrics off; when enabled, HTTPS with authentication and authorization.
+  assert.equal(o.metricsBindAddress, '0');
+  assert.equal(o.metricsSecure, true);
   assert.equal(o.metricsCertDir, undefined);
   assert.equal(o.healthProbeBindAddress, ':8081');
   assert.equal(o.leaderElect, false);
@@ -103,7 +104,8 @@ test('help text lists every flag with its default and the environment', () => {
   ]) {
     assert.ok(h.includes(f), `help mentions ${f}`);
   }
-  assert.match(h, /--metrics-bind-address=ADDR\s.*\(default ":8080"\)/);
+  assert.match(h, /--metrics-bind-address=ADDR\s.*\(default "0"\)/);
+  assert.match(h, /--metrics-secure\s.*\(default "true"\)/);
   assert.match(h, /--leader-elect-lease-duration=DURATION\s.*\(default "15s"\)/);
   assert.match(h, /--cache-sync-timeout=DURATION\s.*\(default "2m"\)/);
   assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
@@ -256,7 +258,7 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--deployment-concurrency=2.5'], message: /for --deployment-concurrency: want a positive integer/ },
   { argv: ['--deployment-concurrency', 'lots'], message: /"lots" for --deployment-concurrency/ },
   { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },
-  { argv: ['--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
+  { argv: ['--metrics-secure=false', '--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
   { argv: ['--leader-election-id=Bad_Name'], message: /--leader-election-id: not a DNS-1123 subdomain/ },
   { argv: ['--leader-elect', '--leader-election-namespace=NS'], message: /invalid leader election namespace "NS"/ },
   { argv: [], env: { WATCH_NAMESPACE: 'good,Bad' }, message: /^WATCH_NAMESPACE: "Bad" is not a valid namespace name/ },
@@ -274,3 +276,12 @@ for (const { argv, env, message } of malformed) {
     });
   });
 }
+
+test('--metrics-secure=false with an address serves plain metrics; --metrics-cert-dir needs no --metrics-secure now', () => {
+  const plain = parse(['--metrics-bind-address=127.0.0.1:8080', '--metrics-secure=false']);
+  assert.equal(plain.metricsBindAddress, '127.0.0.1:8080');
+  assert.equal(plain.metricsSecure, false);
+  const certs = parse(['--metrics-bind-address=:8443', '--metrics-cert-dir=/certs']);
+  assert.equal(certs.metricsSecure, true);
+  assert.equal(certs.metricsCertDir, '/certs');
+});

@@ -93,9 +93,9 @@ interface FlagSpec {
 
 const flagSpecs: readonly FlagSpec[] = [
   { name: 'kubeconfig', kind: 'string', help: 'Path to a kubeconfig. Default: $KUBECONFIG, else in-cluster config, else ~/.kube/config.' },
-  { name: 'metrics-bind-address', kind: 'address', def: ':8080', help: 'Address the /metrics endpoint binds to ("host:port", ":port"); "0" disables it.' },
-  { name: 'metrics-secure', kind: 'bool', def: 'false', help: 'Serve /metrics over HTTPS and require a bearer token allowed (TokenReview + SubjectAccessReview) to GET /metrics.' },
-  { name: 'metrics-cert-dir', kind: 'string', help: 'Directory holding tls.crt and tls.key for --metrics-secure. Default: a generated self-signed certificate.' },
+  { name: 'metrics-bind-address', kind: 'address', def: '0', help: 'Address the /metrics endpoint binds to ("host:port", ":port", e.g. ":8443"); "0" (the default) disables it.' },
+  { name: 'metrics-secure', kind: 'bool', def: 'true', help: 'Serve /metrics over HTTPS and require a bearer token allowed (TokenReview + SubjectAccessReview) to GET /metrics; false serves plain HTTP to anyone.' },
+  { name: 'metrics-cert-dir', kind: 'string', help: 'Directory holding tls.crt and tls.key for --metrics-secure, re-read when they change. Default: a generated self-signed certificate, renewed before it expires.' },
   { name: 'health-probe-bind-address', kind: 'address', def: ':8081', help: 'Address the /healthz and /readyz endpoints bind to; "0" disables them.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
@@ -349,11 +349,11 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     return ms;
   };
 
-  const metricsBindAddress = get('metrics-bind-address') ?? ':8080';
+  const metricsBindAddress = get('metrics-bind-address') ?? '0';
   wrap('metrics-bind-address', parseBindAddress);
   const healthProbeBindAddress = get('health-probe-bind-address') ?? ':8081';
   wrap('health-probe-bind-address', parseBindAddress);
-  const metricsSecure = parseBool('metrics-secure', get('metrics-secure') ?? 'false');
+  const metricsSecure = parseBool('metrics-secure', get('metrics-secure') ?? 'true');
   const metricsCertDir = str('metrics-cert-dir');
   if (metricsCertDir !== undefined && !metricsSecure) {
     throw new UsageError('--metrics-cert-dir only applies with --metrics-secure');

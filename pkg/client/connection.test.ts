@@ -8,7 +8,7 @@ import { TcpProxy } from '../../test/helpers/tcpproxy.ts';
 import { Connection, readText } from './connection.ts';
 
 /** An HTTP/2 TLS server (Node's own) standing in for the API server's transport behaviour. */
-const cert = selfSignedCertificate({ commonName: 'test', ips: ['127.0.0.1'] });
+const cert = await selfSignedCertificate({ commonName: 'test', ips: ['127.0.0.1'] });
 let server: Http2SecureServer;
 let port = 0;
 let sessions = 0;

@@ -7,7 +7,7 @@
  * with the bound address once the server accepts connections (useful with port 0).
  */
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
-import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { realClock } from '../util/clock.ts';
@@ -31,13 +31,32 @@ export function parseBindAddress(text: string): BindAddress | undefined {
   return { host: host === '' ? undefined : host, port };
 }
 
+/** A PEM certificate (chain) and its private key. */
+export interface TlsPair {
+  cert: Buffer;
+  key: Buffer;
+}
+
+/** Where a TLS server's certificate comes from (certwatcher.ts: a watched directory, or a generated one). */
+export interface TlsSource {
+  /**
+   * Resolves with the first pair (rejects when there is none: the server does not start), then calls `onUpdate`
+   * with every later one until `signal` aborts.
+   */
+  start(signal: AbortSignal, onUpdate: (pair: TlsPair) => void): Promise<TlsPair>;
+}
+
 export interface HttpServerOptions {
   name: string;
   /** A bind address other than "0". */
   bindAddress: string;
   handler: RequestListener;
-  /** Produces TLS material at start (may be slow: certificate generation). Plain HTTP when absent. */
-  tls?: () => Promise<HttpsOptions>;
+  /**
+   * HTTPS with this certificate source (started with the server; may be slow: certificate generation). A new pair is
+   * installed with setSecureContext: the next handshake presents it, open connections keep theirs. Plain HTTP when
+   * absent.
+   */
+  tls?: TlsSource;
   shutdownTimeoutMs?: number;
   logger?: Logger;
 }
@@ -52,7 +71,7 @@ export class HttpServerRunnable implements Runnable {
   private readonly opts: HttpServerOptions;
   private readonly address: BindAddress;
   private readonly log: Logger;
-  /** The underlying server once started (e.g. for setSecureContext on certificate rotation). */
+  /** The underlying server once started. */
   server: Server | undefined;
 
   constructor(opts: HttpServerOptions) {
@@ -72,9 +91,36 @@ export class HttpServerRunnable implements Runnable {
 
   async start(signal: AbortSignal): Promise<void> {
     let server: Server;
+    // Stops the certificate source with the server, also when listening fails.
+    const tlsStop = new AbortController();
+    const stopTls = (): void => tlsStop.abort();
+    signal.addEventListener('abort', stopTls, { once: true });
     try {
       if (signal.aborted) throw new Error(`${this.name}: aborted before start`);
-      server = this.opts.tls ? createHttpsServer(await this.opts.tls(), this.opts.handler) : createHttpServer(this.opts.handler);
+      if (this.opts.tls) {
+        // Keep-alive clients (Prometheus scrapes every few seconds on one connection) would never see a new
+        // certificate: a request on a connection made before the last change is answered with `Connection: close`,
+        // so the client's next request handshakes again — without cutting a connection a request may be racing on.
+        const state: { https?: HttpsServer; latest?: TlsPair; generation: number } = { generation: 0 };
+        const connectedAt = new WeakMap<object, number>();
+        const first = await this.opts.tls.start(tlsStop.signal, (pair) => {
+          state.latest = pair;
+          if (!state.https) return;
+          state.https.setSecureContext({ cert: pair.cert, key: pair.key });
+          state.generation++;
+          this.log.info('TLS certificate updated');
+        });
+        const { cert, key } = state.latest ?? first;
+        const handler = this.opts.handler;
+        state.https = createHttpsServer({ cert, key }, (req, res) => {
+          if ((connectedAt.get(req.socket) ?? state.generation) < state.generation) res.setHeader('connection', 'close');
+          handler(req, res);
+        });
+        state.https.on('secureConnection', (socket) => connectedAt.set(socket, state.generation));
+        server = state.https;
+      } else {
+        server = createHttpServer(this.opts.handler);
+      }
       this.server = server;
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -84,6 +130,8 @@ export class HttpServerRunnable implements Runnable {
         });
       });
     } catch (err) {
+      stopTls();
+      signal.removeEventListener('abort', stopTls);
       this.rejectListening(err as Error);
       throw err;
     }

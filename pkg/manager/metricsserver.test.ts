@@ -222,3 +222,82 @@ test('secure server: HTTPS with a generated certificate and token-based authoriz
 test('secure mode without a reviewer is a programming error', () => {
   assert.throws(() => newMetricsServer({ bindAddress: '127.0.0.1:0', secure: true, processMetrics: false }), /needs an AccessReviewer/);
 });
+
+/** Authenticates "good" as a user allowed to scrape; every other token is unknown. Reviews wait until released. */
+class SlowReviewer implements AccessReviewer {
+  authnCalls = 0;
+  private waiting: (() => void)[] = [];
+  hold = true;
+
+  async authenticate(token: string): Promise<UserInfo | undefined> {
+    this.authnCalls++;
+    if (this.hold) await new Promise<void>((r) => this.waiting.push(r));
+    return token === 'good' ? { username: 'prom' } : undefined;
+  }
+
+  authorize(): Promise<{ allowed: boolean }> {
+    return Promise.resolve({ allowed: true });
+  }
+
+  get pending(): number {
+    return this.waiting.length;
+  }
+
+  release(): void {
+    for (const r of this.waiting.splice(0)) r();
+  }
+}
+
+test('auth filter: TokenReviews in flight are bounded; past the bound 429 without asking the API', { timeout: 10_000 }, async () => {
+  const reviewer = new SlowReviewer();
+  const filter = new AuthFilter({ reviewer, clock: new FakeClock(), maxReviewsInFlight: 2 });
+  const a = filter.check('Bearer random-1', '/metrics', 'GET');
+  const b = filter.check('Bearer random-2', '/metrics', 'GET');
+  const sameAsA = filter.check('Bearer random-1', '/metrics', 'GET'); // joins a's review
+  const over = await filter.check('Bearer random-3', '/metrics', 'GET');
+  assert.equal(over.status, 429);
+  assert.match(over.message, /Too Many Requests/);
+  assert.equal(reviewer.authnCalls, 2, 'the API saw two reviews only');
+  reviewer.release();
+  assert.deepEqual([(await a).status, (await b).status, (await sameAsA).status], [401, 401, 401]);
+  reviewer.hold = false;
+  assert.equal((await filter.check('Bearer good', '/metrics', 'GET')).status, 200, 'a slot is free again');
+});
+
+test('auth filter: uncached TokenReviews are rate limited (token bucket on the clock); cached tokens are not', { timeout: 10_000 }, async () => {
+  const reviewer = new SlowReviewer();
+  reviewer.hold = false;
+  const clock = new FakeClock();
+  const filter = new AuthFilter({ reviewer, clock, reviewsPerSecond: 10, reviewBurst: 5 });
+  assert.equal((await filter.check('Bearer good', '/metrics', 'GET')).status, 200);
+  for (let i = 0; i < 4; i++) assert.equal((await filter.check(`Bearer random-${i}`, '/metrics', 'GET')).status, 401);
+  assert.equal((await filter.check('Bearer random-x', '/metrics', 'GET')).status, 429, 'burst of 5 used up');
+  assert.equal((await filter.check('Bearer good', '/metrics', 'GET')).status, 200, 'a cached token still scrapes');
+  assert.equal(reviewer.authnCalls, 5);
+  clock.step(99);
+  assert.equal((await filter.check('Bearer random-y', '/metrics', 'GET')).status, 429);
+  clock.step(1);
+  assert.equal((await filter.check('Bearer random-y', '/metrics', 'GET')).status, 401, 'one review per 100 ms at 10/s');
+  assert.equal((await filter.check('Bearer random-z', '/metrics', 'GET')).status, 429);
+});
+
+test('secure server: 429 with Retry-After when reviews are throttled', { timeout: 10_000 }, async () => {
+  const reviewer = new SlowReviewer();
+  const filter = new AuthFilter({ reviewer, clock: new FakeClock(), maxReviewsInFlight: 1 });
+  const s = await runServer({ bindAddress: '127.0.0.1:0', registry: new Registry(), processMetrics: false, secure: true, authFilter: filter });
+  try {
+    const first = httpsGet(s.port, '/metrics', 'random-1');
+    while (reviewer.pending === 0) await new Promise((r) => setTimeout(r, 5));
+    const res = await new Promise<{ status: number; retryAfter: string | undefined }>((resolve, reject) => {
+      httpsRequest({ host: '127.0.0.1', port: s.port, path: '/metrics', rejectUnauthorized: false, headers: { authorization: 'Bearer random-2' } }, (r) => {
+        r.resume();
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, retryAfter: r.headers['retry-after'] }));
+      }).on('error', reject).end();
+    });
+    assert.deepEqual(res, { status: 429, retryAfter: '1' });
+    reviewer.release();
+    assert.equal((await first).status, 401);
+  } finally {
+    await s.stop();
+  }
+});

@@ -4,18 +4,22 @@
  *  - Serves a prom-client Registry (default `globalRegistry`), to which Node process metrics are added once per
  *    registry (`registerProcessMetrics`).
  *  - Insecure mode: plain HTTP, no authentication (bind to localhost or protect with a NetworkPolicy).
- *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, or a self-signed pair generated in memory
- *    (selfsigned.ts); every scrape must carry `Authorization: Bearer <token>`, which is
+ *  - Secure mode: HTTPS with tls.crt/tls.key from the cert dir, re-read when they change (certwatcher.ts), or a
+ *    self-signed pair generated in memory and renewed before it expires; every scrape must carry
+ *    `Authorization: Bearer <token>`, which is
  *    authenticated with a TokenReview (401 when missing or not authenticated) and authorized with a
  *    SubjectAccessReview for the non-resource URL (403 when not allowed) — as controller-runtime's
  *    WithAuthenticationAndAuthorization filter. Review results (positive and negative) are cached for `ttlMs`
  *    (default 10 s) in bounded LRU caches; API errors are not cached and answer 500.
+ *  - TokenReview load is bounded: anyone who can reach the port can send random bearer tokens, and each unknown
+ *    token costs a TokenReview. Reviews of tokens not in the cache are limited to `maxReviewsInFlight` at a time
+ *    (default 4) and a token bucket of `reviewsPerSecond` (default 10, burst `reviewBurst` 20); past either the scrape
+ *    gets 429 with `Retry-After: 1` and the API server is not asked. Concurrent requests with the same uncached token
+ *    share one review. Cached tokens (a scraper's, reviewed within the TTL) never wait for the limit.
  *
  * Tokens never appear in logs or cache keys (keys hold a SHA-256 digest).
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
@@ -23,8 +27,8 @@ import type { RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { type Clock, realClock } from '../util/clock.ts';
-import { HttpServerRunnable } from './httpserver.ts';
-import { selfSignedCertificate } from './selfsigned.ts';
+import { CertDirWatcher, GeneratedCertificate } from './certwatcher.ts';
+import { HttpServerRunnable, type TlsSource } from './httpserver.ts';
 
 export interface UserInfo {
   username: string;
@@ -109,7 +113,7 @@ export class KubeAccessReviewer implements AccessReviewer {
 }
 
 export interface AuthResult {
-  status: 200 | 401 | 403 | 500;
+  status: 200 | 401 | 403 | 429 | 500;
   message: string;
   user?: string;
 }
@@ -122,21 +126,42 @@ export interface AuthFilterOptions {
   max?: number;
   clock?: Clock;
   logger?: Logger;
+  /** TokenReviews of uncached tokens at a time (default 4); more → 429. */
+  maxReviewsInFlight?: number;
+  /** Sustained TokenReviews of uncached tokens per second (default 10); more → 429. */
+  reviewsPerSecond?: number;
+  /** Token-bucket size for `reviewsPerSecond` (default 20). */
+  reviewBurst?: number;
 }
 
 /**
- * Bearer-token authentication + authorization with short-lived, bounded caches.
- * Concurrency: safe for concurrent requests; two simultaneous first requests for one token may both call the API.
+ * Bearer-token authentication + authorization with short-lived, bounded caches and a bounded TokenReview rate.
+ * Concurrency: safe for concurrent requests; simultaneous first requests for one token share one TokenReview.
  */
 export class AuthFilter {
   private readonly reviewer: AccessReviewer;
   private readonly authn: LRUCache<string, { user: UserInfo | false }>;
   private readonly authz: LRUCache<string, AuthorizationDecision>;
   private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly pendingAuthn = new Map<string, Promise<UserInfo | false>>();
+  private readonly maxInFlight: number;
+  private readonly ratePerMs: number;
+  private readonly burst: number;
+  private tokens: number;
+  private tokensAt: number;
+  private throttledLogAt = Number.NEGATIVE_INFINITY;
+  private throttledSinceLog = 0;
 
   constructor(opts: AuthFilterOptions) {
     this.reviewer = opts.reviewer;
     const clock = opts.clock ?? realClock;
+    this.clock = clock;
+    this.maxInFlight = opts.maxReviewsInFlight ?? 4;
+    this.ratePerMs = (opts.reviewsPerSecond ?? 10) / 1000;
+    this.burst = opts.reviewBurst ?? 20;
+    this.tokens = this.burst;
+    this.tokensAt = clock.now();
     // ttlResolution 0: read the (possibly fake) clock on every lookup instead of caching "now" with a real timer.
     const common = { max: opts.max ?? 1024, ttl: opts.ttlMs ?? 10_000, ttlResolution: 0, perf: clock };
     this.authn = new LRUCache(common);
@@ -155,13 +180,19 @@ export class AuthFilter {
     if (cachedUser) {
       user = cachedUser.user;
     } else {
+      let review = this.pendingAuthn.get(tokenKey);
+      if (!review) {
+        if (!this.admitReview()) {
+          return { status: 429, message: 'Too Many Requests: too many token reviews; retry later' };
+        }
+        review = this.review(token, tokenKey, signal);
+      }
       try {
-        user = (await this.reviewer.authenticate(token, signal)) ?? false;
+        user = await review;
       } catch (err) {
         this.log.error({ err }, 'TokenReview failed');
         return { status: 500, message: 'Internal Server Error: authentication failed' };
       }
-      this.authn.set(tokenKey, { user });
     }
     if (!user) return { status: 401, message: 'Unauthorized' };
 
@@ -184,13 +215,48 @@ export class AuthFilter {
     return { status: 200, message: 'ok', user: user.username };
   }
 
-  /** Answers 401/403/500 and resolves false, or resolves true for an allowed request (nothing written). */
+  /** One TokenReview, shared by concurrent requests with the same token; its answer is cached. */
+  private review(token: string, tokenKey: string, signal?: AbortSignal): Promise<UserInfo | false> {
+    const review = (async (): Promise<UserInfo | false> => {
+      try {
+        const user = (await this.reviewer.authenticate(token, signal)) ?? false;
+        this.authn.set(tokenKey, { user });
+        return user;
+      } finally {
+        this.pendingAuthn.delete(tokenKey);
+      }
+    })();
+    this.pendingAuthn.set(tokenKey, review);
+    return review;
+  }
+
+  /** Whether one more TokenReview may start now (in-flight bound and token bucket); takes a token if so. */
+  private admitReview(): boolean {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.burst, this.tokens + (now - this.tokensAt) * this.ratePerMs);
+    this.tokensAt = now;
+    if (this.pendingAuthn.size < this.maxInFlight && this.tokens >= 1) {
+      this.tokens -= 1;
+      return true;
+    }
+    this.throttledSinceLog++;
+    if (now - this.throttledLogAt >= 60_000) {
+      this.log.warn({ throttled: this.throttledSinceLog, inFlight: this.pendingAuthn.size },
+        'metrics scrapes with unknown bearer tokens throttled (429)');
+      this.throttledLogAt = now;
+      this.throttledSinceLog = 0;
+    }
+    return false;
+  }
+
+  /** Answers 401/403/429/500 and resolves false, or resolves true for an allowed request (nothing written). */
   async admit(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
     const result = await this.check(req.headers.authorization, path, req.method ?? 'GET');
     if (result.status === 200) return true;
     res.writeHead(result.status, {
       'content-type': 'text/plain; charset=utf-8',
       ...(result.status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+      ...(result.status === 429 ? { 'retry-after': '1' } : {}),
     });
     res.end(result.message + '\n');
     return false;
@@ -217,26 +283,6 @@ export function registerProcessMetrics(registry: Registry): void {
   }
 }
 
-export interface TlsFiles {
-  cert: Buffer;
-  key: Buffer;
-}
-
-/** Reads tls.crt and tls.key from a directory (e.g. a mounted Secret). */
-export async function loadCertificate(certDir: string): Promise<TlsFiles> {
-  const [cert, key] = await Promise.all([readFile(join(certDir, 'tls.crt')), readFile(join(certDir, 'tls.key'))]);
-  return { cert, key };
-}
-
-/**
- * A self-signed P-256 certificate for localhost/127.0.0.1, made in memory (no openssl, nothing written to disk).
- * Scrapers authenticate with bearer tokens; they skip verification of this certificate or pin it.
- */
-export function generatedCertificate(commonName = 'ts-controller-manager-metrics'): TlsFiles {
-  const { cert, key } = selfSignedCertificate({ commonName, dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-  return { cert: Buffer.from(cert), key: Buffer.from(key) };
-}
-
 export interface MetricsServerOptions {
   /** "host:port", ":port", or "0" (disabled: newMetricsServer returns undefined). */
   bindAddress: string;
@@ -244,8 +290,14 @@ export interface MetricsServerOptions {
   /** Default true: add Node process metrics to the registry. */
   processMetrics?: boolean;
   secure?: boolean;
-  /** Directory with tls.crt/tls.key (secure mode); a self-signed pair is generated when absent. */
+  /** Directory with tls.crt/tls.key (secure mode), re-read on change; a self-signed pair is generated when absent. */
   certDir?: string;
+  /** How often the cert dir is re-read without a filesystem event (default 10 s). */
+  certPollIntervalMs?: number;
+  /** Lifetime of the generated certificate (default 365 days); renewed at two thirds of it. */
+  generatedCertValidityMs?: number;
+  /** Clock of certificate polling and renewal (fake in tests). */
+  clock?: Clock;
   /** Required in secure mode (unless `authFilter` is given). */
   reviewer?: AccessReviewer;
   authFilter?: AuthFilter;
@@ -287,15 +339,15 @@ export function newMetricsServer(opts: MetricsServerOptions): HttpServerRunnable
     });
   };
 
-  let tls: (() => Promise<TlsFiles>) | undefined;
+  let tls: TlsSource | undefined;
   if (opts.secure) {
-    const certDir = opts.certDir;
-    tls = async () => {
-      if (certDir) return loadCertificate(certDir);
-      const generated = generatedCertificate();
-      log.info('generated a self-signed certificate for the metrics server');
-      return generated;
-    };
+    const common = { logger: opts.logger, ...(opts.clock ? { clock: opts.clock } : {}) };
+    tls = opts.certDir
+      ? new CertDirWatcher({ dir: opts.certDir, ...common, ...(opts.certPollIntervalMs ? { pollIntervalMs: opts.certPollIntervalMs } : {}) })
+      : new GeneratedCertificate({
+        commonName: 'ts-controller-manager-metrics', dnsNames: ['localhost'], ips: ['127.0.0.1'], ...common,
+        ...(opts.generatedCertValidityMs ? { validityMs: opts.generatedCertValidityMs } : {}),
+      });
   }
   return new HttpServerRunnable({
     name: 'metrics-server',

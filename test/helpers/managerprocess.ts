@@ -33,7 +33,10 @@ export interface StartOptions {
   args?: string[];
   /** Environment of the child; PATH/HOME are added. No KUBECONFIG is inherited unless given here. */
   env?: NodeJS.ProcessEnv;
-  /** Serve metrics on a free port (default true). */
+  /**
+   * Serve metrics on a free port (default true), plain HTTP unless `args` say `--metrics-secure` (the manager's own
+   * defaults are kubebuilder's: metrics off, and HTTPS with token authentication when on).
+   */
   metrics?: boolean;
   /** Entry point (default: the TypeScript sources' main.ts; `distMainScript` for the compiled one). */
   script?: string;
@@ -89,6 +92,8 @@ export class ManagerProcess {
       opts.script ?? (opts.inClusterRoot !== undefined ? inClusterMainScript : mainScript),
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
+      // Plain scrapes by `metrics()`; a later `--metrics-secure` in opts.args wins (the last occurrence of a flag does).
+      ...(metricsPort === undefined ? [] : ['--metrics-secure=false']),
       ...(opts.args ?? []),
     ];
     const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(process.execPath, args) : [process.execPath, args];

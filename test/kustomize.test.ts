@@ -1,0 +1,113 @@
+/**
+ * config/default's optional sections, kubebuilder v4 style (issue 14): as shipped they are off; enabled as a user does
+ * (the first '#' removed from each line under a '# [NAME]' marker) they render a cert-manager Issuer and Certificate
+ * for the metrics Service's DNS name, the manager serving the mounted Secret with --metrics-cert-dir, a ServiceMonitor
+ * that verifies the certificate (CA + serverName), and a NetworkPolicy for the metrics port. The built-in kinds
+ * (Deployment, NetworkPolicy) are dry-run against the real API server (schema and field validation).
+ */
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadAll } from 'js-yaml';
+import { cluster, expectStatus } from './helpers/cluster.ts';
+import { kubectl, repoRoot } from './helpers/crds.ts';
+
+interface Doc {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+}
+
+interface Container {
+  args: string[];
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+  ports: { name: string; containerPort: number }[];
+}
+
+interface DeploymentSpec {
+  template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes: { name: string; secret?: { secretName: string } }[] } };
+}
+
+const ns = 'ts-controller-manager-system';
+const service = 'ts-controller-manager-controller-manager-metrics-service';
+
+/** A copy of config/ with every section of the two kustomizations enabled, as the header comments tell users. */
+function enabledCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tscm-config-'));
+  cpSync(join(repoRoot, 'config'), dir, { recursive: true });
+  for (const file of ['default/kustomization.yaml', 'prometheus/kustomization.yaml']) {
+    const path = join(dir, file);
+    let body = false;
+    const lines = readFileSync(path, 'utf8').split('\n').map((l) => {
+      if (l.startsWith('apiVersion:')) body = true;
+      return body && l.startsWith('#') && !l.startsWith('# [') ? l.slice(1) : l;
+    });
+    writeFileSync(path, lines.join('\n'));
+  }
+  return dir;
+}
+
+/** Rendered documents as plain YAML values (client-node's loadAllYaml would rename fields such as `from`). */
+const render = async (dir: string): Promise<Doc[]> => loadAll(await kubectl('kustomize', dir)) as Doc[];
+const find = (docs: Doc[], kind: string): Doc | undefined => docs.find((d) => d.kind === kind);
+
+describe('config/default optional sections (cert-manager, Prometheus, network policy)', () => {
+  test('as shipped: none of them; the manager generates its own certificate', async () => {
+    const docs = await render('config/default');
+    for (const kind of ['Certificate', 'Issuer', 'ServiceMonitor', 'NetworkPolicy']) assert.equal(find(docs, kind), undefined, kind);
+    const dep = find(docs, 'Deployment')?.spec as unknown as DeploymentSpec;
+    assert.ok(!dep.template.spec.containers[0]?.args.some((a) => a.startsWith('--metrics-cert-dir')));
+    for (const dir of ['config/certmanager', 'config/network-policy', 'config/prometheus']) {
+      assert.match(await kubectl('kustomize', dir), /kind: /, `${dir} renders on its own`);
+    }
+  });
+
+  test('enabled: Certificate for the Service name, mounted for --metrics-cert-dir, verified by the ServiceMonitor, NetworkPolicy', async (t) => {
+    const dir = enabledCopy();
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const docs = await render(join(dir, 'default'));
+
+    const issuer = find(docs, 'Issuer');
+    assert.deepEqual([issuer?.metadata.name, issuer?.metadata.namespace, issuer?.spec], ['ts-controller-manager-selfsigned-issuer', ns, { selfSigned: {} }]);
+    const cert = find(docs, 'Certificate');
+    assert.equal(cert?.metadata.namespace, ns);
+    assert.deepEqual(cert?.spec?.['dnsNames'], [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`]);
+    assert.deepEqual(cert?.spec?.['issuerRef'], { kind: 'Issuer', name: 'ts-controller-manager-selfsigned-issuer' });
+    assert.equal(cert?.spec?.['secretName'], 'metrics-server-cert');
+
+    const deployment = find(docs, 'Deployment');
+    assert.ok(deployment);
+    const dep = deployment.spec as unknown as DeploymentSpec;
+    const container = dep.template.spec.containers[0];
+    assert.ok(container);
+    assert.ok(container.args.includes('--metrics-cert-dir=/tmp/k8s-metrics-server/metrics-certs'), container.args.join(' '));
+    assert.ok(container.args.includes('--metrics-bind-address=:8443'));
+    assert.deepEqual(container.volumeMounts.find((m) => m.name === 'metrics-certs'),
+      { name: 'metrics-certs', mountPath: '/tmp/k8s-metrics-server/metrics-certs', readOnly: true });
+    assert.equal(dep.template.spec.volumes.find((v) => v.name === 'metrics-certs')?.secret?.secretName, 'metrics-server-cert');
+
+    const monitor = find(docs, 'ServiceMonitor');
+    const endpoint = (monitor?.spec?.['endpoints'] as { tlsConfig: Record<string, unknown> }[] | undefined)?.[0];
+    assert.deepEqual(endpoint?.tlsConfig, {
+      serverName: `${service}.${ns}.svc`, insecureSkipVerify: false, ca: { secret: { name: 'metrics-server-cert', key: 'ca.crt' } },
+    });
+
+    const policy = find(docs, 'NetworkPolicy');
+    assert.ok(policy);
+    assert.equal(policy.metadata.namespace, ns);
+    const spec = policy.spec as { podSelector: { matchLabels: Record<string, string> }; ingress: { from: unknown[]; ports: { port: number }[] }[] };
+    for (const [k, v] of Object.entries(spec.podSelector.matchLabels)) assert.equal(dep.template.metadata.labels[k], v, `selects the manager Pod (${k})`);
+    assert.deepEqual(spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { metrics: 'enabled' } } }], ports: [{ port: 8443, protocol: 'TCP' }] }]);
+    assert.ok(container.ports.some((p) => p.containerPort === 8443), 'the policy opens the metrics port');
+
+    // The API server accepts the built-in kinds as rendered (server-side dry run in a namespace that exists).
+    const cp = cluster();
+    for (const [doc, path] of [[deployment, '/apis/apps/v1/namespaces/default/deployments'], [policy, '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies']] as const) {
+      const body = { ...doc, metadata: { ...doc.metadata, namespace: 'default' } };
+      expectStatus(await cp.request('POST', `${path}?dryRun=All&fieldValidation=Strict`, body), 201, `dry-run ${doc.kind}`);
+    }
+  });
+});
