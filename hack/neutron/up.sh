@@ -13,6 +13,10 @@
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
 #                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
+#   NEUTRON_OVERLAPPING_IPS  true (default here) or false (Neutron's own default, and most clouds'): with false, no two
+#                          subnets in the whole server may overlap (allow_overlapping_ips)
+#   NEUTRON_PAGE_LIMIT     a number: pagination_max_limit, the server's cap on page size (Neutron's default: none);
+#                          lists then come in pages of at most that many items with `next` links
 #   NEUTRON_START_TIMEOUT  seconds to wait for `GET /` to answer 200. Default: 60
 #   TSCM_CACHE_DIR         cache outside the clone (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager):
 #                          holds an empty, stamped neutron.db per neutron-server version
@@ -50,6 +54,11 @@ log() { printf '[neutron-up +%ss] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 die() { printf 'neutron-up: error: %s\n' "$*" >&2; exit 1; }
 
 case "$auth_mode" in noauth|keystonecontext) ;; *) die "NEUTRON_AUTH must be noauth or keystonecontext, not '$auth_mode'";; esac
+overlapping_ips=${NEUTRON_OVERLAPPING_IPS:-true}
+case "$overlapping_ips" in true|false) ;; *) die "NEUTRON_OVERLAPPING_IPS must be true or false, not '$overlapping_ips'";; esac
+page_limit=${NEUTRON_PAGE_LIMIT:--1}
+[[ "$page_limit" =~ ^(-1|[1-9][0-9]*)$ ]] || die "NEUTRON_PAGE_LIMIT must be a positive number, not '$page_limit'"
+settings="auth=$auth_mode overlapping_ips=$overlapping_ips page_limit=$page_limit"
 
 export_line() { printf 'export NEUTRON_CLOUD_CONFIG=%s\n' "$dir/clouds.yaml"; }
 
@@ -74,9 +83,9 @@ flock -w 300 9 || die "another up.sh/down.sh holds $dir/.lock"
 if [ -f "$dir/neutron.pid" ] && [ -f "$dir/port" ]; then
   pid=$(cat "$dir/neutron.pid"); port=$(cat "$dir/port")
   if alive "$pid" && answers "$port" && [ -f "$dir/clouds.yaml" ]; then
-    running_mode=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth)
-    [ "$running_mode" = "$auth_mode" ] ||
-      die "the running neutron-server (pid $pid) uses NEUTRON_AUTH=$running_mode, not $auth_mode: run hack/neutron/down.sh first"
+    running=$(cat "$dir/settings" 2>/dev/null || echo "auth=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth) overlapping_ips=true page_limit=-1")
+    [ "$running" = "$settings" ] ||
+      die "the running neutron-server (pid $pid) has settings '$running', not '$settings': run hack/neutron/down.sh first"
     log "neutron-server already running (pid $pid, http://127.0.0.1:$port)"
     export_line
     exit 0
@@ -117,6 +126,11 @@ fi
 
 # --- configuration ------------------------------------------------------------------------------------------------
 mkdir -p "$dir/state" "$dir/log" "$dir/lock"
+if [ "$overlapping_ips" = false ] && ! grep -rqs --include='*.py' allow_overlapping_ips /usr/lib/python3/dist-packages/neutron/conf/; then
+  # neutron-server 21 (Zed, Debian bookworm) no longer has the option: subnets may overlap across networks, never on
+  # one network. The setting is still written (older servers honour it) but has no effect here.
+  log "note: this neutron-server has no allow_overlapping_ips option (overlaps are refused only within one network); NEUTRON_OVERLAPPING_IPS=false has no effect"
+fi
 
 port_free() { "$PY" -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.close()' "$1" 2>/dev/null; }
 if [ -n "${NEUTRON_PORT:-}" ]; then
@@ -162,7 +176,8 @@ transport_url = fake:/
 notify_nova_on_port_status_changes = false
 notify_nova_on_port_data_changes = false
 dhcp_agent_notification = false
-allow_overlapping_ips = true
+allow_overlapping_ips = $overlapping_ips
+pagination_max_limit = $page_limit
 state_path = $dir/state
 api_paste_config = $paste
 log_dir = $dir/log
@@ -241,7 +256,7 @@ if $install_only; then
 fi
 
 # --- start --------------------------------------------------------------------------------------------------------
-log "starting neutron-server on http://127.0.0.1:$port (auth: $auth_mode; logs: $dir/log)"
+log "starting neutron-server on http://127.0.0.1:$port ($settings; logs: $dir/log)"
 rm -f "$dir/neutron.pid" "$dir/workers.pid"
 ts=$SECONDS
 # setsid: a new session and process group whose id is the server's pid (a background job of a non-interactive shell
@@ -289,6 +304,7 @@ clouds:
 EOF
 mv "$dir/clouds.yaml.tmp" "$dir/clouds.yaml"
 echo "$auth_mode" > "$dir/auth_mode"
+echo "$settings" > "$dir/settings"
 
 log "up in $((SECONDS - t0))s"
 export_line

@@ -36,6 +36,10 @@ export interface StartNeutronOptions {
   dir?: string;
   /** noauth (default) or keystonecontext (identity from X-User-Id/X-Project-Id/X-Roles). */
   auth?: NeutronAuthMode;
+  /** allow_overlapping_ips (NEUTRON_OVERLAPPING_IPS); default true. false is Neutron's own default. */
+  overlappingIps?: boolean;
+  /** pagination_max_limit (NEUTRON_PAGE_LIMIT); default none. */
+  pageLimit?: number;
   /** Overall limit for up.sh (default 15 min: the first run installs ~200 Debian packages). */
   timeoutMs?: number;
 }
@@ -80,7 +84,10 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
   // Canonical path: the scripts resolve symlinks, and process lookups match on the path in the command line.
   const dir = realpathSync(opts.dir ?? mkdtempSync(join(tmpdir(), 'tscm-neutron-')));
   const auth = opts.auth ?? 'noauth';
-  const env = { ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth };
+  const env = {
+    ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
+    ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
+  };
   const res = await run(upScript, [], env, opts.timeoutMs ?? 15 * 60_000);
   const m = /^export NEUTRON_CLOUD_CONFIG=(.+)$/m.exec(res.stdout);
   if (res.code !== 0 || !m?.[1]) {

@@ -67,12 +67,11 @@ export interface DesiredSubnet {
 export type Validation = { ok: true; desired: DesiredSubnet } | { ok: false; message: string };
 
 /**
- * Address ranges Neutron refuses for a subnet with DHCP enabled (the default, and what the controller creates):
- * multicast, loopback and link-local ("… IP subnet is not supported if enable_dhcp is True").
+ * Address ranges Neutron refuses for a new subnet with DHCP enabled (the default, and what the controller creates):
+ * multicast and loopback ("… IP subnet is not supported if enable_dhcp is True"). Link-local is accepted.
  */
 const refusedRanges: readonly (readonly [string, string])[] = [
-  ['224.0.0.0/4', 'multicast'], ['127.0.0.0/8', 'loopback'], ['169.254.0.0/16', 'link-local'],
-  ['ff00::/8', 'multicast'], ['::1/128', 'loopback'], ['fe80::/10', 'link-local'],
+  ['224.0.0.0/4', 'multicast'], ['127.0.0.0/8', 'loopback'], ['ff00::/8', 'multicast'], ['::1/128', 'loopback'],
 ];
 
 /**
@@ -81,9 +80,10 @@ const refusedRanges: readonly (readonly [string, string])[] = [
  * gateway an address of the same family inside it. Host bits in the cidr are cleared, as Neutron does. Also what
  * Neutron itself refuses (neutron/db/db_base_plugin_v2.py `_validate_subnet`, `_validate_subnet_cidr`,
  * ipam/utils.py `check_gateway_invalid_in_subnet`), so a change Neutron would reject never starts (a CIDR change
- * would otherwise have deleted the working subnet already): prefix length 0; an IPv4 gateway on the network or
- * broadcast address (for /31 and /32 too: Neutron checks the first and last address); multicast, loopback and
- * link-local ranges. Anything else Neutron refuses becomes NeutronRejected.
+ * would otherwise have deleted the working subnet already), as checked against neutron-server 21 (Zed): prefix
+ * length 0; with DHCP (the default) prefixes longer than /30 (IPv4) or /126 (IPv6), an IPv4 CIDR starting at
+ * 0.0.0.0, multicast and loopback ranges; an IPv4 gateway on the network or broadcast address. Anything else Neutron
+ * refuses becomes NeutronRejected.
  */
 export function validateSpec(spec: Network['spec']): Validation {
   const cidrRaw = spec?.cidr;
@@ -93,6 +93,10 @@ export function validateSpec(spec: Network['spec']): Validation {
   const { hostBits: _ignored, ...c } = cidr;
   const cidrText = formatCIDR(c);
   if (c.prefix === 0) return { ok: false, message: `spec.cidr ${cidrText}: Neutron does not allow prefix length 0` };
+  if (c.prefix > (c.version === 4 ? 30 : 126)) {
+    return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses prefixes longer than /${c.version === 4 ? 30 : 126} on subnets with DHCP` };
+  }
+  if (c.version === 4 && c.network === 0n) return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses subnets starting at 0.0.0.0 with DHCP` };
   for (const [range, what] of refusedRanges) {
     if (within(c, range)) return { ok: false, message: `spec.cidr ${cidrText} is a ${what} range (${range}); Neutron refuses such subnets with DHCP enabled` };
   }
