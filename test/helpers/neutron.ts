@@ -8,6 +8,8 @@
  *   tests check the server's real state independently of the client or controller under test.
  */
 import { spawn } from 'node:child_process';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -145,7 +147,7 @@ export interface NeutronApi {
   request<T = Json>(method: string, path: string, body?: unknown): Promise<RawResponse<T>>;
   /** GET /v2.0/networks/ID, or undefined on 404. */
   network(id: string): Promise<Json | undefined>;
-  /** GET /v2.0/networks?query. */
+  /** GET /v2.0/networks?query, all pages. */
   networks(query?: Record<string, string>): Promise<Json[]>;
   subnet(id: string): Promise<Json | undefined>;
   subnets(query?: Record<string, string>): Promise<Json[]>;
@@ -176,15 +178,28 @@ export function neutronApi(endpoint: string, headers: Record<string, string> = {
       return one(await api.request(`GET`, `/v2.0/networks/${encodeURIComponent(id)}`), 'network');
     },
     async networks(query = {}) {
-      return many(await api.request('GET', `/v2.0/networks?${new URLSearchParams(query).toString()}`), 'networks');
+      return all('networks', query);
     },
     async subnet(id) {
       return one(await api.request('GET', `/v2.0/subnets/${encodeURIComponent(id)}`), 'subnet');
     },
     async subnets(query = {}) {
-      return many(await api.request('GET', `/v2.0/subnets?${new URLSearchParams(query).toString()}`), 'subnets');
+      return all('subnets', query);
     },
   };
+  /** Every page (a server with pagination_max_limit answers in pages with `next` links). */
+  async function all(key: string, query: Record<string, string>): Promise<Json[]> {
+    const out: Json[] = [];
+    let qs = new URLSearchParams(query).toString();
+    for (let page = 0; page < 10_000; page++) {
+      const res = await api.request('GET', `/v2.0/${key}?${qs}`);
+      out.push(...many(res, key));
+      const next = ((res.body)[`${key}_links`] as { rel: string; href: string }[] | undefined)?.find((l) => l.rel === 'next');
+      if (!next) return out;
+      qs = new URL(next.href).searchParams.toString();
+    }
+    throw new Error(`GET ${key}: more than 10 000 pages`);
+  }
   return api;
 }
 
@@ -197,4 +212,89 @@ function one(res: RawResponse, key: string): Json | undefined {
 function many(res: RawResponse, key: string): Json[] {
   if (res.status !== 200) throw new Error(`GET ${key}: HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
   return (res.body as Json)[key] as Json[];
+}
+
+// ---- a proxy in front of the real neutron-server: counts, delays and holds requests ---------------------------------
+
+export interface SeenRequest { method: string; path: string; body: string; at: number }
+
+/**
+ * An HTTP proxy in front of a real neutron-server for fault injection on the wire:
+ *  - counts what the client under test sent (`seen`, `count`);
+ *  - `delay(req)` → ms: the request reaches Neutron only after that long (a server that commits LATE, e.g. after the
+ *    client's 10 s timeout: Neutron really commits, the client never sees the answer);
+ *  - `hold(req)` → true: the request reaches Neutron at once, Neutron's answer is kept from the client (`held` counts
+ *    them) — the client is stuck right after Neutron acted.
+ * When neutron-server is down the proxy drops the client connection, so the client sees "unreachable".
+ */
+export class NeutronProxy {
+  readonly seen: SeenRequest[] = [];
+  target: URL;
+  delay: ((r: SeenRequest) => number) | undefined;
+  hold: ((r: SeenRequest) => boolean) | undefined;
+  /** Requests whose (already forwarded) answer is being held back. */
+  held = 0;
+  /** Requests forwarded after a delay, and their Neutron status. */
+  readonly delayed: { req: SeenRequest; status: number }[] = [];
+  private readonly server: Server;
+
+  private constructor(server: Server, target: string) {
+    this.server = server;
+    this.target = new URL(target);
+  }
+
+  static async start(target: string): Promise<NeutronProxy> {
+    const server = createServer();
+    const proxy = new NeutronProxy(server, target);
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const seen: SeenRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '', body: body.toString(), at: Date.now() };
+        proxy.seen.push(seen);
+        const delayMs = proxy.delay?.(seen) ?? 0;
+        const hold = proxy.hold?.(seen) ?? false;
+        const forward = (): void => {
+          const up = httpRequest({
+            host: proxy.target.hostname, port: proxy.target.port, method: req.method, path: req.url,
+            headers: { ...req.headers, host: proxy.target.host },
+          }, (ur) => {
+            if (delayMs > 0) proxy.delayed.push({ req: seen, status: ur.statusCode ?? 0 });
+            if (hold) {
+              ur.resume();
+              ur.on('end', () => proxy.held++);
+              return; // never answered: the client times out or is killed
+            }
+            if (res.destroyed) {
+              ur.resume();
+              return;
+            }
+            res.writeHead(ur.statusCode ?? 502, ur.headers);
+            ur.pipe(res);
+          });
+          up.on('error', () => res.destroy()); // neutron-server down: the client sees a dropped connection
+          up.end(body);
+        };
+        if (delayMs > 0) setTimeout(forward, delayMs);
+        else forward();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return proxy;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  count(method: string, path: string | RegExp, bodyIncludes = '', since = 0): number {
+    return this.seen.filter((r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path))
+      && r.body.includes(bodyIncludes) && r.at >= since).length;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
 }
