@@ -13,6 +13,12 @@
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
 #                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
+#                          keystone: a REAL Keystone (Debian's keystone under uwsgi on loopback, its own MariaDB; see
+#                          hack/neutron/keystone.sh) with projects k8s and other; neutron-server validates tokens with
+#                          keystonemiddleware (auth_strategy = keystone); clouds.yaml gets auth_type password clouds
+#                          `local` (user k8s in project k8s), `other` (user other, project other) and `admin`.
+#                          First use installs keystone + mariadb-server; setting up costs about a minute.
+#   KEYSTONE_TOKEN_EXPIRATION  with NEUTRON_AUTH=keystone: token lifetime in seconds (default 3600)
 #   NEUTRON_OVERLAPPING_IPS  true (default here) or false (Neutron's own default, and most clouds'): with false, no two
 #                          subnets in the whole server may overlap (allow_overlapping_ips)
 #   NEUTRON_PAGE_LIMIT     a number: pagination_max_limit, the server's cap on page size (Neutron's default: none);
@@ -53,7 +59,7 @@ t0=$SECONDS
 log() { printf '[neutron-up +%ss] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 die() { printf 'neutron-up: error: %s\n' "$*" >&2; exit 1; }
 
-case "$auth_mode" in noauth|keystonecontext) ;; *) die "NEUTRON_AUTH must be noauth or keystonecontext, not '$auth_mode'";; esac
+case "$auth_mode" in noauth|keystonecontext|keystone) ;; *) die "NEUTRON_AUTH must be noauth, keystonecontext or keystone, not '$auth_mode'";; esac
 overlapping_ips=${NEUTRON_OVERLAPPING_IPS:-true}
 case "$overlapping_ips" in true|false) ;; *) die "NEUTRON_OVERLAPPING_IPS must be true or false, not '$overlapping_ips'";; esac
 page_limit=${NEUTRON_PAGE_LIMIT:--1}
@@ -161,12 +167,19 @@ open(dst, 'w').write(text[:sec.start(1)] + body + text[sec.end(1):])
 EOF
 fi
 
+strategy=noauth
+if [ "$auth_mode" = keystone ]; then
+  keystone_url=$(bash "$repo/hack/neutron/keystone.sh" up "$dir") || die "starting Keystone failed (logs: $dir/keystone/log)"
+  strategy=keystone
+  log "keystone at $keystone_url"
+fi
+
 cat > "$dir/neutron.conf" <<EOF
 # Written by hack/neutron/up.sh: a single neutron-server with no Keystone, no message broker and no agents.
 [DEFAULT]
 bind_host = 127.0.0.1
 bind_port = $port
-auth_strategy = noauth
+auth_strategy = $strategy
 core_plugin = ml2
 service_plugins =
 api_workers = 0
@@ -196,6 +209,23 @@ driver = noop
 [agent]
 root_helper =
 EOF
+if [ "$auth_mode" = keystone ]; then
+  # keystonemiddleware validates every token with Keystone; no validation cache, so a revoked token fails at once.
+  cat >> "$dir/neutron.conf" <<EOF
+
+[keystone_authtoken]
+www_authenticate_uri = $keystone_url
+auth_url = $keystone_url
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = admin
+username = admin
+password = admin-pw
+region_name = RegionOne
+token_cache_time = -1
+EOF
+fi
 
 cat > "$dir/ml2_conf.ini" <<'EOF'
 [ml2]
@@ -289,9 +319,21 @@ done
 pgrep -P "$pid" > "$dir/workers.pid" || true
 log "neutron-server ready in $((SECONDS - ts))s (pid $pid, workers: $(tr '\n' ' ' < "$dir/workers.pid"))"
 
+if [ "$auth_mode" = keystone ]; then
+  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://127.0.0.1:$port" || fail_start "registering the network endpoint in Keystone failed"
+fi
+
 # --- clouds.yaml --------------------------------------------------------------------------------------------------
 # Standard OpenStack clouds.yaml. auth_type none + auth.endpoint is keystoneauth's "none" plugin form; our client also
 # accepts endpoint_override / network_endpoint_override (openstacksdk's per-service override).
+if [ "$auth_mode" = keystone ]; then
+  cloud() { # name user password
+    printf '  %s:\n    auth_type: password\n    auth:\n      auth_url: %s\n      username: %s\n      password: %s\n      project_name: %s\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: RegionOne\n    interface: public\n' \
+      "$1" "$keystone_url" "$2" "$3" "$2"
+  }
+  { echo "# Written by hack/neutron/up.sh: the local neutron-server behind a real Keystone ($keystone_url)."
+    echo "clouds:"; cloud local k8s k8s-pw; cloud other other other-pw; cloud admin admin admin-pw; } > "$dir/clouds.yaml.tmp"
+else
 cat > "$dir/clouds.yaml.tmp" <<EOF
 # Written by hack/neutron/up.sh: the local neutron-server (no Keystone; auth: $auth_mode).
 clouds:
@@ -302,6 +344,7 @@ clouds:
     region_name: RegionOne
     network_api_version: "2"
 EOF
+fi
 mv "$dir/clouds.yaml.tmp" "$dir/clouds.yaml"
 echo "$auth_mode" > "$dir/auth_mode"
 echo "$settings" > "$dir/settings"
