@@ -19,7 +19,7 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const upScript = join(repo, 'hack', 'neutron', 'up.sh');
 const downScript = join(repo, 'hack', 'neutron', 'down.sh');
 
-export type NeutronAuthMode = 'noauth' | 'keystonecontext';
+export type NeutronAuthMode = 'noauth' | 'keystonecontext' | 'keystone';
 
 export interface NeutronInstance {
   /** Private state dir (config, db, logs, pids). */
@@ -29,6 +29,8 @@ export interface NeutronInstance {
   /** Neutron's base URL, e.g. http://127.0.0.1:PORT (no /v2.0). */
   readonly endpoint: string;
   readonly auth: NeutronAuthMode;
+  /** With keystone: Keystone's v3 URL. */
+  readonly keystoneUrl: string | undefined;
   /** Runs down.sh (idempotent). */
   stop(): Promise<void>;
 }
@@ -36,8 +38,13 @@ export interface NeutronInstance {
 export interface StartNeutronOptions {
   /** State dir; default a new temporary directory. */
   dir?: string;
-  /** noauth (default) or keystonecontext (identity from X-User-Id/X-Project-Id/X-Roles). */
+  /**
+   * noauth (default), keystonecontext (identity from X-User-Id/X-Project-Id/X-Roles), or keystone (a real Keystone:
+   * clouds `local` = user/project k8s, `other`, `admin`; passwords `<user>-pw`; see hack/neutron/keystone.sh).
+   */
   auth?: NeutronAuthMode;
+  /** With keystone: token lifetime in seconds (KEYSTONE_TOKEN_EXPIRATION). */
+  tokenExpirationSeconds?: number;
   /** allow_overlapping_ips (NEUTRON_OVERLAPPING_IPS); default true. false is Neutron's own default. */
   overlappingIps?: boolean;
   /** pagination_max_limit (NEUTRON_PAGE_LIMIT); default none. */
@@ -89,6 +96,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
   const env = {
     ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
     ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
+    ...(opts.tokenExpirationSeconds !== undefined && { KEYSTONE_TOKEN_EXPIRATION: String(opts.tokenExpirationSeconds) }),
   };
   const res = await run(upScript, [], env, opts.timeoutMs ?? 15 * 60_000);
   const m = /^export NEUTRON_CLOUD_CONFIG=(.+)$/m.exec(res.stdout);
@@ -103,6 +111,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
     cloudsYaml: m[1].trim(),
     endpoint: `http://127.0.0.1:${port}`,
     auth,
+    keystoneUrl: auth === 'keystone' ? readFileSync(join(dir, 'keystone', 'url'), 'utf8').trim() : undefined,
     stop: () => (stopped ??= stopNeutron(dir)),
   };
 }
@@ -297,4 +306,18 @@ export class NeutronProxy {
     this.server.closeAllConnections();
     await new Promise((r) => this.server.close(r));
   }
+}
+
+/** A Keystone token for `<user>` in project `<user>` (password `<user>-pw`, as hack/neutron/keystone.sh creates them). */
+export async function keystoneToken(keystoneUrl: string, user: string): Promise<{ token: string; body: Record<string, unknown> }> {
+  const res = await fetch(`${keystoneUrl}/auth/tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(30_000),
+    body: JSON.stringify({ auth: {
+      identity: { methods: ['password'], password: { user: { name: user, domain: { id: 'default' }, password: `${user}-pw` } } },
+      scope: { project: { name: user, domain: { id: 'default' } } },
+    } }),
+  });
+  const token = res.headers.get('x-subject-token');
+  if (res.status !== 201 || !token) throw new Error(`keystone token for ${user}: HTTP ${res.status}`);
+  return { token, body: (await res.json()) as Record<string, unknown> };
 }
