@@ -39,7 +39,6 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
   const namespaces: string[] = [];
 
   before(async () => {
-    await installCRDs();
     neutron = await startNeutron({ auth: 'keystone', tokenExpirationSeconds: 20, timeoutMs: START_TIMEOUT });
     keystone = neutron.keystoneUrl ?? '';
     adminToken = (await keystoneToken(keystone, 'admin')).token;
@@ -59,6 +58,7 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
   });
 
   async function namespace(t: TestContext, prefix: string): Promise<string> {
+    await installCRDs(); // here, not in before(): the client tests above need no cluster
     const ns = await testNamespace(t, prefix);
     namespaces.push(ns);
     return ns;
@@ -72,8 +72,10 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
   }
 
   test('catalog, token renewal before expiry, and one re-authentication after a revoked token', async () => {
-    const auth = new KeystoneAuth(loadCloudConfig({ path: neutron.cloudsYaml, cloud: 'local' }));
-    const client = new NeutronClient({ auth });
+    // keystonemiddleware validates every token with Keystone (no cache): on this loaded 2-core machine a request can
+    // take seconds, so allow 30 s per request.
+    const auth = new KeystoneAuth(loadCloudConfig({ path: neutron.cloudsYaml, cloud: 'local' }), { timeoutMs: 30_000 });
+    const client = new NeutronClient({ auth, timeoutMs: 30_000 });
     assert.equal(await client.endpoint(), neutron.endpoint, 'Neutron found through the Keystone catalog');
     const k8sProject = (((await keystoneToken(keystone, 'k8s')).body['token'] as Json)['project'] as Json)['id'];
     assert.equal(await client.projectId(), k8sProject);
@@ -98,7 +100,7 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
   });
 
   test('403 from Neutron\'s policy is reported as such, with the policy message', async () => {
-    const client = NeutronClient.fromCloudsYaml({ path: neutron.cloudsYaml, cloud: 'local' });
+    const client = NeutronClient.fromCloudsYaml({ path: neutron.cloudsYaml, cloud: 'local' }, { timeoutMs: 30_000 });
     await assert.rejects(client.createNetwork({ name: 'shared-by-a-member', shared: true }), (e: Error) =>
       e instanceof NeutronForbiddenError && e.status === 403 && /disallowed by policy/.test(e.serverMessage));
   });

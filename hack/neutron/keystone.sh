@@ -15,7 +15,8 @@
 #   project other   / user other   / password other-pw   (role member)  — a second tenant
 # Environment: KEYSTONE_TOKEN_EXPIRATION (seconds, default 3600: [token] expiration).
 #
-# Invariants: only 127.0.0.1 (uwsgi) and a unix socket (MariaDB) are used; every process started here has
+# Invariants: only 127.0.0.1 (uwsgi) and a unix socket (MariaDB) are used; daemons inherit no fds but stdio (no
+# caller's lock is held by them); every process started here has
 # "<dir>/keystone/" in its command line and `down` stops exactly those (SIGTERM, then SIGKILL after 15 s).
 set -euo pipefail
 
@@ -98,7 +99,7 @@ up() {
       >"$k/log/mariadb-install.log" 2>&1 || { tail -n 20 "$k/log/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
   fi
   setsid /usr/sbin/mariadbd --no-defaults --user=root --datadir="$k/mysql" --socket="$k/mysql.sock" --pid-file="$k/mysql.pid" \
-    --skip-networking --innodb-buffer-pool-size=64M --log-error="$k/log/mariadb.log" </dev/null >/dev/null 2>&1 &
+    --skip-networking --innodb-buffer-pool-size=64M --log-error="$k/log/mariadb.log" </dev/null >/dev/null 2>&1 7>&- 8>&- 9>&- &
   local deadline=$((SECONDS + 60))
   until mariadb-admin --socket="$k/mysql.sock" -uroot ping >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || { tail -n 20 "$k/log/mariadb.log" >&2; die "MariaDB did not start"; }
@@ -156,7 +157,7 @@ die-on-term = true
 env = OS_KEYSTONE_CONFIG_FILES=$k/keystone.conf
 logto = $k/log/uwsgi.log
 EOF
-  setsid uwsgi --ini "$k/uwsgi.ini" </dev/null >/dev/null 2>&1 &
+  setsid uwsgi --ini "$k/uwsgi.ini" </dev/null >/dev/null 2>&1 7>&- 8>&- 9>&- &
   deadline=$((SECONDS + 60))
   until [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$url" || true)" = 200 ]; do
     [ $SECONDS -lt $deadline ] || { tail -n 30 "$k/log/uwsgi.log" >&2; die "keystone did not answer $url"; }

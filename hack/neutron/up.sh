@@ -169,7 +169,8 @@ fi
 
 strategy=noauth
 if [ "$auth_mode" = keystone ]; then
-  keystone_url=$(bash "$repo/hack/neutron/keystone.sh" up "$dir") || die "starting Keystone failed (logs: $dir/keystone/log)"
+  # 9>&-: Keystone's and MariaDB's daemons must not inherit (and so hold forever) this state dir's lock.
+  keystone_url=$(bash "$repo/hack/neutron/keystone.sh" up "$dir" 9>&-) || die "starting Keystone failed (logs: $dir/keystone/log)"
   strategy=keystone
   log "keystone at $keystone_url"
 fi
@@ -320,7 +321,7 @@ pgrep -P "$pid" > "$dir/workers.pid" || true
 log "neutron-server ready in $((SECONDS - ts))s (pid $pid, workers: $(tr '\n' ' ' < "$dir/workers.pid"))"
 
 if [ "$auth_mode" = keystone ]; then
-  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://127.0.0.1:$port" || fail_start "registering the network endpoint in Keystone failed"
+  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://127.0.0.1:$port" 9>&- || fail_start "registering the network endpoint in Keystone failed"
 fi
 
 # --- clouds.yaml --------------------------------------------------------------------------------------------------
