@@ -139,7 +139,7 @@ describe('Network controller on a neutron-server with real-cloud settings (page 
     await createNetwork(ns, 'f', { cidr: '10.72.0.0/24', gateway: '10.72.0.1' });
     const first = await waitReady(ns, 'f', 1);
     const networkID = first.status?.networkID ?? '';
-    const foreign = await api.request<{ subnet: Json }>('POST', '/v2.0/subnets', { subnet: { network_id: networkID, cidr: '10.73.0.0/24', ip_version: 4, name: 'someone-elses' } });
+    const foreign = await api.request<{ subnet: Json }>('POST', '/v2.0/subnets', { subnet: { network_id: networkID, cidr: '10.72.1.0/24', ip_version: 4, name: 'someone-elses' } });
     assert.equal(foreign.status, 201, JSON.stringify(foreign.body));
     const foreignID = String(foreign.body.subnet['id']);
     const port = await api.request<{ port: Json }>('POST', '/v2.0/ports', { port: { network_id: networkID, fixed_ips: [{ subnet_id: foreignID }] } });
@@ -151,7 +151,7 @@ describe('Network controller on a neutron-server with real-cloud settings (page 
     assert.ok(await api.subnet(foreignID), 'the foreign subnet is still there');
     assert.equal(proxy.count('DELETE', `/v2.0/subnets/${foreignID}`), 0, 'never even tried');
 
-    // 10.72.0.0/23 overlaps the foreign 10.73.0.0/24: Neutron refuses it (400 "overlaps with another subnet").
+    // 10.72.0.0/23 overlaps the foreign 10.72.1.0/24 (and our 10.72.0.0/24, which must go first): Neutron refuses it (400 "overlaps with another subnet").
     await patchSpec(ns, 'f', { cidr: '10.72.0.0/23', gateway: '10.72.1.254' });
     const conflict = await waitFor('Ready=False NeutronConflict (overlap)', async () => {
       const n = await getNetwork(ns, 'f');
