@@ -583,6 +583,22 @@ describe('networkReconciler: issue 12', () => {
     assert.equal(neutron.networks.size, 1);
   });
 
+  test('1: after a restart, the first check of a Ready Network is a full lookup (sweeps a late commit of the previous process)', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    cache.add(net);
+    const ready = computeStatus(net, { networkID: n.id, subnetID: s.id, ready: true, reason: 'Synced', message: 'm' }, now);
+    cache.update({ ...net, status: ready });
+    const late = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) }); // the dead process's earlier POST
+    await reconcile(req, signal, ctx); // a fresh reconciler = a new process
+    assert.deepEqual([...neutron.networks.keys()], [n.id], 'the leftover is deleted');
+    assert.ok(neutron.ops.includes(`deleteNetwork ${late.id}`));
+    neutron.ops.length = 0;
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops, [`getNetwork ${n.id}`, `listSubnets ${n.id}`], 'later checks: by id');
+  });
+
   test('2: a Keystone 404 while deleting is an auth failure: the finalizer stays', async () => {
     neutron.addNetwork({ tags: [TAG] });
     neutron.failNext('deleteNetwork', errorForStatus({ status: 401, type: 'NotFound', message: 'Could not find Application Credential' }));

@@ -138,6 +138,11 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * first reconcile of a Network without status.networkID does a full lookup anyway.
    */
   const settling = new Map<string, number>();
+  /**
+   * UIDs this process has looked up in full at least once. The first reconcile of each Network after a (re)start is
+   * a full lookup, so a late commit of a create made by a previous process is swept even when status is complete.
+   */
+  const lookedUp = new Set<string>();
 
   const statusPath = (net: Network): string => `${objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? '')}/status`;
 
@@ -194,11 +199,12 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const until = settling.get(uid);
     // Steady state (the drift check of a converged Network): the network by its id, one GET. Anything else (first
     // sync, a new generation, a failure being retried, a sweep) looks it up by name and tag, finding duplicates too.
-    if (until === undefined && readyThisGeneration(net)) {
+    if (until === undefined && readyThisGeneration(net) && lookedUp.has(uid)) {
       const recorded = await recordedNetwork(net, projectId, signal);
       if (recorded) return recorded;
     }
     const [keep, ...surplus] = byKeepOrder(await findNetworks(net, projectId, signal), net.status?.networkID, tag);
+    lookedUp.add(uid);
     for (const dup of surplus) {
       log.warn({ neutronNetwork: dup.id }, 'Deleting a duplicate Neutron network');
       await neutron.deleteNetwork(dup.id, { signal }).catch((err: unknown) => {
@@ -351,6 +357,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (!isKubeNotFound(err)) throw err;
     }
     settling.delete(net.metadata?.uid ?? '');
+    lookedUp.delete(net.metadata?.uid ?? '');
   }
 
   /** Next drift check: the period ±10 %, or the pending sweep if sooner. */
