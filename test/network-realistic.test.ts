@@ -109,7 +109,8 @@ describe('Network controller on a neutron-server with real-cloud settings (page 
     await start(t, ns);
     const uid = (await createNetwork(ns, 'late', { cidr: '10.70.0.0/24' })).metadata?.uid ?? '';
     const ready = await waitReady(ns, 'late', 1);
-    assert.equal(proxy.delayed.length >= 1 && proxy.delayed.at(-1)?.status, 201, 'Neutron committed the delayed create');
+    await waitFor('the delayed create reached Neutron', () => proxy.delayed.at(-1)?.status, CONVERGE);
+    assert.equal(proxy.delayed.at(-1)?.status, 201, 'Neutron committed the delayed create');
     const named = await api.networks({ name });
     assert.deepEqual(named.map((n) => n['id']), [ready.status?.networkID], 'exactly one network: the late one, adopted');
     assert.deepEqual(named[0]?.['tags'], [`k8s-uid:${uid}`]);
