@@ -148,9 +148,10 @@ http-socket = 127.0.0.1:$kport
 wsgi-file = /usr/bin/keystone-wsgi-public
 plugins = python3
 master = true
-processes = 2
-threads = 4
-lazy-apps = true
+# One process loading the app before it serves (not lazily per worker: under load a second worker's first request
+# took longer than a short test token lives).
+processes = 1
+threads = 8
 buffer-size = 65535
 add-header = Connection: close
 die-on-term = true

@@ -172,7 +172,7 @@ export function neutronApi(endpoint: string, headers: Record<string, string> = {
         method,
         headers: { accept: 'application/json', ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(30_000), // behind Keystone on a loaded machine a request can take seconds
       });
       const text = await res.text();
       let parsed: unknown = text;
