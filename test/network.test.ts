@@ -245,7 +245,9 @@ describe('Network controller on a real neutron-server', () => {
     const before = first.status?.networkID ?? '';
     const subnetBefore = first.status?.subnetID ?? '';
 
-    assert.equal((await api.request('PUT', `/v2.0/subnets/${subnetBefore}`, { subnet: { gateway_ip: '10.12.0.77' } })).status, 200, 'out-of-band gateway change');
+    // (Neutron refuses a gateway inside the allocation pool: move the pool with it, as an operator would.)
+    const changed = await api.request('PUT', `/v2.0/subnets/${subnetBefore}`, { subnet: { gateway_ip: '10.12.0.254', allocation_pools: [{ start: '10.12.0.2', end: '10.12.0.253' }] } });
+    assert.equal(changed.status, 200, `out-of-band gateway change: ${JSON.stringify(changed.body)}`);
     await waitFor('gateway put back', async () => (await api.subnet(subnetBefore))?.['gateway_ip'] === '10.12.0.1', CONVERGE);
 
     assert.equal((await api.request('DELETE', `/v2.0/subnets/${subnetBefore}`)).status, 204, 'out-of-band subnet delete');
@@ -280,33 +282,35 @@ describe('Network controller on a real neutron-server', () => {
     assert.equal(ready.status?.networkID, leftover.body.network['id']);
   });
 
-  test('a spec Neutron rejects (400): Ready=False NeutronRejected + Warning, exactly 1 subnet create per generation', async (t) => {
+  test('a spec Neutron would refuse (gateway = network address): InvalidSpec + one Warning, no Neutron call for that generation', async (t) => {
     const ns = await namespace(t, 'net-reject');
-    // Resync every second: even level-triggered re-reconciles must not call Neutron again for the rejected generation.
+    // Resync every second: even level-triggered re-reconciles must not call Neutron for the refused generation.
     const m = await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 1_000 });
-    // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron (the IPv4 network address).
+    // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron ("Gateway is not valid on
+    // subnet", the IPv4 network address): the controller knows Neutron's rule and refuses it before touching Neutron.
     await createNetwork(ns, 'bad', { cidr: '10.20.0.0/24', gateway: '10.20.0.0' });
-    const rejected = await waitCondition(ns, 'bad', 'False', 'NeutronRejected');
-    assert.match(readyOf(rejected)?.message ?? '', /Gateway is not valid on subnet/);
+    const rejected = await waitCondition(ns, 'bad', 'False', 'InvalidSpec');
+    assert.match(readyOf(rejected)?.message ?? '', /network address of 10\.20\.0\.0\/24; Neutron refuses it/);
     assert.equal(readyOf(rejected)?.observedGeneration, 1);
     await m.flushEvents();
     const warnings = (await eventsFor(ns, 'bad')).filter((e) => e.type === 'Warning');
-    assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['NeutronRejected', 1]]);
+    assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['InvalidSpec', 1]]);
 
-    // Observe a window with several resyncs: reconciles happen, Neutron subnet creates do not.
+    // Observe a window with several resyncs: reconciles happen, Neutron calls do not.
     const reconcilesBefore = await m.metric('controller_runtime_reconcile_total', { controller: 'network' });
-    await delay(6_000); // an observation window, not synchronisation: a retry loop would show several POSTs here
+    await delay(6_000); // an observation window, not synchronisation: a retry loop would show Neutron requests here
     const reconcilesDuring = (await m.metric('controller_runtime_reconcile_total', { controller: 'network' })) - reconcilesBefore;
     assert.ok(reconcilesDuring >= 3, `resyncs reconciled the Network (${reconcilesDuring})`);
-    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1, 'exactly one subnet create attempt for generation 1');
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 0, 'no subnet create attempt for generation 1');
+    assert.equal(proxy.count('POST', '/v2.0/networks', `"${ns}/bad"`), 0, 'nothing created in Neutron');
     assert.equal(await m.metric('controller_runtime_terminal_reconcile_errors_total', { controller: 'network' }), 1);
-    t.diagnostic(`rejected generation: 1 Neutron subnet POST, ${reconcilesDuring} resync reconciles in 6 s, 1 terminal error`);
+    t.diagnostic(`refused generation: 0 Neutron requests, ${reconcilesDuring} resync reconciles in 6 s, 1 terminal error`);
 
     // The next generation is tried (once) and succeeds.
     await patchSpec(ns, 'bad', { gateway: '10.20.0.1' });
     const fixed = await waitReady(ns, 'bad', 2);
     await expectExactlyOne(ns, 'bad', fixed.metadata?.uid ?? '', '10.20.0.0/24', '10.20.0.1');
-    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 2);
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1);
   });
 
   test('kill -9 between the Neutron create and the status write, restart: no duplicate network', async (t) => {
