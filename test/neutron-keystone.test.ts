@@ -15,7 +15,7 @@ import { KeystoneAuth, loadCloudConfig, NeutronClient, NeutronForbiddenError } f
 import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
 import { startControllers } from './helpers/manager.ts';
-import { keystoneToken, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+import { keystoneToken, NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
 
 const START_TIMEOUT = 20 * 60_000; // first use installs keystone + mariadb-server
 const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
@@ -142,8 +142,12 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
     });
     assert.equal(acRes.status, 201);
     const acId = ((await acRes.json()) as { application_credential: { id: string } }).application_credential.id;
+    // Neutron through a proxy that can make the token look expired at exactly the DELETE of the network: the
+    // re-authentication then happens between the lookup and the delete, where a "not found" would mean "gone".
+    const proxy = await NeutronProxy.start(neutron.endpoint);
+    t.after(() => proxy.close());
     const cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-appcred-')), 'clouds.yaml');
-    writeFileSync(cloudsYaml, `clouds:\n  ac:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: ${keystone}\n      application_credential_id: ${acId}\n      application_credential_secret: app-cred-secret\n    region_name: RegionOne\n`);
+    writeFileSync(cloudsYaml, `clouds:\n  ac:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: ${keystone}\n      application_credential_id: ${acId}\n      application_credential_secret: app-cred-secret\n    region_name: RegionOne\n    network_endpoint_override: ${proxy.endpoint}\n`);
 
     const m = await startControllers(t, { namespace: ns, controllers: ['network'], neutron: { cloudConfig: cloudsYaml, cloud: 'ac' } });
     expectStatus(await cluster().request('POST', networksPath(ns), {
@@ -155,7 +159,9 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
     }, CONVERGE);
     const networkID = ready.status?.networkID ?? '';
 
-    // The credential is deleted (rotated away); Keystone revokes its tokens and now answers 404 for it.
+    // The credential is deleted (rotated away); Keystone now answers 404 for it. The controller's cached token stays
+    // usable for the lookup; its network DELETE is answered 401 (token expired right then), so it re-authenticates.
+    proxy.refuse = (r) => (r.method === 'DELETE' && r.path === `/v2.0/networks/${networkID}` ? 401 : undefined);
     const del = await fetch(`${keystone}/users/${userId}/application_credentials/${acId}`, { method: 'DELETE', headers: { 'x-auth-token': (await keystoneToken(keystone, 'k8s')).token } });
     assert.equal(del.status, 204);
     const errorsBefore = await m.metric('controller_runtime_reconcile_errors_total', { controller: 'network' });

@@ -241,6 +241,8 @@ export class NeutronProxy {
   target: URL;
   delay: ((r: SeenRequest) => number) | undefined;
   hold: ((r: SeenRequest) => boolean) | undefined;
+  /** A status to answer INSTEAD of forwarding (e.g. 401: the token expired at exactly this request). */
+  refuse: ((r: SeenRequest) => number | undefined) | undefined;
   /** Requests whose (already forwarded) answer is being held back. */
   held = 0;
   /** Requests forwarded after a delay, and their Neutron status. */
@@ -262,6 +264,12 @@ export class NeutronProxy {
         const body = Buffer.concat(chunks);
         const seen: SeenRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '', body: body.toString(), at: Date.now() };
         proxy.seen.push(seen);
+        const refused = proxy.refuse?.(seen);
+        if (refused !== undefined) {
+          res.writeHead(refused, { 'content-type': 'text/plain' });
+          res.end(`refused by the test proxy (${refused})`);
+          return;
+        }
         const delayMs = proxy.delay?.(seen) ?? 0;
         const hold = proxy.hold?.(seen) ?? false;
         const forward = (): void => {
