@@ -8,7 +8,11 @@
  * Network needs), then N network deletes. Neutron's per-project quota (100 networks, 100 subnets by default) is lifted
  * first.
  *
- *   node bench/network-scale.ts [--networks 200] [--network-concurrency 8] [--clients 50] [--cluster-dir DIR]
+ *   node bench/network-scale.ts [--networks 200] [--network-concurrency 8] [--clients 50] [--cluster-dir DIR] [--auth noauth|keystone]
+ *
+ * --auth keystone: neutron-server behind a real Keystone (hack/neutron/up.sh NEUTRON_AUTH=keystone); the manager uses
+ * the password cloud `local` (project k8s), the raw reference sends a token of the same user, and the k8s project's
+ * quota is lifted with an admin token. Every Neutron request is then validated by keystonemiddleware.
  *
  * Cluster: --cluster-dir, else $TSCM_CLUSTER_DIR / $CLUSTER_DIR when they hold a running control plane, else a fresh
  * full-mode control plane in a temporary directory (stopped at the end). Each --network-concurrency value (comma list)
@@ -28,7 +32,7 @@ import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import { benchControlPlane, log, runAll } from './common.ts';
 import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
-import { startNeutron } from '../test/helpers/neutron.ts';
+import { keystoneToken, startNeutron } from '../test/helpers/neutron.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,12 +41,16 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '50' },
     'cluster-dir': { type: 'string' },
     'timeout-seconds': { type: 'string', default: '1800' },
+    auth: { type: 'string', default: 'noauth' },
   },
 });
 const N = Number(args.networks);
 const clients = Number(args.clients);
 const workerCounts = (args['network-concurrency'] ?? '8').split(',').map(Number);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
+const auth = args.auth === 'keystone' ? 'keystone' : 'noauth';
+/** Headers of every raw request (a Keystone token with --auth keystone). */
+let rawHeaders: Record<string, string> = {};
 
 async function waitUntil(what: string, probe: () => boolean | Promise<boolean>, deadline: number): Promise<number | undefined> {
   while (!(await probe())) {
@@ -60,7 +68,7 @@ interface Row { what: string; objects: number; ms: number | undefined }
 /** One raw Neutron request with a generous timeout (a loaded neutron-server can take well over 10 s). */
 async function raw<T>(endpoint: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await fetch(endpoint + path, {
-    method, headers: { accept: 'application/json', ...(body !== undefined && { 'content-type': 'application/json' }) },
+    method, headers: { accept: 'application/json', ...rawHeaders, ...(body !== undefined && { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(120_000),
   });
   const text = await res.text();
@@ -196,15 +204,25 @@ function table(rows: Row[]): string {
 
 async function main(): Promise<void> {
   const { cp, owned } = await benchControlPlane(args['cluster-dir']);
-  log('starting a private neutron-server');
-  const neutron = await startNeutron();
+  log(`starting a private neutron-server (auth: ${auth})`);
+  const neutron = await startNeutron({ auth, timeoutMs: 20 * 60_000 });
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'network-scale-bench' });
   try {
     // Neutron's default quota is 100 networks and 100 subnets per project (noauth: every request is fake_project_id).
-    const quota = await raw(neutron.endpoint, 'PUT', '/v2.0/quotas/fake_project_id', { quota: { network: -1, subnet: -1 } });
-    if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
+    let project = 'fake_project_id';
+    if (auth === 'keystone') {
+      const k8s = await keystoneToken(neutron.keystoneUrl ?? '', 'k8s');
+      project = String(((k8s.body['token'] as Record<string, unknown>)['project'] as Record<string, unknown>)['id']);
+      rawHeaders = { 'x-auth-token': (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token };
+      const quota = await raw(neutron.endpoint, 'PUT', `/v2.0/quotas/${project}`, { quota: { network: -1, subnet: -1 } });
+      if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
+      rawHeaders = { 'x-auth-token': k8s.token }; // the reference acts as the manager's user, in its project
+    } else {
+      const quota = await raw(neutron.endpoint, 'PUT', `/v2.0/quotas/${project}`, { quota: { network: -1, subnet: -1 } });
+      if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
+    }
     execFileSync(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '--force-conflicts', '-k', 'config/crd'],
       { cwd: join(import.meta.dirname, '..'), stdio: 'ignore' });
     execFileSync(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/networks.samplecrd.k8s.io'],
@@ -214,7 +232,7 @@ async function main(): Promise<void> {
     for (const workers of workerCounts) {
       const ref = await neutronReference(neutron.endpoint, workers);
       rows.push(...ref.rows);
-      notes.push(`Neutron raw reference (${workers} in flight): ${ref.failures} requests answered 500/409 (SQLite "database is locked") and were retried at once`);
+      notes.push(`Neutron auth: ${auth}. Neutron raw reference (${workers} in flight): ${ref.failures} requests answered 500/409 (SQLite "database is locked") and were retried at once`);
       const run = await networkRun(cp, rest, neutron.endpoint, neutron.cloudsYaml, workers);
       rows.push(...run.rows);
       notes.push(run.notes);

@@ -12,8 +12,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -24,7 +22,7 @@ import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster
 import { installCRDs, repoRoot } from './helpers/crds.ts';
 import { startControllers, type RunningControllers } from './helpers/manager.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
-import { neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+import { NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
 
 const FINALIZER = 'samplecrd.k8s.io/neutron';
 const NEUTRON_START_TIMEOUT = 15 * 60_000;
@@ -32,58 +30,6 @@ const NEUTRON_START_TIMEOUT = 15 * 60_000;
 const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
 
 type Json = Record<string, unknown>;
-
-// ---- counting proxy in front of neutron-server --------------------------------------------------------------------
-
-interface SeenRequest { method: string; path: string; body: string; at: number }
-
-class CountingProxy {
-  readonly seen: SeenRequest[] = [];
-  target: URL;
-  private readonly server: Server;
-
-  private constructor(server: Server, target: string) {
-    this.server = server;
-    this.target = new URL(target);
-  }
-
-  static async start(target: string): Promise<CountingProxy> {
-    const server = createServer();
-    const proxy = new CountingProxy(server, target);
-    server.on('request', (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks);
-        proxy.seen.push({ method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '', body: body.toString(), at: Date.now() });
-        const up = httpRequest({
-          host: proxy.target.hostname, port: proxy.target.port, method: req.method, path: req.url,
-          headers: { ...req.headers, host: proxy.target.host },
-        }, (ur) => {
-          res.writeHead(ur.statusCode ?? 502, ur.headers);
-          ur.pipe(res);
-        });
-        up.on('error', () => res.destroy()); // neutron-server down: the client sees a dropped connection
-        up.end(body);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    return proxy;
-  }
-
-  get endpoint(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  count(method: string, path: string, bodyIncludes = '', since = 0): number {
-    return this.seen.filter((r) => r.method === method && r.path === path && r.body.includes(bodyIncludes) && r.at >= since).length;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((r) => this.server.close(r));
-  }
-}
 
 // ---- Kubernetes helpers -------------------------------------------------------------------------------------------
 
@@ -182,7 +128,7 @@ async function restartNeutron(t: TestContext, dir: string): Promise<string> {
 describe('Network controller on a real neutron-server', () => {
   let neutron: NeutronInstance;
   let api: NeutronApi;
-  let proxy: CountingProxy;
+  let proxy: NeutronProxy;
   /** clouds.yaml with cloud `local` pointing at the counting proxy. */
   let cloudsYaml: string;
 
@@ -190,7 +136,7 @@ describe('Network controller on a real neutron-server', () => {
     await installCRDs();
     neutron = await startNeutron();
     api = neutronApi(neutron.endpoint);
-    proxy = await CountingProxy.start(neutron.endpoint);
+    proxy = await NeutronProxy.start(neutron.endpoint);
     cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-net-clouds-')), 'clouds.yaml');
     writeFileSync(cloudsYaml, `clouds:\n  local:\n    auth_type: none\n    auth:\n      endpoint: ${proxy.endpoint}\n    region_name: RegionOne\n`);
   }, { timeout: NEUTRON_START_TIMEOUT });
@@ -290,12 +236,29 @@ describe('Network controller on a real neutron-server', () => {
     assert.deepEqual(moved.subnet['allocation_pools'], [{ start: '2001:db8:10::2', end: '2001:db8:10:0:ffff:ffff:ffff:ffff' }]);
   });
 
-  test('level-triggered: a Neutron network deleted behind the controller\'s back is recreated on resync', async (t) => {
+  test('level-triggered: a gateway changed, a subnet or a network deleted behind the controller\'s back is repaired', async (t) => {
     const ns = await namespace(t, 'net-drift');
+    // Resync every 2 s stands in for the drift check's requeueAfter (5 min; unit-tested): the same reconcile runs.
     await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 2_000 });
-    const uid = (await createNetwork(ns, 'd', { cidr: '10.12.0.0/24' })).metadata?.uid ?? '';
-    const before = (await waitReady(ns, 'd', 1)).status?.networkID ?? '';
-    assert.equal((await api.request('DELETE', `/v2.0/networks/${before}`)).status, 204, 'out-of-band delete');
+    const uid = (await createNetwork(ns, 'd', { cidr: '10.12.0.0/24', gateway: '10.12.0.1' })).metadata?.uid ?? '';
+    const first = await waitReady(ns, 'd', 1);
+    const before = first.status?.networkID ?? '';
+    const subnetBefore = first.status?.subnetID ?? '';
+
+    // (Neutron refuses a gateway inside the allocation pool: move the pool with it, as an operator would.)
+    const changed = await api.request('PUT', `/v2.0/subnets/${subnetBefore}`, { subnet: { gateway_ip: '10.12.0.254', allocation_pools: [{ start: '10.12.0.2', end: '10.12.0.253' }] } });
+    assert.equal(changed.status, 200, `out-of-band gateway change: ${JSON.stringify(changed.body)}`);
+    await waitFor('gateway put back', async () => (await api.subnet(subnetBefore))?.['gateway_ip'] === '10.12.0.1', CONVERGE);
+
+    assert.equal((await api.request('DELETE', `/v2.0/subnets/${subnetBefore}`)).status, 204, 'out-of-band subnet delete');
+    const withNewSubnet = await waitFor('status points at a new subnet', async () => {
+      const n = await getNetwork(ns, 'd');
+      return n?.status?.subnetID && n.status.subnetID !== subnetBefore && readyOf(n)?.status === 'True' ? n : undefined;
+    }, CONVERGE);
+    assert.equal(withNewSubnet.status?.networkID, before, 'same network');
+    await expectExactlyOne(ns, 'd', uid, '10.12.0.0/24', '10.12.0.1');
+
+    assert.equal((await api.request('DELETE', `/v2.0/networks/${before}`)).status, 204, 'out-of-band network delete');
     const after = await waitFor('status points at a new network', async () => {
       const n = await getNetwork(ns, 'd');
       return n?.status?.networkID && n.status.networkID !== before && readyOf(n)?.status === 'True' ? n : undefined;
@@ -317,43 +280,55 @@ describe('Network controller on a real neutron-server', () => {
     assert.equal(ready.status?.networkID, leftover.body.network['id']);
   });
 
-  test('a spec Neutron rejects (400): Ready=False NeutronRejected + Warning, exactly 1 subnet create per generation', async (t) => {
+  test('a spec Neutron would refuse (gateway = network address): InvalidSpec + one Warning, no Neutron call for that generation', async (t) => {
     const ns = await namespace(t, 'net-reject');
-    // Resync every second: even level-triggered re-reconciles must not call Neutron again for the rejected generation.
+    // Resync every second: even level-triggered re-reconciles must not call Neutron for the refused generation.
     const m = await startInProcess(t, ns, cloudsYaml, { resyncPeriodMs: 1_000 });
-    // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron (the IPv4 network address).
+    // Valid for the CRD's CEL rules (the gateway is inside the CIDR), refused by Neutron ("Gateway is not valid on
+    // subnet", the IPv4 network address): the controller knows Neutron's rule and refuses it before touching Neutron.
     await createNetwork(ns, 'bad', { cidr: '10.20.0.0/24', gateway: '10.20.0.0' });
-    const rejected = await waitCondition(ns, 'bad', 'False', 'NeutronRejected');
-    assert.match(readyOf(rejected)?.message ?? '', /Gateway is not valid on subnet/);
+    const rejected = await waitCondition(ns, 'bad', 'False', 'InvalidSpec');
+    assert.match(readyOf(rejected)?.message ?? '', /network address of 10\.20\.0\.0\/24; Neutron refuses it/);
     assert.equal(readyOf(rejected)?.observedGeneration, 1);
     await m.flushEvents();
     const warnings = (await eventsFor(ns, 'bad')).filter((e) => e.type === 'Warning');
-    assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['NeutronRejected', 1]]);
+    assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['InvalidSpec', 1]]);
 
-    // Observe a window with several resyncs: reconciles happen, Neutron subnet creates do not.
+    // Observe a window with several resyncs: reconciles happen, Neutron calls do not.
     const reconcilesBefore = await m.metric('controller_runtime_reconcile_total', { controller: 'network' });
-    await delay(6_000); // an observation window, not synchronisation: a retry loop would show several POSTs here
+    await delay(6_000); // an observation window, not synchronisation: a retry loop would show Neutron requests here
     const reconcilesDuring = (await m.metric('controller_runtime_reconcile_total', { controller: 'network' })) - reconcilesBefore;
     assert.ok(reconcilesDuring >= 3, `resyncs reconciled the Network (${reconcilesDuring})`);
-    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1, 'exactly one subnet create attempt for generation 1');
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 0, 'no subnet create attempt for generation 1');
+    assert.equal(proxy.count('POST', '/v2.0/networks', `"${ns}/bad"`), 0, 'nothing created in Neutron');
     assert.equal(await m.metric('controller_runtime_terminal_reconcile_errors_total', { controller: 'network' }), 1);
-    t.diagnostic(`rejected generation: 1 Neutron subnet POST, ${reconcilesDuring} resync reconciles in 6 s, 1 terminal error`);
+    t.diagnostic(`refused generation: 0 Neutron requests, ${reconcilesDuring} resync reconciles in 6 s, 1 terminal error`);
 
     // The next generation is tried (once) and succeeds.
     await patchSpec(ns, 'bad', { gateway: '10.20.0.1' });
     const fixed = await waitReady(ns, 'bad', 2);
     await expectExactlyOne(ns, 'bad', fixed.metadata?.uid ?? '', '10.20.0.0/24', '10.20.0.1');
-    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 2);
+    assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1);
   });
 
   test('kill -9 between the Neutron create and the status write, restart: no duplicate network', async (t) => {
     const ns = await namespace(t, 'net-kill');
     const args = [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local'];
-    const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns, TSCM_TEST_NETWORK_PAUSE_AFTER_CREATE_MS: '600000' } });
+    // The last Neutron call before the status write is the subnet's tag PUT: let it reach Neutron, keep its answer from
+    // the manager, and kill the manager there (no fault switch in the manager itself).
+    proxy.hold = (r) => r.method === 'PUT' && /^\/v2\.0\/subnets\/[^/]+\/tags\//.test(r.path);
+    t.after(() => {
+      proxy.hold = undefined;
+    });
+    const heldBefore = proxy.held;
+    const first = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
     t.after(() => first.stop('SIGKILL'));
     await first.waitReady({ timeoutMs: 120_000 });
     const uid = (await createNetwork(ns, 'k', { cidr: '10.30.0.0/24', gateway: '10.30.0.1' })).metadata?.uid ?? '';
-    await first.waitForLog('the pause after the Neutron create', (l) => /FAULT INJECTION: pausing/.test(l.msg ?? ''), CONVERGE);
+    await waitFor('Neutron answered the subnet tag PUT (answer held back)', () => Promise.resolve(proxy.held > heldBefore), { timeoutMs: 120_000, intervalMs: 20 });
+    await first.stop('SIGKILL'); // within the client's 10 s timeout: the manager never saw the answer
+    proxy.hold = undefined;
+    assert.equal(first.running, false);
 
     const created = await inNeutron(ns, 'k', uid);
     assert.equal(created.tagged.length, 1, 'the network exists in Neutron');
@@ -361,8 +336,6 @@ describe('Network controller on a real neutron-server', () => {
     const cr = await getNetwork(ns, 'k');
     assert.equal(cr?.status, undefined, 'no status written yet');
     assert.deepEqual(cr?.metadata?.finalizers, [FINALIZER]);
-    await first.stop('SIGKILL');
-    assert.equal(first.running, false);
 
     const second = await ManagerProcess.start({ args, env: { WATCH_NAMESPACE: ns } });
     t.after(() => second.stop('SIGKILL'));

@@ -211,3 +211,26 @@ describe('per-project isolation (NEUTRON_AUTH=keystonecontext)', () => {
     assert.deepEqual(raw.map((n) => n['id']), [na.id]);
   });
 });
+
+describe('pagination on a server that caps pages (NEUTRON_PAGE_LIMIT=2 → pagination_max_limit)', () => {
+  let neutron: NeutronInstance | undefined;
+
+  before(async () => {
+    neutron = await startNeutron({ pageLimit: 2 });
+  }, { timeout: START_TIMEOUT });
+  after(async () => {
+    await neutron?.stop();
+  });
+
+  it('lists every match although the server answers 2 per page to a limit of 500', async () => {
+    assert.ok(neutron);
+    const client = NeutronClient.fromCloudsYaml({ path: neutron.cloudsYaml, cloud: 'local', env: {} });
+    const tag = `paged-${rnd()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await client.createNetwork({ name: `p${i}`, tags: [tag] })).id);
+    const page = await neutronApi(neutron.endpoint).request<{ networks: unknown[] }>('GET', `/v2.0/networks?tags=${tag}&limit=500`);
+    assert.equal(page.body.networks.length, 2, 'the server really caps the page');
+    const got = await client.listNetworks({ tags: [tag] });
+    assert.deepEqual(got.map((n) => n.id).sort(), [...ids].sort());
+  });
+});

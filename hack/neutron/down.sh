@@ -98,6 +98,8 @@ else
   log "no neutron-server running for $dir"
 fi
 rm -f "$dir/neutron.pid" "$dir/workers.pid" 2>/dev/null || true
+# NEUTRON_AUTH=keystone: Keystone (uwsgi) and its MariaDB, found by the state dir in their command lines.
+if [ -d "$dir/keystone" ]; then bash "$repo/hack/neutron/keystone.sh" down "$dir"; fi
 
 if [ -d "$dir" ] && ! $keep; then
   rm -rf "$dir"

@@ -13,6 +13,16 @@
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
 #                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
+#                          keystone: a REAL Keystone (Debian's keystone under uwsgi on loopback, its own MariaDB; see
+#                          hack/neutron/keystone.sh) with projects k8s and other; neutron-server validates tokens with
+#                          keystonemiddleware (auth_strategy = keystone); clouds.yaml gets auth_type password clouds
+#                          `local` (user k8s in project k8s), `other` (user other, project other) and `admin`.
+#                          First use installs keystone + mariadb-server; setting up costs about a minute.
+#   KEYSTONE_TOKEN_EXPIRATION  with NEUTRON_AUTH=keystone: token lifetime in seconds (default 3600)
+#   NEUTRON_OVERLAPPING_IPS  true (default here) or false (Neutron's own default, and most clouds'): with false, no two
+#                          subnets in the whole server may overlap (allow_overlapping_ips)
+#   NEUTRON_PAGE_LIMIT     a number: pagination_max_limit, the server's cap on page size (Neutron's default: none);
+#                          lists then come in pages of at most that many items with `next` links
 #   NEUTRON_START_TIMEOUT  seconds to wait for `GET /` to answer 200. Default: 60
 #   TSCM_CACHE_DIR         cache outside the clone (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager):
 #                          holds an empty, stamped neutron.db per neutron-server version
@@ -49,7 +59,12 @@ t0=$SECONDS
 log() { printf '[neutron-up +%ss] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 die() { printf 'neutron-up: error: %s\n' "$*" >&2; exit 1; }
 
-case "$auth_mode" in noauth|keystonecontext) ;; *) die "NEUTRON_AUTH must be noauth or keystonecontext, not '$auth_mode'";; esac
+case "$auth_mode" in noauth|keystonecontext|keystone) ;; *) die "NEUTRON_AUTH must be noauth, keystonecontext or keystone, not '$auth_mode'";; esac
+overlapping_ips=${NEUTRON_OVERLAPPING_IPS:-true}
+case "$overlapping_ips" in true|false) ;; *) die "NEUTRON_OVERLAPPING_IPS must be true or false, not '$overlapping_ips'";; esac
+page_limit=${NEUTRON_PAGE_LIMIT:--1}
+[[ "$page_limit" =~ ^(-1|[1-9][0-9]*)$ ]] || die "NEUTRON_PAGE_LIMIT must be a positive number, not '$page_limit'"
+settings="auth=$auth_mode overlapping_ips=$overlapping_ips page_limit=$page_limit"
 
 export_line() { printf 'export NEUTRON_CLOUD_CONFIG=%s\n' "$dir/clouds.yaml"; }
 
@@ -74,9 +89,9 @@ flock -w 300 9 || die "another up.sh/down.sh holds $dir/.lock"
 if [ -f "$dir/neutron.pid" ] && [ -f "$dir/port" ]; then
   pid=$(cat "$dir/neutron.pid"); port=$(cat "$dir/port")
   if alive "$pid" && answers "$port" && [ -f "$dir/clouds.yaml" ]; then
-    running_mode=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth)
-    [ "$running_mode" = "$auth_mode" ] ||
-      die "the running neutron-server (pid $pid) uses NEUTRON_AUTH=$running_mode, not $auth_mode: run hack/neutron/down.sh first"
+    running=$(cat "$dir/settings" 2>/dev/null || echo "auth=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth) overlapping_ips=true page_limit=-1")
+    [ "$running" = "$settings" ] ||
+      die "the running neutron-server (pid $pid) has settings '$running', not '$settings': run hack/neutron/down.sh first"
     log "neutron-server already running (pid $pid, http://127.0.0.1:$port)"
     export_line
     exit 0
@@ -117,6 +132,11 @@ fi
 
 # --- configuration ------------------------------------------------------------------------------------------------
 mkdir -p "$dir/state" "$dir/log" "$dir/lock"
+if [ "$overlapping_ips" = false ] && ! grep -rqs --include='*.py' allow_overlapping_ips /usr/lib/python3/dist-packages/neutron/conf/; then
+  # neutron-server 21 (Zed, Debian bookworm) no longer has the option: subnets may overlap across networks, never on
+  # one network. The setting is still written (older servers honour it) but has no effect here.
+  log "note: this neutron-server has no allow_overlapping_ips option (overlaps are refused only within one network); NEUTRON_OVERLAPPING_IPS=false has no effect"
+fi
 
 port_free() { "$PY" -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.close()' "$1" 2>/dev/null; }
 if [ -n "${NEUTRON_PORT:-}" ]; then
@@ -147,12 +167,20 @@ open(dst, 'w').write(text[:sec.start(1)] + body + text[sec.end(1):])
 EOF
 fi
 
+strategy=noauth
+if [ "$auth_mode" = keystone ]; then
+  # 9>&-: Keystone's and MariaDB's daemons must not inherit (and so hold forever) this state dir's lock.
+  keystone_url=$(bash "$repo/hack/neutron/keystone.sh" up "$dir" 9>&-) || die "starting Keystone failed (logs: $dir/keystone/log)"
+  strategy=keystone
+  log "keystone at $keystone_url"
+fi
+
 cat > "$dir/neutron.conf" <<EOF
 # Written by hack/neutron/up.sh: a single neutron-server with no Keystone, no message broker and no agents.
 [DEFAULT]
 bind_host = 127.0.0.1
 bind_port = $port
-auth_strategy = noauth
+auth_strategy = $strategy
 core_plugin = ml2
 service_plugins =
 api_workers = 0
@@ -162,7 +190,8 @@ transport_url = fake:/
 notify_nova_on_port_status_changes = false
 notify_nova_on_port_data_changes = false
 dhcp_agent_notification = false
-allow_overlapping_ips = true
+allow_overlapping_ips = $overlapping_ips
+pagination_max_limit = $page_limit
 state_path = $dir/state
 api_paste_config = $paste
 log_dir = $dir/log
@@ -181,6 +210,23 @@ driver = noop
 [agent]
 root_helper =
 EOF
+if [ "$auth_mode" = keystone ]; then
+  # keystonemiddleware validates every token with Keystone; no validation cache, so a revoked token fails at once.
+  cat >> "$dir/neutron.conf" <<EOF
+
+[keystone_authtoken]
+www_authenticate_uri = $keystone_url
+auth_url = $keystone_url
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = admin
+username = admin
+password = admin-pw
+region_name = RegionOne
+token_cache_time = -1
+EOF
+fi
 
 cat > "$dir/ml2_conf.ini" <<'EOF'
 [ml2]
@@ -241,7 +287,7 @@ if $install_only; then
 fi
 
 # --- start --------------------------------------------------------------------------------------------------------
-log "starting neutron-server on http://127.0.0.1:$port (auth: $auth_mode; logs: $dir/log)"
+log "starting neutron-server on http://127.0.0.1:$port ($settings; logs: $dir/log)"
 rm -f "$dir/neutron.pid" "$dir/workers.pid"
 ts=$SECONDS
 # setsid: a new session and process group whose id is the server's pid (a background job of a non-interactive shell
@@ -274,9 +320,21 @@ done
 pgrep -P "$pid" > "$dir/workers.pid" || true
 log "neutron-server ready in $((SECONDS - ts))s (pid $pid, workers: $(tr '\n' ' ' < "$dir/workers.pid"))"
 
+if [ "$auth_mode" = keystone ]; then
+  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://127.0.0.1:$port" 9>&- || fail_start "registering the network endpoint in Keystone failed"
+fi
+
 # --- clouds.yaml --------------------------------------------------------------------------------------------------
 # Standard OpenStack clouds.yaml. auth_type none + auth.endpoint is keystoneauth's "none" plugin form; our client also
 # accepts endpoint_override / network_endpoint_override (openstacksdk's per-service override).
+if [ "$auth_mode" = keystone ]; then
+  cloud() { # name user password
+    printf '  %s:\n    auth_type: password\n    auth:\n      auth_url: %s\n      username: %s\n      password: %s\n      project_name: %s\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: RegionOne\n    interface: public\n' \
+      "$1" "$keystone_url" "$2" "$3" "$2"
+  }
+  { echo "# Written by hack/neutron/up.sh: the local neutron-server behind a real Keystone ($keystone_url)."
+    echo "clouds:"; cloud local k8s k8s-pw; cloud other other other-pw; cloud admin admin admin-pw; } > "$dir/clouds.yaml.tmp"
+else
 cat > "$dir/clouds.yaml.tmp" <<EOF
 # Written by hack/neutron/up.sh: the local neutron-server (no Keystone; auth: $auth_mode).
 clouds:
@@ -287,8 +345,10 @@ clouds:
     region_name: RegionOne
     network_api_version: "2"
 EOF
+fi
 mv "$dir/clouds.yaml.tmp" "$dir/clouds.yaml"
 echo "$auth_mode" > "$dir/auth_mode"
+echo "$settings" > "$dir/settings"
 
 log "up in $((SECONDS - t0))s"
 export_line

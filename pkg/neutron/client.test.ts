@@ -9,7 +9,8 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { NeutronClient } from './client.ts';
 import {
-  isRetryable, NeutronBadRequestError, NeutronConflictError, NeutronError, NeutronNotFoundError, NeutronUnavailableError,
+  isRetryable, NeutronAuthError, NeutronBadRequestError, NeutronConflictError, NeutronError, NeutronForbiddenError, NeutronNotFoundError,
+  NeutronUnavailableError,
 } from './errors.ts';
 import { FakeServer, reply, type FakeHandler } from './fakeserver.ts';
 import { StaticAuth } from './keystone.ts';
@@ -247,3 +248,63 @@ async function waitUntil(cond: () => boolean, timeoutMs = 2_000): Promise<void> 
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe('NeutronClient against clouds unlike the local default (issue 12)', () => {
+  it('follows next links when the server caps the page below the requested limit (pagination_max_limit)', async () => {
+    const all = ['a', 'b', 'c', 'd', 'e'].map((id) => net(id));
+    const cap = 2; // the server's pagination_max_limit: smaller than what the client asks for
+    const { client, server } = await fake((req, res) => {
+      const limit = Math.min(Number(req.query.get('limit')), cap);
+      const marker = req.query.get('marker');
+      const start = marker ? all.findIndex((n) => n['id'] === marker) + 1 : 0;
+      const page = all.slice(start, start + limit);
+      const links = start + limit < all.length ? [{ rel: 'next', href: `http://neutron.example:9696/v2.0/networks?limit=${limit}&marker=${String(page.at(-1)?.['id'])}&name=x` }] : [];
+      reply(res, 200, { networks: page, networks_links: links });
+    });
+    const got = await client.listNetworks({ name: 'x' }, { pageSize: 500 });
+    assert.deepEqual(got.map((n) => n.id), ['a', 'b', 'c', 'd', 'e']);
+    assert.deepEqual(server.requests.map((r) => r.query.get('marker')), [null, 'b', 'd']);
+    assert.ok(server.requests.every((r) => r.query.get('name') === 'x'), 'the filter stays on every page');
+  });
+
+  it('a cloud that omits tags (and subnets) in its answers: empty arrays, not undefined', async () => {
+    const { client } = await fake((req, res) => {
+      if (req.path === '/v2.0/networks') reply(res, 200, { networks: [{ id: 'a', name: 'n' }] });
+      else if (req.path === '/v2.0/networks/a') reply(res, 200, { network: { id: 'a', name: 'n' } });
+      else if (req.path === '/v2.0/subnets') reply(res, 200, { subnets: [{ id: 's', network_id: 'a', cidr: '10.0.0.0/24' }] });
+      else reply(res, 404, {});
+    });
+    const [n] = await client.listNetworks();
+    assert.deepEqual([n?.tags, n?.subnets], [[], []]);
+    const one = await client.getNetwork('a');
+    assert.deepEqual([one.tags, one.subnets], [[], []]);
+    const [s] = await client.listSubnets({ networkId: 'a' });
+    assert.deepEqual(s?.tags, []);
+  });
+
+  it('403 is a policy error carrying the server message, not an authentication failure', async () => {
+    const { client } = await fake((_req, res) => reply(res, 403, { NeutronError: { type: 'PolicyNotAuthorized', message: 'rule:create_network:shared is disallowed by policy', detail: '' } }));
+    await assert.rejects(client.createNetwork({ name: 'x', shared: true }), (e: Error) =>
+      e instanceof NeutronForbiddenError && !(e instanceof NeutronAuthError) && e.status === 403
+      && e.serverMessage === 'rule:create_network:shared is disallowed by policy' && !isRetryable(e));
+  });
+
+  it('Retry-After on 429 and 503 is kept on the error (seconds and HTTP-date forms)', async () => {
+    let n = 0;
+    const { client } = await fake((_req, res) => {
+      n++;
+      if (n === 1) reply(res, 429, { NeutronError: { type: 'OverLimit', message: 'slow down', detail: '' } }, { 'retry-after': '7' });
+      else if (n === 2) reply(res, 503, 'Service Unavailable', { 'retry-after': new Date(Date.now() + 30_000).toUTCString() });
+      else reply(res, 503, 'Service Unavailable');
+    });
+    await assert.rejects(client.listNetworks(), (e: Error) => e instanceof NeutronUnavailableError && e.retryAfterMs === 7_000);
+    await assert.rejects(client.listNetworks(), (e: Error) =>
+      e instanceof NeutronUnavailableError && e.retryAfterMs !== undefined && e.retryAfterMs > 20_000 && e.retryAfterMs <= 31_000);
+    await assert.rejects(client.listNetworks(), (e: Error) => e instanceof NeutronUnavailableError && e.retryAfterMs === undefined);
+  });
+
+  it('projectId: the token\'s project with Keystone, undefined without', async () => {
+    const { client } = await fake((_req, res) => reply(res, 200, { networks: [] }));
+    assert.equal(await client.projectId(), undefined);
+  });
+});

@@ -5,13 +5,18 @@
  * Invariants:
  *  - Every request has a timeout (default 10 s per attempt, `timeoutMs` per client or per call) and honours the
  *    caller's AbortSignal; a caller's abort rejects with the signal's reason, never with a NeutronError.
- *  - Failures are typed (see errors.ts): 400 NeutronBadRequestError, 401/403 NeutronAuthError, 404
+ *  - Failures are typed (see errors.ts): 400 NeutronBadRequestError, 401 (and any Keystone failure other than 5xx/429,
+ *    404 included) NeutronAuthError, 403 NeutronForbiddenError (policy; server message kept), 404 from the resource path
  *    NeutronNotFoundError, 409 NeutronConflictError, 5xx/429/timeouts/connection errors NeutronUnavailableError
- *    (`isRetryable`). The client itself never retries, except ONE re-authentication + resend after a 401 with a
+ *    (`isRetryable`; `retryAfterMs` from Retry-After on 429/503). The client itself never retries, except ONE re-authentication + resend after a 401 with a
  *    Keystone token (the token may have been revoked or expired early). Retrying is the caller's (workqueue's) job.
  *  - A retryable failure of a create may still have created the resource: look it up (e.g. by tag) before creating
  *    again. Neutron allows duplicate names, so names are not identities; tags are the lookup key of choice.
- *  - Lists follow Neutron pagination (`limit` + `marker`) until a short page, so they return every match.
+ *  - Lists follow Neutron's `next` links (as gophercloud and openstacksdk do) until a page has none, so they return
+ *    every match even when the server caps pages below the requested `limit` (`pagination_max_limit`). The link's
+ *    `marker`/`limit` are re-sent to our own endpoint (the link's host is the server's view of itself).
+ *  - Resources are normalised: `tags` (and a network's `subnets`) are always arrays, also from clouds whose Neutron
+ *    omits them (no tag extension).
  *  - Wire types are Neutron's own (snake_case) so that they match the API reference one to one.
  *  - Headers (tokens) are never logged; debug logs carry method, path, status and duration only.
  *
@@ -23,7 +28,7 @@ import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import type { Clock } from '../util/clock.ts';
 import { describeCloud, loadCloudConfig, type CloudConfig, type LoadCloudOptions } from './clouds.ts';
-import { decodeError, NeutronBadRequestError, NeutronNotFoundError, NeutronUnavailableError } from './errors.ts';
+import { decodeError, NeutronBadRequestError, NeutronNotFoundError, NeutronUnavailableError, parseRetryAfter } from './errors.ts';
 import { DEFAULT_TIMEOUT_MS, dispatcherFor, send } from './http.ts';
 import { authenticatorFor, type Authenticator } from './keystone.ts';
 
@@ -253,6 +258,14 @@ export class NeutronClient {
     return (await this.auth.authenticate(signal)).endpoint;
   }
 
+  /**
+   * The project the credentials act in (the Keystone token's project), for project-scoped lookups; undefined
+   * without Keystone (noauth), where the server decides.
+   */
+  async projectId(signal?: AbortSignal): Promise<string | undefined> {
+    return (await this.auth.authenticate(signal)).projectId;
+  }
+
   // ---- networks ----------------------------------------------------------------------------------------------------
 
   /**
@@ -261,11 +274,11 @@ export class NeutronClient {
    * so an untagged network is not left behind in the normal failure cases.
    */
   async createNetwork(spec: NetworkCreate, opts: CallOptions = {}): Promise<Network> {
-    return this.createTagged<Network>('networks', 'network', spec, opts);
+    return normNetwork(await this.createTagged<Network>('networks', 'network', spec, opts));
   }
 
   async getNetwork(id: string, opts: CallOptions = {}): Promise<Network> {
-    return (await this.json<{ network: Network }>('GET', `/v2.0/networks/${seg(id)}`, { ...opts, ok: [200] })).network;
+    return normNetwork((await this.json<{ network: Network }>('GET', `/v2.0/networks/${seg(id)}`, { ...opts, ok: [200] })).network);
   }
 
   /** Every network matching the filter (all pages). */
@@ -273,13 +286,13 @@ export class NeutronClient {
     const query: Query = {
       id: filter.id, name: filter.name, project_id: filter.projectId, ...tagQuery(filter.tags, filter.tagsAny),
     };
-    return this.listAll<Network>('networks', query, opts);
+    return (await this.listAll<Network>('networks', query, opts)).map(normNetwork);
   }
 
   async updateNetwork(id: string, patch: NetworkUpdate, opts: UpdateOptions = {}): Promise<Network> {
-    return (await this.json<{ network: Network }>('PUT', `/v2.0/networks/${seg(id)}`, {
+    return normNetwork((await this.json<{ network: Network }>('PUT', `/v2.0/networks/${seg(id)}`, {
       ...opts, body: { network: patch }, ok: [200], headers: ifMatch(opts.ifRevision),
-    })).network;
+    })).network);
   }
 
   /** Deletes a network; its subnets go with it (409 NetworkInUse if it still has ports). */
@@ -292,11 +305,11 @@ export class NeutronClient {
   /** Creates a subnet (ip_version derived from the cidr when absent). Tags as for createNetwork. */
   async createSubnet(spec: SubnetCreate, opts: CallOptions = {}): Promise<Subnet> {
     const body: SubnetCreate = { ...spec, ip_version: spec.ip_version ?? (spec.cidr.includes(':') ? 6 : 4) };
-    return this.createTagged<Subnet>('subnets', 'subnet', body, opts);
+    return normSubnet(await this.createTagged<Subnet>('subnets', 'subnet', body, opts));
   }
 
   async getSubnet(id: string, opts: CallOptions = {}): Promise<Subnet> {
-    return (await this.json<{ subnet: Subnet }>('GET', `/v2.0/subnets/${seg(id)}`, { ...opts, ok: [200] })).subnet;
+    return normSubnet((await this.json<{ subnet: Subnet }>('GET', `/v2.0/subnets/${seg(id)}`, { ...opts, ok: [200] })).subnet);
   }
 
   async listSubnets(filter: SubnetFilter = {}, opts: ListOptions = {}): Promise<Subnet[]> {
@@ -304,14 +317,14 @@ export class NeutronClient {
       network_id: filter.networkId, name: filter.name, cidr: filter.cidr, project_id: filter.projectId,
       ...tagQuery(filter.tags, filter.tagsAny),
     };
-    return this.listAll<Subnet>('subnets', query, opts);
+    return (await this.listAll<Subnet>('subnets', query, opts)).map(normSubnet);
   }
 
   /** Updates a subnet. `cidr` is read-only in Neutron (400); a gateway inside the allocation pool is a 409. */
   async updateSubnet(id: string, patch: SubnetUpdate, opts: UpdateOptions = {}): Promise<Subnet> {
-    return (await this.json<{ subnet: Subnet }>('PUT', `/v2.0/subnets/${seg(id)}`, {
+    return normSubnet((await this.json<{ subnet: Subnet }>('PUT', `/v2.0/subnets/${seg(id)}`, {
       ...opts, body: { subnet: patch }, ok: [200], headers: ifMatch(opts.ifRevision),
-    })).subnet;
+    })).subnet);
   }
 
   async deleteSubnet(id: string, opts: CallOptions = {}): Promise<void> {
@@ -389,21 +402,33 @@ export class NeutronClient {
     const pageSize = opts.pageSize ?? 500;
     if (!Number.isInteger(pageSize) || pageSize < 1) throw new RangeError(`pageSize must be a positive integer, got ${pageSize}`);
     const out: T[] = [];
-    let marker: string | undefined;
+    const seenMarkers = new Set<string>();
+    let paging: Query = { limit: pageSize };
     for (;;) {
       const page = await this.json<Record<string, unknown>>('GET', `/v2.0/${resource}`, {
-        ...opts, query: { ...query, limit: pageSize, marker }, ok: [200],
+        ...opts, query: { ...query, ...paging }, ok: [200],
       });
       const items = page[resource];
       if (!Array.isArray(items)) {
         throw new NeutronUnavailableError({ status: 200, type: 'BadResponse', message: `GET /v2.0/${resource}: no "${resource}" list in the response` });
       }
       out.push(...(items as T[]));
-      const last = (items as T[]).at(-1);
+      // Neutron sends a `next` link whenever the page was full by ITS limit (min(limit, pagination_max_limit)), so the
+      // link, not the page length, says whether there is more.
       const links = page[`${resource}_links`];
-      const hasNext = Array.isArray(links) && links.some((l) => (l as { rel?: string }).rel === 'next');
-      if (items.length < pageSize || !hasNext || !last || last.id === marker) return out;
-      marker = last.id;
+      const next = Array.isArray(links) ? (links as { rel?: unknown; href?: unknown }[]).find((l) => l.rel === 'next') : undefined;
+      if (items.length === 0 || typeof next?.href !== 'string') return out;
+      let nextQuery: URLSearchParams;
+      try {
+        nextQuery = new URL(next.href, 'http://neutron.invalid').searchParams;
+      } catch {
+        return out;
+      }
+      const marker = nextQuery.get('marker') ?? (items as T[]).at(-1)?.id;
+      if (!marker || seenMarkers.has(marker)) return out; // no progress: stop rather than loop
+      seenMarkers.add(marker);
+      const limit = Number(nextQuery.get('limit'));
+      paging = { limit: Number.isInteger(limit) && limit > 0 ? limit : pageSize, marker };
     }
   }
 
@@ -441,9 +466,21 @@ export class NeutronClient {
         this.auth.invalidate(auth.token);
         continue;
       }
-      throw decodeError(res.status, res.text, { method, path, requestId: res.headers.get('x-openstack-request-id') ?? undefined });
+      const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get('retry-after')) : undefined;
+      throw decodeError(res.status, res.text, {
+        method, path, requestId: res.headers.get('x-openstack-request-id') ?? undefined, ...(retryAfterMs !== undefined && { retryAfterMs }),
+      });
     }
   }
+}
+
+/** Neutron without the tag extension omits `tags`; some clouds omit empty lists: always arrays for callers. */
+function normNetwork(n: Network): Network {
+  return { ...n, tags: Array.isArray(n.tags) ? n.tags : [], subnets: Array.isArray(n.subnets) ? n.subnets : [] };
+}
+
+function normSubnet(s: Subnet): Subnet {
+  return { ...s, tags: Array.isArray(s.tags) ? s.tags : [] };
 }
 
 function ifMatch(revision: number | undefined): Record<string, string> | undefined {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   decodeError, isNotFound, isRetryable, NeutronAuthError, NeutronBadRequestError, NeutronConflictError, NeutronError,
-  NeutronNotFoundError, NeutronUnavailableError,
+  NeutronForbiddenError, NeutronNotFoundError, NeutronUnavailableError,
 } from './errors.ts';
 
 // Bodies as a real neutron-server (Zed) sends them (see /work/shared/notes/neutron.md).
@@ -13,7 +13,7 @@ describe('decodeError', () => {
     const cases: [number, string, new (...a: never[]) => NeutronError][] = [
       [400, 'InvalidInput', NeutronBadRequestError],
       [401, 'HTTPUnauthorized', NeutronAuthError],
-      [403, 'PolicyNotAuthorized', NeutronAuthError],
+      [403, 'PolicyNotAuthorized', NeutronForbiddenError],
       [404, 'NetworkNotFound', NeutronNotFoundError],
       [409, 'NetworkInUse', NeutronConflictError],
       [429, 'OverLimit', NeutronUnavailableError],

@@ -7,10 +7,13 @@
  *  | class                          | when                                                        | retryable |
  *  |--------------------------------|-------------------------------------------------------------|-----------|
  *  | NeutronBadRequestError         | 400 (InvalidInput, HTTPBadRequest, overlapping subnet, …)   | no        |
- *  | NeutronAuthError               | 401/403 from Neutron or Keystone, or no usable catalog entry| no        |
+ *  | NeutronAuthError               | 401 from Neutron; any 4xx from Keystone's token request     | no        |
+ *  |                                | (incl. 404: never "not found"), or no usable catalog entry  |           |
+ *  | NeutronForbiddenError          | 403 from Neutron: the policy forbids the call (message kept)| no        |
  *  | NeutronNotFoundError           | 404 (NetworkNotFound, SubnetNotFound, …)                    | no        |
  *  | NeutronConflictError           | 409 (NetworkInUse, GatewayConflictWithAllocationPools, …)   | no        |
  *  | NeutronUnavailableError        | 5xx, 429, network errors, per-request timeouts              | yes       |
+ *  |                                | (`retryAfterMs` from a Retry-After header on 429/503)       |           |
  *  | NeutronError (base)            | any other status (e.g. 412 stale If-Match revision)         | no        |
  *
  * `type` is Neutron's error type (e.g. `InvalidInput`, `NetworkNotFound`), or `HTTP<status>` when the body was not a
@@ -29,6 +32,8 @@ export interface NeutronErrorInit {
   path?: string;
   requestId?: string;
   cause?: unknown;
+  /** From a Retry-After header (429/503), in ms. */
+  retryAfterMs?: number;
 }
 
 export class NeutronError extends Error {
@@ -70,7 +75,10 @@ export class NeutronBadRequestError extends NeutronError {
   }
 }
 
-/** 401/403, or authentication could not produce a usable token/endpoint. Not retryable without new credentials. */
+/**
+ * 401 from Neutron, any 4xx of Keystone's token request (a 404 there — e.g. a deleted application credential — is an
+ * identity problem, never "the resource is gone"), or authentication could not produce a usable token/endpoint.
+ */
 export class NeutronAuthError extends NeutronError {
   constructor(init: NeutronErrorInit) {
     super(init);
@@ -78,7 +86,15 @@ export class NeutronAuthError extends NeutronError {
   }
 }
 
-/** 404: the resource does not exist (also for malformed ids). */
+/** 403 from Neutron: authenticated, but the policy does not allow this call; `serverMessage` says which rule. */
+export class NeutronForbiddenError extends NeutronError {
+  constructor(init: NeutronErrorInit) {
+    super(init);
+    this.name = 'NeutronForbiddenError';
+  }
+}
+
+/** 404 from a Neutron resource path: the resource does not exist (also for malformed ids). */
 export class NeutronNotFoundError extends NeutronError {
   constructor(init: NeutronErrorInit) {
     super(init);
@@ -96,10 +112,23 @@ export class NeutronConflictError extends NeutronError {
 
 /** The server could not answer now: 5xx, 429, connection failure or timeout. Retry with backoff. */
 export class NeutronUnavailableError extends NeutronError {
+  /** The server's Retry-After (429/503), in ms; undefined when it sent none. */
+  readonly retryAfterMs: number | undefined;
+
   constructor(init: NeutronErrorInit) {
     super(init);
     this.name = 'NeutronUnavailableError';
+    this.retryAfterMs = init.retryAfterMs;
   }
+}
+
+/** Parses a Retry-After header (delta-seconds or HTTP-date) into ms from `nowMs`; undefined when absent/invalid. */
+export function parseRetryAfter(value: string | null | undefined, nowMs = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - nowMs) : undefined;
 }
 
 /** True for failures worth retrying with backoff (NeutronUnavailableError); false for everything else. */
@@ -115,7 +144,8 @@ export function isNotFound(err: unknown): err is NeutronNotFoundError {
 export function errorForStatus(init: NeutronErrorInit): NeutronError {
   const s = init.status;
   if (s === 400) return new NeutronBadRequestError(init);
-  if (s === 401 || s === 403) return new NeutronAuthError(init);
+  if (s === 401) return new NeutronAuthError(init);
+  if (s === 403) return new NeutronForbiddenError(init);
   if (s === 404) return new NeutronNotFoundError(init);
   if (s === 409) return new NeutronConflictError(init);
   if (s === 429 || s >= 500 || s === 0) return new NeutronUnavailableError(init);
@@ -131,7 +161,7 @@ function str(v: unknown): string | undefined {
  * (and its old string form), Keystone's `{"error":{code,title,message}}`, and falls back to the first 200 characters
  * of any other body (HTML from WSGI middleware, proxies).
  */
-export function decodeError(status: number, body: string, ctx: { method?: string; path?: string; requestId?: string } = {}): NeutronError {
+export function decodeError(status: number, body: string, ctx: { method?: string; path?: string; requestId?: string; retryAfterMs?: number } = {}): NeutronError {
   let type = `HTTP${status}`;
   let message = '';
   let detail = '';

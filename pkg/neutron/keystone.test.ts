@@ -10,7 +10,7 @@ import { newLogger } from '../log/logger.ts';
 import { FakeClock } from '../util/clock.ts';
 import { NeutronClient } from './client.ts';
 import { cloudFromSettings, type CloudConfig } from './clouds.ts';
-import { isRetryable, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
+import { isNotFound, isRetryable, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
 import { FakeServer, reply, type RecordedRequest } from './fakeserver.ts';
 import { KeystoneAuth, keystoneV3Url, networkEndpointFromCatalog, normaliseNetworkEndpoint } from './keystone.ts';
 
@@ -55,6 +55,7 @@ async function fakeCloud(): Promise<FakeCloud> {
       reply(res, 201, {
         token: {
           issued_at: new Date(issuedAt).toISOString(), expires_at: new Date(issuedAt + f.lifetimeMs).toISOString(),
+          project: { id: 'proj-demo-id', name: 'demo', domain: { id: 'default', name: 'Default' } },
           catalog: [
             { type: 'identity', endpoints: [{ interface: 'public', region_id: 'RegionOne', url: `${f.server.url}/v3` }] },
             {
@@ -69,7 +70,12 @@ async function fakeCloud(): Promise<FakeCloud> {
       }, { 'x-subject-token': token });
       return;
     }
-    if (req.path === '/v2.0/networks') {
+    if (req.path === '/v2.0/networks' || req.path.startsWith('/v2.0/networks/')) {
+      if (req.method === 'DELETE') {
+        const token = String(req.headers['x-auth-token'] ?? '');
+        reply(res, !f.issued.includes(token) || f.revoked.has(token) ? 401 : 204);
+        return;
+      }
       const token = String(req.headers['x-auth-token'] ?? '');
       if (!f.issued.includes(token) || f.revoked.has(token)) {
         reply(res, 401, '<html><body><h1>401 Unauthorized</h1>This server could not verify that you are authorized</body></html>');
@@ -277,5 +283,24 @@ describe('KeystoneAuth', () => {
     assert.ok(logged.includes('keystone token issued'), logged);
     assert.ok(logged.includes('neutron request'), logged);
     for (const secret of ['pw-secret-123', ...f.issued]) assert.ok(!logged.includes(secret), `log leaks ${secret}: ${logged}`);
+  });
+
+  it('a Keystone 404 while re-authenticating (e.g. a deleted application credential) is an auth error, never "not found"', async () => {
+    const f = await fakeCloud();
+    const client = new NeutronClient({ auth: new KeystoneAuth(passwordCloud(f)) });
+    await client.listNetworks();
+    f.revoked.add(f.issued[0] ?? '');
+    f.tokenStatus = 404;
+    const err = await client.deleteNetwork('n1').then(() => undefined, (e: unknown) => e);
+    assert.equal(isNotFound(err), false, 'not Neutron\'s "not found": the deletion path must not think the network is gone');
+    assert.ok(err instanceof NeutronAuthError && err.name === 'NeutronAuthError' && err.status === 404 && err.message.includes('POST /v3/auth/tokens'), String(err));
+    f.tokenStatus = 400;
+    await assert.rejects(client.deleteNetwork('n1'), (e: Error) => e instanceof NeutronAuthError && e.name === 'NeutronAuthError' && e.status === 400);
+  });
+
+  it('knows the project of its token (for project-scoped lookups)', async () => {
+    const f = await fakeCloud();
+    const client = new NeutronClient({ auth: new KeystoneAuth(passwordCloud(f)) });
+    assert.equal(await client.projectId(), 'proj-demo-id');
   });
 });

@@ -13,7 +13,8 @@
  *  - Concurrent callers share one in-flight authentication; a caller's abort only abandons its own wait.
  *  - `invalidate(token)` (the client calls it after a 401) drops that token if it is still the cached one; the
  *    client then authenticates again and retries its request once.
- *  - Failures: 401/403 → NeutronAuthError; 5xx, timeouts, connection errors → NeutronUnavailableError (retryable);
+ *  - Failures: every refusal of the token request (401, 403, 404, other 4xx) → NeutronAuthError — a 404 from Keystone
+ *    is never a NeutronNotFoundError ("resource gone"); 5xx, 429, timeouts, connection errors → NeutronUnavailableError (retryable);
  *    no `network` endpoint in the catalog → NeutronAuthError (type EndpointNotFound).
  *  - Tokens and credentials are Secrets: they never appear in logs, errors or inspect output.
  *
@@ -24,7 +25,7 @@ import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import { realClock, type Clock } from '../util/clock.ts';
 import { Secret, type ApplicationCredentialAuth, type CloudConfig, type PasswordAuth } from './clouds.ts';
-import { decodeError, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
+import { decodeError, isRetryable, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
 import { DEFAULT_TIMEOUT_MS, send } from './http.ts';
 
 export interface AuthResult {
@@ -32,6 +33,8 @@ export interface AuthResult {
   readonly endpoint: string;
   /** Token for `X-Auth-Token`; undefined without Keystone. */
   readonly token: Secret | undefined;
+  /** The token's project (project-scoped lookups); undefined without Keystone or for an unscoped token. */
+  readonly projectId?: string | undefined;
 }
 
 export interface Authenticator {
@@ -85,12 +88,13 @@ interface CatalogService {
 }
 
 interface TokenBody {
-  token?: { expires_at?: string; issued_at?: string; catalog?: CatalogService[] };
+  token?: { expires_at?: string; issued_at?: string; catalog?: CatalogService[]; project?: { id?: string } };
 }
 
 interface CachedToken {
   token: Secret;
   endpoint: string;
+  projectId: string | undefined;
   /** Local clock time after which the token is renewed. */
   refreshAt: number;
 }
@@ -185,12 +189,12 @@ export class KeystoneAuth implements Authenticator {
   async authenticate(signal?: AbortSignal): Promise<AuthResult> {
     signal?.throwIfAborted();
     const c = this.cached;
-    if (c && this.clock.now() < c.refreshAt) return { endpoint: c.endpoint, token: c.token };
+    if (c && this.clock.now() < c.refreshAt) return { endpoint: c.endpoint, token: c.token, projectId: c.projectId };
     this.inflight ??= this.fetchToken().finally(() => {
       this.inflight = undefined;
     });
     const fresh = await abortable(this.inflight, signal);
-    return { endpoint: fresh.endpoint, token: fresh.token };
+    return { endpoint: fresh.endpoint, token: fresh.token, projectId: fresh.projectId };
   }
 
   invalidate(token: Secret | undefined): void {
@@ -208,7 +212,14 @@ export class KeystoneAuth implements Authenticator {
     });
     const path = new URL(url).pathname;
     if (res.status !== 201 && res.status !== 200) {
-      throw decodeError(res.status, res.text, { method: 'POST', path, requestId: res.headers.get('x-openstack-request-id') ?? undefined });
+      const err = decodeError(res.status, res.text, { method: 'POST', path, requestId: res.headers.get('x-openstack-request-id') ?? undefined });
+      if (isRetryable(err)) throw err;
+      // Any other refusal of the token request (401, 403, and 404 — e.g. an application credential or user that was
+      // deleted) is an identity problem. It must never read as Neutron's "not found", which means "resource gone".
+      throw new NeutronAuthError({
+        status: res.status, type: err.type, message: err.serverMessage, detail: err.detail, method: 'POST', path,
+        ...(err.requestId !== undefined && { requestId: err.requestId }),
+      });
     }
     const subject = res.headers.get('x-subject-token');
     if (!subject) {
@@ -226,7 +237,8 @@ export class KeystoneAuth implements Authenticator {
     // Lifetime on the server's clock when issued_at is present; else against our wall clock (best effort).
     const lifetime = Number.isFinite(expires) ? expires - (Number.isFinite(issued) ? issued : Date.now()) : 60 * 60_000;
     const margin = Math.min(this.refreshMarginMs, Math.max(0, lifetime) / 2);
-    const cached: CachedToken = { token: new Secret(subject), endpoint, refreshAt: sentAt + lifetime - margin };
+    const projectId = typeof body.token?.project?.id === 'string' ? body.token.project.id : undefined;
+    const cached: CachedToken = { token: new Secret(subject), endpoint, projectId, refreshAt: sentAt + lifetime - margin };
     this.cached = cached;
     this.logger.debug({ cloud: this.cloud.name, endpoint, lifetimeSeconds: Math.round(lifetime / 1000) }, 'keystone token issued');
     return cached;

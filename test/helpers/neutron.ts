@@ -8,6 +8,8 @@
  *   tests check the server's real state independently of the client or controller under test.
  */
 import { spawn } from 'node:child_process';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -17,7 +19,7 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const upScript = join(repo, 'hack', 'neutron', 'up.sh');
 const downScript = join(repo, 'hack', 'neutron', 'down.sh');
 
-export type NeutronAuthMode = 'noauth' | 'keystonecontext';
+export type NeutronAuthMode = 'noauth' | 'keystonecontext' | 'keystone';
 
 export interface NeutronInstance {
   /** Private state dir (config, db, logs, pids). */
@@ -27,6 +29,8 @@ export interface NeutronInstance {
   /** Neutron's base URL, e.g. http://127.0.0.1:PORT (no /v2.0). */
   readonly endpoint: string;
   readonly auth: NeutronAuthMode;
+  /** With keystone: Keystone's v3 URL. */
+  readonly keystoneUrl: string | undefined;
   /** Runs down.sh (idempotent). */
   stop(): Promise<void>;
 }
@@ -34,8 +38,17 @@ export interface NeutronInstance {
 export interface StartNeutronOptions {
   /** State dir; default a new temporary directory. */
   dir?: string;
-  /** noauth (default) or keystonecontext (identity from X-User-Id/X-Project-Id/X-Roles). */
+  /**
+   * noauth (default), keystonecontext (identity from X-User-Id/X-Project-Id/X-Roles), or keystone (a real Keystone:
+   * clouds `local` = user/project k8s, `other`, `admin`; passwords `<user>-pw`; see hack/neutron/keystone.sh).
+   */
   auth?: NeutronAuthMode;
+  /** With keystone: token lifetime in seconds (KEYSTONE_TOKEN_EXPIRATION). */
+  tokenExpirationSeconds?: number;
+  /** allow_overlapping_ips (NEUTRON_OVERLAPPING_IPS); default true. false is Neutron's own default. */
+  overlappingIps?: boolean;
+  /** pagination_max_limit (NEUTRON_PAGE_LIMIT); default none. */
+  pageLimit?: number;
   /** Overall limit for up.sh (default 15 min: the first run installs ~200 Debian packages). */
   timeoutMs?: number;
 }
@@ -80,7 +93,11 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
   // Canonical path: the scripts resolve symlinks, and process lookups match on the path in the command line.
   const dir = realpathSync(opts.dir ?? mkdtempSync(join(tmpdir(), 'tscm-neutron-')));
   const auth = opts.auth ?? 'noauth';
-  const env = { ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth };
+  const env = {
+    ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
+    ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
+    ...(opts.tokenExpirationSeconds !== undefined && { KEYSTONE_TOKEN_EXPIRATION: String(opts.tokenExpirationSeconds) }),
+  };
   const res = await run(upScript, [], env, opts.timeoutMs ?? 15 * 60_000);
   const m = /^export NEUTRON_CLOUD_CONFIG=(.+)$/m.exec(res.stdout);
   if (res.code !== 0 || !m?.[1]) {
@@ -94,6 +111,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
     cloudsYaml: m[1].trim(),
     endpoint: `http://127.0.0.1:${port}`,
     auth,
+    keystoneUrl: auth === 'keystone' ? readFileSync(join(dir, 'keystone', 'url'), 'utf8').trim() : undefined,
     stop: () => (stopped ??= stopNeutron(dir)),
   };
 }
@@ -138,7 +156,7 @@ export interface NeutronApi {
   request<T = Json>(method: string, path: string, body?: unknown): Promise<RawResponse<T>>;
   /** GET /v2.0/networks/ID, or undefined on 404. */
   network(id: string): Promise<Json | undefined>;
-  /** GET /v2.0/networks?query. */
+  /** GET /v2.0/networks?query, all pages. */
   networks(query?: Record<string, string>): Promise<Json[]>;
   subnet(id: string): Promise<Json | undefined>;
   subnets(query?: Record<string, string>): Promise<Json[]>;
@@ -154,7 +172,7 @@ export function neutronApi(endpoint: string, headers: Record<string, string> = {
         method,
         headers: { accept: 'application/json', ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(30_000), // behind Keystone on a loaded machine a request can take seconds
       });
       const text = await res.text();
       let parsed: unknown = text;
@@ -169,15 +187,28 @@ export function neutronApi(endpoint: string, headers: Record<string, string> = {
       return one(await api.request(`GET`, `/v2.0/networks/${encodeURIComponent(id)}`), 'network');
     },
     async networks(query = {}) {
-      return many(await api.request('GET', `/v2.0/networks?${new URLSearchParams(query).toString()}`), 'networks');
+      return all('networks', query);
     },
     async subnet(id) {
       return one(await api.request('GET', `/v2.0/subnets/${encodeURIComponent(id)}`), 'subnet');
     },
     async subnets(query = {}) {
-      return many(await api.request('GET', `/v2.0/subnets?${new URLSearchParams(query).toString()}`), 'subnets');
+      return all('subnets', query);
     },
   };
+  /** Every page (a server with pagination_max_limit answers in pages with `next` links). */
+  async function all(key: string, query: Record<string, string>): Promise<Json[]> {
+    const out: Json[] = [];
+    let qs = new URLSearchParams(query).toString();
+    for (let page = 0; page < 10_000; page++) {
+      const res = await api.request('GET', `/v2.0/${key}?${qs}`);
+      out.push(...many(res, key));
+      const next = ((res.body)[`${key}_links`] as { rel: string; href: string }[] | undefined)?.find((l) => l.rel === 'next');
+      if (!next) return out;
+      qs = new URL(next.href).searchParams.toString();
+    }
+    throw new Error(`GET ${key}: more than 10 000 pages`);
+  }
   return api;
 }
 
@@ -190,4 +221,111 @@ function one(res: RawResponse, key: string): Json | undefined {
 function many(res: RawResponse, key: string): Json[] {
   if (res.status !== 200) throw new Error(`GET ${key}: HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
   return (res.body as Json)[key] as Json[];
+}
+
+// ---- a proxy in front of the real neutron-server: counts, delays and holds requests ---------------------------------
+
+export interface SeenRequest { method: string; path: string; body: string; at: number }
+
+/**
+ * An HTTP proxy in front of a real neutron-server for fault injection on the wire:
+ *  - counts what the client under test sent (`seen`, `count`);
+ *  - `delay(req)` → ms: the request reaches Neutron only after that long (a server that commits LATE, e.g. after the
+ *    client's 10 s timeout: Neutron really commits, the client never sees the answer);
+ *  - `hold(req)` → true: the request reaches Neutron at once, Neutron's answer is kept from the client (`held` counts
+ *    them) — the client is stuck right after Neutron acted.
+ * When neutron-server is down the proxy drops the client connection, so the client sees "unreachable".
+ */
+export class NeutronProxy {
+  readonly seen: SeenRequest[] = [];
+  target: URL;
+  delay: ((r: SeenRequest) => number) | undefined;
+  hold: ((r: SeenRequest) => boolean) | undefined;
+  /** A status to answer INSTEAD of forwarding (e.g. 401: the token expired at exactly this request). */
+  refuse: ((r: SeenRequest) => number | undefined) | undefined;
+  /** Requests whose (already forwarded) answer is being held back. */
+  held = 0;
+  /** Requests forwarded after a delay, and their Neutron status. */
+  readonly delayed: { req: SeenRequest; status: number }[] = [];
+  private readonly server: Server;
+
+  private constructor(server: Server, target: string) {
+    this.server = server;
+    this.target = new URL(target);
+  }
+
+  static async start(target: string): Promise<NeutronProxy> {
+    const server = createServer();
+    const proxy = new NeutronProxy(server, target);
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const seen: SeenRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '', body: body.toString(), at: Date.now() };
+        proxy.seen.push(seen);
+        const refused = proxy.refuse?.(seen);
+        if (refused !== undefined) {
+          res.writeHead(refused, { 'content-type': 'text/plain' });
+          res.end(`refused by the test proxy (${refused})`);
+          return;
+        }
+        const delayMs = proxy.delay?.(seen) ?? 0;
+        const hold = proxy.hold?.(seen) ?? false;
+        const forward = (): void => {
+          const up = httpRequest({
+            host: proxy.target.hostname, port: proxy.target.port, method: req.method, path: req.url,
+            headers: { ...req.headers, host: proxy.target.host },
+          }, (ur) => {
+            if (delayMs > 0) proxy.delayed.push({ req: seen, status: ur.statusCode ?? 0 });
+            if (hold) {
+              ur.resume();
+              ur.on('end', () => proxy.held++);
+              return; // never answered: the client times out or is killed
+            }
+            if (res.destroyed) {
+              ur.resume();
+              return;
+            }
+            res.writeHead(ur.statusCode ?? 502, ur.headers);
+            ur.pipe(res);
+          });
+          up.on('error', () => res.destroy()); // neutron-server down: the client sees a dropped connection
+          up.end(body);
+        };
+        if (delayMs > 0) setTimeout(forward, delayMs);
+        else forward();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return proxy;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  count(method: string, path: string | RegExp, bodyIncludes = '', since = 0): number {
+    return this.seen.filter((r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path))
+      && r.body.includes(bodyIncludes) && r.at >= since).length;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+/** A Keystone token for `<user>` in project `<user>` (password `<user>-pw`, as hack/neutron/keystone.sh creates them). */
+export async function keystoneToken(keystoneUrl: string, user: string): Promise<{ token: string; body: Record<string, unknown> }> {
+  const res = await fetch(`${keystoneUrl}/auth/tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(30_000),
+    body: JSON.stringify({ auth: {
+      identity: { methods: ['password'], password: { user: { name: user, domain: { id: 'default' }, password: `${user}-pw` } } },
+      scope: { project: { name: user, domain: { id: 'default' } } },
+    } }),
+  });
+  const token = res.headers.get('x-subject-token');
+  if (res.status !== 201 || !token) throw new Error(`keystone token for ${user}: HTTP ${res.status}`);
+  return { token, body: (await res.json()) as Record<string, unknown> };
 }

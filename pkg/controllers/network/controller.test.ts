@@ -11,7 +11,7 @@ import {
   errorForStatus, type CallOptions, type Network as NNetwork, type NetworkCreate, type NetworkFilter, type Subnet,
   type SubnetCreate, type SubnetFilter, type SubnetUpdate, type TaggableResource,
 } from '../../neutron/index.ts';
-import { networkReconciler, type NeutronNetworkAPI } from './controller.ts';
+import { DEFAULT_DRIFT_CHECK_MS, networkReconciler, type NeutronNetworkAPI } from './controller.ts';
 import { computeStatus, FINALIZER, neutronDescription, uidTag } from './desired.ts';
 
 // ---- fakes ---------------------------------------------------------------------------------------------------------
@@ -36,6 +36,8 @@ class FakeNeutron implements NeutronNetworkAPI {
   readonly networks = new Map<string, NNetwork>();
   readonly subnets = new Map<string, Subnet>();
   readonly ops: string[] = [];
+  /** The project of the credentials (projectId()); undefined = noauth. */
+  project: string | undefined;
   private seq = 0;
   private readonly failures = new Map<Op, Error[]>();
 
@@ -78,18 +80,32 @@ class FakeNeutron implements NeutronNetworkAPI {
     return errorForStatus({ status: 404, type: `${what}NotFound`, message: 'not found' });
   }
 
+  projectId(_signal?: AbortSignal): Promise<string | undefined> {
+    return Promise.resolve(this.project);
+  }
+
   listNetworks(f: NetworkFilter = {}, _o?: CallOptions): Promise<NNetwork[]> {
     return Promise.resolve().then(() => {
       this.step('listNetworks', f.tags ? `tags=${f.tags.join(',')}` : `name=${f.name}`);
-      return [...this.networks.values()].filter((n) => (!f.name || n.name === f.name) && (f.tags ?? []).every((t) => n.tags.includes(t)))
+      return [...this.networks.values()].filter((n) => (!f.name || n.name === f.name) && (f.tags ?? []).every((t) => n.tags.includes(t))
+        && (!f.projectId || n.project_id === f.projectId))
         .map((n) => structuredClone(n));
+    });
+  }
+
+  getNetwork(id: string, _o?: CallOptions): Promise<NNetwork> {
+    return Promise.resolve().then(() => {
+      this.step('getNetwork', id);
+      const n = this.networks.get(id);
+      if (!n) throw this.notFound('Network');
+      return structuredClone(n);
     });
   }
 
   createNetwork(spec: NetworkCreate, _o?: CallOptions): Promise<NNetwork> {
     return Promise.resolve().then(() => {
       this.step('createNetwork', spec.name);
-      return structuredClone(this.addNetwork({ name: spec.name ?? '', description: spec.description ?? '', tags: spec.tags ?? [] }));
+      return structuredClone(this.addNetwork({ name: spec.name ?? '', description: spec.description ?? '', tags: spec.tags ?? [], project_id: this.project ?? 'p' }));
     });
   }
 
@@ -113,7 +129,8 @@ class FakeNeutron implements NeutronNetworkAPI {
   listSubnets(f: SubnetFilter = {}, _o?: CallOptions): Promise<Subnet[]> {
     return Promise.resolve().then(() => {
       this.step('listSubnets', f.networkId);
-      return [...this.subnets.values()].filter((s) => !f.networkId || s.network_id === f.networkId).map((s) => structuredClone(s));
+      return [...this.subnets.values()].filter((s) => (!f.networkId || s.network_id === f.networkId) && (!f.projectId || s.project_id === f.projectId))
+        .map((s) => structuredClone(s));
     });
   }
 
@@ -122,7 +139,9 @@ class FakeNeutron implements NeutronNetworkAPI {
       this.step('createSubnet', spec.cidr);
       if (!this.networks.has(spec.network_id)) throw this.notFound('Network');
       const gw = spec.gateway_ip === undefined ? spec.cidr.replace(/0\/\d+$/, '1') : spec.gateway_ip;
-      return structuredClone(this.addSubnet(spec.network_id, spec.cidr, gw, { tags: spec.tags ?? [], name: spec.name ?? '' }));
+      return structuredClone(this.addSubnet(spec.network_id, spec.cidr, gw, {
+        tags: spec.tags ?? [], name: spec.name ?? '', description: spec.description ?? '', project_id: this.project ?? 'p',
+      }));
     });
   }
 
@@ -355,7 +374,7 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
   });
 
   test('Neutron 400: Ready=False NeutronRejected + one Warning, TerminalError; not retried for that generation', async () => {
-    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.0' });
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.1' });
     cache.add(net);
     neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'Invalid input for operation: Gateway is not valid on subnet.' }));
     await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
@@ -372,7 +391,7 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
     assert.equal(neutron.ops.length, opsBefore, 'no Neutron call for the rejected generation');
 
     // A new generation is tried again.
-    cache.update({ ...withWrittenStatus(net), metadata: { ...net.metadata, generation: 2 }, spec: { cidr: '10.0.0.0/24', gateway: '10.0.0.1' } });
+    cache.update({ ...withWrittenStatus(net), metadata: { ...net.metadata, generation: 2 }, spec: { cidr: '10.0.0.0/24', gateway: '10.0.0.2' } });
     await reconcile(req, signal, ctx);
     assert.equal(lastReady()?.status, 'True');
     assert.equal(neutron.subnets.size, 1);
@@ -507,5 +526,204 @@ describe('networkReconciler: deletion', () => {
     cache.add({ ...deleting(), status: rejected });
     await reconcile(req, signal, ctx);
     assert.equal(neutron.networks.size, 0);
+  });
+});
+
+// ---- issue 12: clouds unlike the local default -------------------------------------------------------------------
+
+describe('networkReconciler: issue 12', () => {
+  let clock: number;
+  const timeout = (): Error => errorForStatus({ status: 0, type: 'Timeout', message: 'no complete response within 10000 ms' });
+  const SETTLE = 60_000;
+  function reconcilerWithClock(): ReturnType<typeof networkReconciler> {
+    clock = now.getTime();
+    return networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => new Date(clock), createSettleMs: SETTLE });
+  }
+  const creates = (): string[] => neutron.ops.filter((o) => o.startsWith('createNetwork'));
+
+  test('1: a create that times out but commits late: no second create until the outcome is known, then adopted', async () => {
+    const r = reconcilerWithClock();
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    neutron.createNetwork = (): Promise<NNetwork> => {
+      neutron.ops.push('createNetwork (lost)');
+      return Promise.reject(timeout()); // the POST is still being processed by the server
+    };
+    await assert.rejects(r(req, signal, ctx), (err) => !isTerminalError(err));
+    clock += 5; // the work queue's first retry
+    const res = await r(req, signal, ctx);
+    assert.equal(creates().length, 1, 'no second POST while the first one\'s outcome is unknown');
+    assert.ok(res && (res.requeueAfter ?? 0) > 0 && (res.requeueAfter ?? 0) <= SETTLE, `requeued to look again: ${JSON.stringify(res)}`);
+    neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) }); // the late commit
+    clock += SETTLE;
+    await r(req, signal, ctx);
+    assert.equal(neutron.networks.size, 1, 'exactly one network');
+    assert.equal(creates().length, 1);
+    assert.deepEqual([...neutron.networks.values()][0]?.tags, [TAG]);
+    assert.equal(lastReady()?.status, 'True');
+  });
+
+  test('1: a create committed after the settle delay is swept by the follow-up lookup', async () => {
+    const r = reconcilerWithClock();
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    const origCreate = neutron.createNetwork.bind(neutron);
+    neutron.createNetwork = (): Promise<NNetwork> => {
+      neutron.createNetwork = origCreate;
+      return Promise.reject(timeout());
+    };
+    await assert.rejects(r(req, signal, ctx));
+    clock += SETTLE + 1;
+    const res = await r(req, signal, ctx); // nothing appeared: create now
+    assert.equal(neutron.networks.size, 1);
+    assert.ok(res && (res.requeueAfter ?? Infinity) <= SETTLE, `a sweep is scheduled: ${JSON.stringify(res)}`);
+    const late = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) }); // later than anyone waits
+    cache.update(withWrittenStatus(aNetwork({ cidr: '10.0.0.0/24' })));
+    clock += res?.requeueAfter ?? 0;
+    await r(req, signal, ctx);
+    assert.equal(neutron.networks.has(late.id), false, 'the late leftover was deleted');
+    assert.equal(neutron.networks.size, 1);
+  });
+
+  test('1: after a restart, the first check of a Ready Network is a full lookup (sweeps a late commit of the previous process)', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    cache.add(net);
+    const ready = computeStatus(net, { networkID: n.id, subnetID: s.id, ready: true, reason: 'Synced', message: 'm' }, now);
+    cache.update({ ...net, status: ready });
+    const late = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) }); // the dead process's earlier POST
+    await reconcile(req, signal, ctx); // a fresh reconciler = a new process
+    assert.deepEqual([...neutron.networks.keys()], [n.id], 'the leftover is deleted');
+    assert.ok(neutron.ops.includes(`deleteNetwork ${late.id}`));
+    neutron.ops.length = 0;
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops, [`getNetwork ${n.id}`, `listSubnets ${n.id}`], 'later checks: by id');
+  });
+
+  test('2: a Keystone 404 while deleting is an auth failure: the finalizer stays', async () => {
+    neutron.addNetwork({ tags: [TAG] });
+    neutron.failNext('deleteNetwork', errorForStatus({ status: 401, type: 'NotFound', message: 'Could not find Application Credential' }));
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { deletionTimestamp: '2024-05-01T09:00:00Z' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.deepEqual(rest.calls, [], 'finalizer kept');
+    assert.equal(neutron.networks.size, 1);
+  });
+
+  for (const [what, spec] of [
+    ['gateway = IPv4 network address', { cidr: '10.9.0.0/24', gateway: '10.9.0.0' }],
+    ['gateway = IPv4 broadcast address', { cidr: '10.9.0.0/24', gateway: '10.9.0.255' }],
+    ['prefix length 0', { cidr: '0.0.0.0/0' }],
+    ['IPv6 prefix length 0', { cidr: '::/0' }],
+  ] as const) {
+    test(`3: ${what} is refused before touching Neutron, and the working subnet stays`, async () => {
+      const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+      const old = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+      cache.add(aNetwork(spec, { generation: 2 }, { networkID: n.id, subnetID: old.id }));
+      await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+      assert.deepEqual(neutron.ops, [], 'no Neutron call');
+      assert.equal(lastReady()?.reason, 'InvalidSpec');
+      assert.deepEqual([...neutron.subnets.keys()], [old.id]);
+    });
+  }
+
+  test('3: a CIDR change Neutron rejects leaves the old subnet working (new subnet created before the old is deleted)', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const old = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.8.0.0/24' }, { generation: 2 }, { networkID: n.id, subnetID: old.id }));
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    assert.ok(neutron.subnets.has(old.id), 'the old subnet is still there');
+    assert.equal(lastReady()?.reason, 'NeutronRejected');
+  });
+
+  test('3: an overlapping CIDR change (must delete first) that Neutron rejects restores the old subnet', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/23' }, { generation: 2 }));
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
+    const subnets = [...neutron.subnets.values()];
+    assert.deepEqual(subnets.map((s) => [s.cidr, s.gateway_ip, s.tags]), [['10.0.0.0/24', '10.0.0.1', [TAG]]], 'the old subnet is back');
+    assert.equal(lastReady()?.reason, 'NeutronRejected');
+  });
+
+  test('4: an overlap 400 (allow_overlapping_ips = False: another network has the CIDR) is retried, not terminal', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'Invalid input for operation: Requested subnet with cidr: 10.0.0.0/24 for network: x overlaps with another subnet.' }));
+    const res = await reconcile(req, signal, ctx).then((r) => r, (err: unknown) => {
+      assert.ok(!isTerminalError(err), 'not terminal');
+      return undefined;
+    });
+    assert.ok(res === undefined || (res.requeueAfter ?? 0) > 0);
+    assert.equal(lastReady()?.status, 'False');
+    assert.notEqual(lastReady()?.reason, 'NeutronRejected');
+    assert.match(lastReady()?.message ?? '', /overlaps with another subnet/);
+    cache.update(withWrittenStatus(aNetwork({ cidr: '10.0.0.0/24' })));
+    await reconcile(req, signal, ctx); // the other subnet went away
+    assert.equal(lastReady()?.status, 'True');
+  });
+
+  test('5: lookups are scoped to the token\'s project: another project\'s look-alike network is not adopted', async () => {
+    neutron.project = 'mine';
+    const theirs = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID), project_id: 'other', tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.networks.get(theirs.id)?.tags, [TAG], 'untouched');
+    assert.equal([...neutron.subnets.values()].some((s) => s.network_id === theirs.id), false);
+    const ours = [...neutron.networks.values()].filter((n) => n.project_id === 'mine');
+    assert.equal(ours.length, 1);
+    assert.equal(statusWrites().at(-1)?.networkID, ours[0]?.id);
+  });
+
+  test('6: subnets the controller did not create are never deleted; one that cannot be deleted does not block the gateway', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const ours = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const foreign = neutron.addSubnet(n.id, '10.7.0.0/24', '10.7.0.1'); // someone else's, with a port
+    neutron.failNext('deleteSubnet', errorForStatus({ status: 409, type: 'SubnetInUse', message: 'One or more ports have an IP allocation from this subnet.' }));
+    cache.add(aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.254' }, { generation: 2 }));
+    await reconcile(req, signal, ctx);
+    assert.ok(neutron.subnets.has(foreign.id), 'the foreign subnet stays');
+    assert.equal(neutron.ops.some((o) => o.startsWith('deleteSubnet')), false);
+    assert.equal(neutron.subnets.get(ours.id)?.gateway_ip, '10.0.0.254');
+    assert.equal(lastReady()?.status, 'True');
+  });
+
+  test('9: Retry-After on a 503 is honoured (requeueAfter), 403 is reported as a policy error with the server message', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    neutron.failNext('listNetworks', errorForStatus({ status: 503, type: 'HTTP503', message: 'busy', retryAfterMs: 42_000 }));
+    const res = await reconcile(req, signal, ctx).catch((err: unknown) => err);
+    assert.deepEqual(res, { requeueAfter: 42_000 });
+    assert.equal(lastReady()?.reason, 'NeutronUnavailable');
+
+    neutron.failNext('createNetwork', errorForStatus({ status: 403, type: 'PolicyNotAuthorized', message: 'rule:create_network is disallowed by policy' }));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.equal(lastReady()?.reason, 'NeutronForbidden');
+    assert.match(lastReady()?.message ?? '', /rule:create_network is disallowed by policy/);
+  });
+
+  test('8: a Ready Network is checked again after the drift period, by status.networkID, and repaired', async () => {
+    const r = reconcilerWithClock();
+    const reconcile = r;
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    cache.add(net);
+    const res = await reconcile(req, signal, ctx);
+    assert.deepEqual(res, { requeueAfter: SETTLE }, 'first the sweep after the create');
+    cache.update(withWrittenStatus(net));
+    clock += SETTLE;
+    const swept = await reconcile(req, signal, ctx);
+    assert.ok(swept && (swept.requeueAfter ?? 0) >= 0.9 * DEFAULT_DRIFT_CHECK_MS && (swept.requeueAfter ?? 0) <= 1.1 * DEFAULT_DRIFT_CHECK_MS, `then the drift check period: ${JSON.stringify(swept)}`);
+    const id = statusWrites().at(-1)?.networkID ?? '';
+    neutron.ops.length = 0;
+    const again = await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops, [`getNetwork ${id}`, `listSubnets ${id}`], 'found by its id: no name/tag search');
+    assert.ok(again && (again.requeueAfter ?? 0) > 0);
+    const [s] = [...neutron.subnets.values()];
+    await neutron.deleteSubnet(s?.id ?? ''); // someone deletes the subnet in Neutron
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.subnets.size, 1, 'recreated');
+    await neutron.deleteNetwork(id); // ... and then the network
+    cache.update(withWrittenStatus(net));
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.size, 1, 'recreated');
+    assert.notEqual(statusWrites().at(-1)?.networkID, id);
   });
 });

@@ -21,35 +21,45 @@
  *  - Reads come only from the lister; Neutron is queried only inside a reconcile; status is written only when it
  *    differs. Per-request timeouts come from the Neutron client (10 s).
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
 import { isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
-import { Controller, TerminalError, type Reconciler } from '../../controller/index.ts';
+import { Controller, TerminalError, type Reconciler, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
 import { deletionHandlingKey, metaNamespaceKey } from '../../informerfactory/object.ts';
 import { objectPath } from '../../informerfactory/resource.ts';
 import type { Logger } from '../../log/logger.ts';
 import {
-  describeCloud, isNotFound, loadCloudConfig, NeutronAuthError, NeutronBadRequestError, NeutronClient, NeutronConflictError,
-  NeutronError, NeutronUnavailableError, type Network as NeutronNetwork, type Subnet,
+  describeCloud, isNotFound, isRetryable, loadCloudConfig, NeutronAuthError, NeutronBadRequestError, NeutronClient, NeutronConflictError,
+  NeutronError, NeutronForbiddenError, NeutronUnavailableError, type Network as NeutronNetwork, type Subnet,
 } from '../../neutron/index.ts';
 import { addPriority, updatePriority } from '../../controller/priority.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {
   computeStatus, FINALIZER, hasFinalizer, needsReconcile, networkRef, networkResource, neutronDescription, neutronName, readyThisGeneration,
-  ReasonDeleted, ReasonDeleteFailed, ReasonInvalidSpec, ReasonNeutronAuthFailed, ReasonNeutronConflict, ReasonNeutronError,
+  ReasonDeleted, ReasonDeleteFailed, ReasonInvalidSpec, ReasonNeutronAuthFailed, ReasonNeutronConflict, ReasonNeutronError, ReasonNeutronForbidden,
   ReasonNeutronRejected, ReasonNeutronUnavailable, ReasonSynced, rejectedThisGeneration, statusEqual, statusPatch, uidTag,
   validateSpec, type DesiredSubnet, type Observation,
 } from './desired.ts';
-import { generatePools, parseCIDR, sameCIDR, sameIP } from './ipnet.ts';
+import { generatePools, overlaps, parseCIDR, sameCIDR, sameIP } from './ipnet.ts';
 
 export const networkControllerName = 'network';
 const mergePatch = 'application/merge-patch+json';
 
 /** The Neutron calls the controller makes (NeutronClient; a fake in unit tests). */
 export type NeutronNetworkAPI = Pick<NeutronClient,
-  'listNetworks' | 'createNetwork' | 'deleteNetwork' | 'addTag' | 'listSubnets' | 'createSubnet' | 'updateSubnet' | 'deleteSubnet'>;
+  'projectId' | 'getNetwork' | 'listNetworks' | 'createNetwork' | 'deleteNetwork' | 'addTag' | 'listSubnets' | 'createSubnet'
+  | 'updateSubnet' | 'deleteSubnet'>;
+
+/** Default: how long a create whose outcome is unknown (timeout, lost connection, 5xx) may still commit. */
+export const DEFAULT_CREATE_SETTLE_MS = 60_000;
+/** Default period of the drift check of a Ready Network (±10 % jitter). */
+export const DEFAULT_DRIFT_CHECK_MS = 5 * 60_000;
+/** Retry period while the CIDR overlaps another subnet (Neutron's default allow_overlapping_ips = False). */
+export const OVERLAP_RETRY_MS = 30_000;
+/** Bounds for a server's Retry-After. */
+const RETRY_AFTER_MIN_MS = 1_000;
+const RETRY_AFTER_MAX_MS = 10 * 60_000;
 
 export interface NetworkReconcilerDeps {
   networks: Lister<Network>;
@@ -58,10 +68,17 @@ export interface NetworkReconcilerDeps {
   recorder: Recorder;
   now?: () => Date;
   /**
-   * FAULT INJECTION for tests only (TSCM_TEST_NETWORK_PAUSE_AFTER_CREATE_MS): after a reconcile created something in
-   * Neutron, wait this long before writing status, so a test can kill the manager inside that window.
+   * After a network create whose outcome is unknown (timed out, connection lost, 5xx: Neutron may still commit it),
+   * no other create is made for that Network until this long after the failure; lookups in between adopt the late
+   * network if it appears. After every create, one more full lookup runs this long later and deletes a leftover from
+   * an earlier attempt (of this process or of one that died) that committed later still. Default 60 s: longer than
+   * Neutron takes for a create even when its database waits for a lock (MySQL's innodb_lock_wait_timeout is 50 s).
    */
-  pauseAfterCreateMs?: number;
+  createSettleMs?: number;
+  /** A Ready Network is checked against Neutron again after this period (±10 % jitter); default 5 min. */
+  driftCheckMs?: number;
+  /** [0,1) source for the jitter (tests). */
+  random?: () => number;
 }
 
 interface Progress {
@@ -69,15 +86,34 @@ interface Progress {
   subnetID: string | undefined;
   /** What this reconcile changed in Neutron (for the Event and the log). */
   actions: string[];
-  created: boolean;
+}
+
+/** No network was found and an earlier create's outcome is still unknown: look again after `ms`, do not create. */
+class AwaitingEarlierCreate extends Error {
+  readonly ms: number;
+
+  constructor(ms: number) {
+    super(`an earlier Neutron network create has an unknown outcome (it may still commit); looking again in ${Math.ceil(ms / 1000)} s before creating`);
+    this.name = 'AwaitingEarlierCreate';
+    this.ms = ms;
+  }
+}
+
+/** Neutron's refusal of a subnet whose CIDR overlaps another one (on this network, or anywhere without overlapping IPs). */
+export function isOverlapError(err: unknown): boolean {
+  return err instanceof NeutronBadRequestError && /overlaps with/i.test(err.serverMessage);
 }
 
 /** How a Neutron failure is reported; `terminal` failures are not retried for the same generation. */
 export function classifyNeutronError(err: unknown): { reason: string; message: string; terminal: boolean } | undefined {
+  if (isOverlapError(err)) {
+    return { reason: ReasonNeutronConflict, message: `Neutron: the CIDR overlaps another subnet (Neutron's allow_overlapping_ips = False, or on this network): ${(err as NeutronError).serverMessage}; retrying every ${OVERLAP_RETRY_MS / 1000} s`, terminal: false };
+  }
   if (err instanceof NeutronBadRequestError) return { reason: ReasonNeutronRejected, message: `Neutron rejected the request: ${err.serverMessage}`, terminal: true };
   if (err instanceof NeutronUnavailableError) return { reason: ReasonNeutronUnavailable, message: `Neutron is unavailable (${err.type}); retrying with backoff`, terminal: false };
   if (err instanceof NeutronConflictError) return { reason: ReasonNeutronConflict, message: `Neutron: ${err.type}: ${err.serverMessage}; retrying with backoff`, terminal: false };
-  if (err instanceof NeutronAuthError) return { reason: ReasonNeutronAuthFailed, message: `Neutron authentication failed (HTTP ${err.status}); retrying with backoff`, terminal: false };
+  if (err instanceof NeutronForbiddenError) return { reason: ReasonNeutronForbidden, message: `Neutron's policy forbids ${err.method ?? ''} ${err.path ?? ''}: ${err.serverMessage}; retrying with backoff`.replace(/\s+/g, ' '), terminal: false };
+  if (err instanceof NeutronAuthError) return { reason: ReasonNeutronAuthFailed, message: `Neutron authentication failed (${err.status > 0 ? `HTTP ${err.status} ` : ''}${err.type}: ${err.serverMessage}); retrying with backoff`, terminal: false };
   if (err instanceof NeutronError) return { reason: ReasonNeutronError, message: `Neutron: ${err.message}; retrying with backoff`, terminal: false };
   return undefined;
 }
@@ -88,9 +124,26 @@ function byKeepOrder<T extends { id: string; created_at?: string; tags: string[]
   return [...items].sort((a, b) => rank(a) - rank(b) || (a.created_at ?? '').localeCompare(b.created_at ?? '') || a.id.localeCompare(b.id));
 }
 
+const hasUidTag = (tags: string[]): boolean => tags.some((t) => t.startsWith('k8s-uid:'));
+
 export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   const { networks, rest, neutron, recorder } = deps;
   const now = deps.now ?? ((): Date => new Date());
+  const nowMs = (): number => now().getTime();
+  const settleMs = deps.createSettleMs ?? DEFAULT_CREATE_SETTLE_MS;
+  const driftMs = deps.driftCheckMs ?? DEFAULT_DRIFT_CHECK_MS;
+  const random = deps.random ?? Math.random;
+  /**
+   * Per Network UID: until when lookups must be full (name + tag) and, while nothing is found, creates must wait —
+   * set after a create with an unknown outcome and after every create (the sweep). In memory: after a restart the
+   * first reconcile of a Network without status.networkID does a full lookup anyway.
+   */
+  const settling = new Map<string, number>();
+  /**
+   * UIDs this process has looked up in full at least once. The first reconcile of each Network after a (re)start is
+   * a full lookup, so a late commit of a create made by a previous process is swept even when status is complete.
+   */
+  const lookedUp = new Set<string>();
 
   const statusPath = (net: Network): string => `${objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? '')}/status`;
 
@@ -110,24 +163,49 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   }
 
   /**
-   * The Neutron networks of this Network: tagged with its UID, or untagged with its name and description (a create
-   * whose tagging never happened: Neutron Zed tags after the POST, so a timed-out POST or a crash in between leaves
-   * one, and a timed-out POST may even commit after the retry created another). One name query finds both kinds in the
-   * common case; the tag query runs when it found no tagged one (a network renamed in Neutron), or always with `all`.
+   * The Neutron networks of this Network in our project: tagged with its UID, or untagged with its name and
+   * description (a create whose tagging never happened: Neutron Zed tags after the POST, so a timed-out POST or a
+   * crash in between leaves one, and a timed-out POST may commit late). One name query finds both kinds in the common
+   * case; the tag query runs when it found no tagged one (a network renamed in Neutron), or always with `all`.
+   * `projectId` (the token's project) keeps another project's look-alikes out: admin credentials list every project.
    */
-  async function findNetworks(net: Network, signal: AbortSignal, all = false): Promise<NeutronNetwork[]> {
+  async function findNetworks(net: Network, projectId: string | undefined, signal: AbortSignal, all = false): Promise<NeutronNetwork[]> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
-    const named = (await neutron.listNetworks({ name: neutronName(net) }, { signal }))
-      .filter((n) => n.tags.includes(tag) || n.description === neutronDescription(uid));
+    const scope = projectId !== undefined ? { projectId } : {};
+    const inScope = (n: NeutronNetwork): boolean => projectId === undefined || n.project_id === projectId;
+    const named = (await neutron.listNetworks({ name: neutronName(net), ...scope }, { signal }))
+      .filter((n) => inScope(n) && (n.tags.includes(tag) || n.description === neutronDescription(uid)));
     if (!all && named.some((n) => n.tags.includes(tag))) return named;
-    const tagged = await neutron.listNetworks({ tags: [tag] }, { signal });
+    const tagged = (await neutron.listNetworks({ tags: [tag], ...scope }, { signal })).filter(inScope);
     return [...tagged, ...named.filter((n) => !tagged.some((t) => t.id === n.id))];
   }
 
-  async function ensureNetwork(net: Network, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
-    const tag = uidTag(net.metadata?.uid ?? '');
-    const [keep, ...surplus] = byKeepOrder(await findNetworks(net, signal), net.status?.networkID, tag);
+  /** The network recorded in status, if it is still ours (tag, project); undefined when gone or no longer ours. */
+  async function recordedNetwork(net: Network, projectId: string | undefined, signal: AbortSignal): Promise<NeutronNetwork | undefined> {
+    const id = net.status?.networkID;
+    if (!id) return undefined;
+    try {
+      const n = await neutron.getNetwork(id, { signal });
+      return n.tags.includes(uidTag(net.metadata?.uid ?? '')) && (projectId === undefined || n.project_id === projectId) ? n : undefined;
+    } catch (err) {
+      if (isNotFound(err)) return undefined; // a 404 from the resource path itself: gone (deleted behind our back)
+      throw err;
+    }
+  }
+
+  async function ensureNetwork(net: Network, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
+    const uid = net.metadata?.uid ?? '';
+    const tag = uidTag(uid);
+    const until = settling.get(uid);
+    // Steady state (the drift check of a converged Network): the network by its id, one GET. Anything else (first
+    // sync, a new generation, a failure being retried, a sweep) looks it up by name and tag, finding duplicates too.
+    if (until === undefined && readyThisGeneration(net) && lookedUp.has(uid)) {
+      const recorded = await recordedNetwork(net, projectId, signal);
+      if (recorded) return recorded;
+    }
+    const [keep, ...surplus] = byKeepOrder(await findNetworks(net, projectId, signal), net.status?.networkID, tag);
+    lookedUp.add(uid);
     for (const dup of surplus) {
       log.warn({ neutronNetwork: dup.id }, 'Deleting a duplicate Neutron network');
       await neutron.deleteNetwork(dup.id, { signal }).catch((err: unknown) => {
@@ -135,13 +213,25 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       });
       p.actions.push(`deleted duplicate network ${dup.id}`);
     }
-    if (keep && !keep.tags.includes(tag)) {
-      await neutron.addTag('networks', keep.id, tag, { signal });
-      p.actions.push(`adopted untagged network ${keep.id}`);
+    if (keep) {
+      if (!keep.tags.includes(tag)) {
+        await neutron.addTag('networks', keep.id, tag, { signal });
+        p.actions.push(`adopted untagged network ${keep.id}`);
+      }
+      if (until !== undefined && nowMs() >= until) settling.delete(uid);
+      return keep;
     }
-    if (keep) return keep;
-    const created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(net.metadata?.uid ?? '') }, { signal });
-    p.created = true;
+    if (until !== undefined && nowMs() < until) throw new AwaitingEarlierCreate(until - nowMs());
+    let created: NeutronNetwork;
+    try {
+      created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(uid) }, { signal });
+    } catch (err) {
+      // Timed out, connection lost, 5xx: the server may still commit this create. Do not create again before it
+      // had time to; the lookups in between adopt it if it appears.
+      if (isRetryable(err)) settling.set(uid, nowMs() + settleMs);
+      throw err;
+    }
+    settling.set(uid, nowMs() + settleMs); // the sweep: one full lookup later catches a late commit of an earlier attempt
     p.actions.push(`created network ${created.id}`);
     log.info({ neutronNetwork: created.id }, 'Created Neutron network');
     // Tagged in a second call (Neutron Zed has no tags in POST anyway): if tagging fails, the next attempt adopts the
@@ -150,58 +240,108 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return { ...created, tags: [...created.tags, tag] };
   }
 
-  async function ensureSubnet(net: Network, network: NeutronNetwork, d: DesiredSubnet, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
-    const tag = uidTag(net.metadata?.uid ?? '');
-    const subnets = network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : [];
-    const matching = subnets.filter((s) => {
-      const c = parseCIDR(s.cidr);
-      return c !== undefined && sameCIDR(c, d.cidr);
-    });
-    const [keep] = byKeepOrder(matching, net.status?.subnetID, tag);
-    for (const s of subnets.filter((x) => x !== keep)) {
+  async function createOurSubnet(net: Network, networkId: string, spec: { cidr: string; ipVersion: 4 | 6; gateway?: string | null; pools?: Subnet['allocation_pools'] }, signal: AbortSignal): Promise<Subnet> {
+    const uid = net.metadata?.uid ?? '';
+    const created = await neutron.createSubnet({
+      network_id: networkId, cidr: spec.cidr, ip_version: spec.ipVersion, name: neutronName(net), description: neutronDescription(uid),
+      ...(spec.gateway !== undefined && { gateway_ip: spec.gateway }), ...(spec.pools && { allocation_pools: spec.pools }),
+    }, { signal });
+    await neutron.addTag('subnets', created.id, uidTag(uid), { signal }); // failing: the next attempt finds it by description
+    return { ...created, tags: [...created.tags, uidTag(uid)] };
+  }
+
+  async function deleteSubnets(subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger): Promise<void> {
+    for (const s of subnets) {
       log.info({ neutronSubnet: s.id, cidr: s.cidr }, 'Deleting Neutron subnet');
       await neutron.deleteSubnet(s.id, { signal }).catch((err: unknown) => {
         if (!isNotFound(err)) throw err;
       });
       p.actions.push(`deleted subnet ${s.id} (${s.cidr})`);
     }
+  }
+
+  /**
+   * The subnet of `d` on our network. Only subnets the controller made (our tag, or our description for a create
+   * whose tagging never happened) are ever deleted; anyone else's subnets on the network are left alone (they may
+   * have ports). An untagged subnet of exactly the desired CIDR is adopted (what a late create of ours leaves).
+   * A CIDR change never leaves fewer working subnets than before: a new CIDR that does not overlap the old one is
+   * created first and the old deleted after; an overlapping one (Neutron refuses overlaps on one network) needs the old
+   * deleted first, and if Neutron then refuses the new one the old one is re-created before the error is reported.
+   */
+  async function ensureSubnet(net: Network, network: NeutronNetwork, d: DesiredSubnet, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
+    const uid = net.metadata?.uid ?? '';
+    const tag = uidTag(uid);
+    const subnets = network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : [];
+    const ours = subnets.filter((s) => s.tags.includes(tag) || s.description === neutronDescription(uid));
+    const isDesired = (s: Subnet): boolean => {
+      const c = parseCIDR(s.cidr);
+      return c !== undefined && sameCIDR(c, d.cidr);
+    };
+    const candidates = subnets.filter((s) => isDesired(s) && (ours.includes(s) || !hasUidTag(s.tags)));
+    const [keep] = byKeepOrder(candidates, net.status?.subnetID, tag);
+    const stale = ours.filter((s) => s !== keep);
     p.subnetID = keep?.id;
-    if (!keep) {
-      const created = await neutron.createSubnet({
-        network_id: network.id, cidr: d.cidrText, ip_version: d.cidr.version, name: neutronName(net),
-        ...(d.gatewayText !== undefined && { gateway_ip: d.gatewayText }),
-      }, { signal }).catch(async (err: unknown) => {
-        // Neutron refuses overlapping subnets on one network: a 400 while a subnet exists now means an earlier,
-        // timed-out create committed late — not a bad spec. Retry; the next attempt adopts that subnet.
-        if (err instanceof NeutronBadRequestError && (await neutron.listSubnets({ networkId: network.id }, { signal })).length > 0) {
-          throw new Error(`a subnet appeared on Neutron network ${network.id} while creating one (a late earlier create?); retrying`, { cause: err });
-        }
-        throw err;
-      });
-      p.created = true;
-      p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
-      log.info({ neutronSubnet: created.id, cidr: created.cidr }, 'Created Neutron subnet');
-      await neutron.addTag('subnets', created.id, tag, { signal }); // failing: tagged by the next attempt, which finds it by network
-      return { ...created, tags: [...created.tags, tag] };
+    if (keep) {
+      await deleteSubnets(stale, p, signal, log);
+      if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
+      if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
+      const updated = await neutron.updateSubnet(keep.id, { gateway_ip: d.gatewayText ?? null, allocation_pools: generatePools(d.cidr, d.gateway) }, { signal });
+      p.actions.push(`updated gateway of subnet ${keep.id} from ${keep.gateway_ip ?? 'none'} to ${updated.gateway_ip ?? 'none'}`);
+      log.info({ neutronSubnet: keep.id, from: keep.gateway_ip, to: updated.gateway_ip }, 'Updated Neutron subnet gateway');
+      return updated;
     }
-    if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
-    if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
-    const updated = await neutron.updateSubnet(keep.id, { gateway_ip: d.gatewayText ?? null, allocation_pools: generatePools(d.cidr, d.gateway) }, { signal });
-    p.actions.push(`updated gateway of subnet ${keep.id} from ${keep.gateway_ip ?? 'none'} to ${updated.gateway_ip ?? 'none'}`);
-    log.info({ neutronSubnet: keep.id, from: keep.gateway_ip, to: updated.gateway_ip }, 'Updated Neutron subnet gateway');
-    return updated;
+    const overlapping = stale.filter((s) => {
+      const c = parseCIDR(s.cidr);
+      return c !== undefined && overlaps(c, d.cidr);
+    });
+    await deleteSubnets(overlapping, p, signal, log);
+    let created: Subnet;
+    try {
+      created = await createOurSubnet(net, network.id, { cidr: d.cidrText, ipVersion: d.cidr.version, ...(d.gatewayText !== undefined && { gateway: d.gatewayText }) }, signal);
+    } catch (err) {
+      // Neutron refuses overlapping subnets on one network: a 400 while one of ours with this CIDR exists now means an
+      // earlier, timed-out create committed late — not a bad spec. Retry; the next attempt adopts that subnet.
+      if (err instanceof NeutronBadRequestError && (await neutron.listSubnets({ networkId: network.id }, { signal })).some((s) => isDesired(s) && !hasUidTag(s.tags.filter((t) => t !== tag)))) {
+        throw new Error(`a subnet appeared on Neutron network ${network.id} while creating one (a late earlier create?); retrying`, { cause: err });
+      }
+      if (err instanceof NeutronBadRequestError && overlapping.length > 0) await restoreSubnets(net, network.id, overlapping, p, log);
+      throw err;
+    }
+    p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
+    log.info({ neutronSubnet: created.id, cidr: created.cidr }, 'Created Neutron subnet');
+    p.subnetID = created.id;
+    await deleteSubnets(stale.filter((s) => !overlapping.includes(s)), p, signal, log);
+    return created;
+  }
+
+  /** Best effort: puts back the subnets a refused CIDR change had deleted (same CIDR, gateway, pools, tag). */
+  async function restoreSubnets(net: Network, networkId: string, subnets: Subnet[], p: Progress, log: Logger): Promise<void> {
+    for (const s of subnets) {
+      try {
+        // Not the reconcile's signal: a shutdown in the middle should still restore what it removed.
+        const back = await createOurSubnet(net, networkId, { cidr: s.cidr, ipVersion: s.ip_version, gateway: s.gateway_ip, pools: s.allocation_pools }, AbortSignal.timeout(30_000));
+        p.actions.push(`restored subnet ${s.cidr} as ${back.id} after Neutron refused the new CIDR`);
+        p.subnetID = back.id;
+        log.warn({ neutronSubnet: back.id, cidr: s.cidr }, 'Neutron refused the new CIDR: restored the previous subnet');
+      } catch (err) {
+        log.error({ err, cidr: s.cidr }, 'Neutron refused the new CIDR and the previous subnet could not be restored; retrying on the next generation');
+      }
+    }
   }
 
   /** Deletion: Neutron network(s) first (subnets go with them), then the finalizer. */
   async function finalize(net: Network, signal: AbortSignal, log: Logger): Promise<void> {
     if (!hasFinalizer(net)) return;
+    const projectId = await neutron.projectId(signal);
     const deleted: string[] = [];
-    for (const n of await findNetworks(net, signal, true)) {
+    const found = await findNetworks(net, projectId, signal, true);
+    const recorded = found.some((n) => n.id === net.status?.networkID) ? undefined : await recordedNetwork(net, projectId, signal);
+    for (const n of recorded ? [recorded, ...found] : found) {
       try {
         await neutron.deleteNetwork(n.id, { signal });
         deleted.push(n.id);
       } catch (err) {
-        if (isNotFound(err)) continue;
+        if (isNotFound(err)) continue; // only a 404 of the network's own path means "gone" (auth errors are NeutronAuthError)
         if (err instanceof NeutronConflictError) {
           recorder.event(networkRef(net), 'Warning', ReasonDeleteFailed, `Cannot delete Neutron network ${n.id}: ${err.type}: ${err.serverMessage}; retrying with backoff`);
         }
@@ -217,15 +357,25 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     } catch (err) {
       if (!isKubeNotFound(err)) throw err;
     }
+    settling.delete(net.metadata?.uid ?? '');
+    lookedUp.delete(net.metadata?.uid ?? '');
   }
 
-  return async ({ namespace, name }, signal, { log }) => {
+  /** Next drift check: the period ±10 %, or the pending sweep if sooner. */
+  function nextCheck(uid: string): Result {
+    const jittered = Math.round(driftMs * (0.9 + 0.2 * random()));
+    const until = settling.get(uid);
+    return { requeueAfter: until === undefined ? jittered : Math.max(1, Math.min(jittered, until - nowMs())) };
+  }
+
+  return async ({ namespace, name }, signal, { log }): Promise<Result | void> => {
     const net = networks.get(namespace, name);
     if (!net) return; // gone: our finalizer guarantees it went through finalize() first
     if (net.metadata?.deletionTimestamp) return finalize(net, signal, log);
     if (rejectedThisGeneration(net)) return; // already reported; retrying cannot help until the spec changes
 
     const ref = networkRef(net);
+    const uid = net.metadata?.uid ?? '';
     const v = validateSpec(net.spec);
     if (!v.ok) {
       await writeStatus(net, { networkID: net.status?.networkID, subnetID: net.status?.subnetID, ready: false, reason: ReasonInvalidSpec, message: v.message }, signal);
@@ -235,37 +385,40 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
 
     if (!hasFinalizer(net)) await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
 
-    const p: Progress = { networkID: net.status?.networkID, subnetID: net.status?.subnetID, actions: [], created: false };
+    const p: Progress = { networkID: net.status?.networkID, subnetID: net.status?.subnetID, actions: [] };
     let subnet: Subnet;
     try {
-      const network = await ensureNetwork(net, p, signal, log);
+      const projectId = await neutron.projectId(signal);
+      const network = await ensureNetwork(net, projectId, p, signal, log);
       p.networkID = network.id;
       subnet = await ensureSubnet(net, network, v.desired, p, signal, log);
       p.subnetID = subnet.id;
     } catch (err) {
-      const c = classifyNeutronError(err);
       if (p.actions.length > 0) log.info({ actions: p.actions }, 'Partially synced before the failure');
+      if (err instanceof AwaitingEarlierCreate) {
+        log.info({ ms: err.ms }, err.message);
+        return { requeueAfter: err.ms };
+      }
+      const c = classifyNeutronError(err);
       if (!c) throw err;
-      // A converged Network stays Ready while Neutron is briefly unreachable (e.g. during a resync's drift check).
+      // A converged Network stays Ready while Neutron is briefly unreachable (e.g. during a drift check).
       if (!(c.reason === ReasonNeutronUnavailable && readyThisGeneration(net) && p.actions.length === 0)) {
         const changed = await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: false, reason: c.reason, message: c.message }, signal);
         if (changed || c.terminal) recorder.event(ref, 'Warning', c.reason, c.message);
       }
+      if (isOverlapError(err)) return { requeueAfter: Math.round(OVERLAP_RETRY_MS * (0.9 + 0.2 * random())) };
+      if (err instanceof NeutronUnavailableError && err.retryAfterMs !== undefined) {
+        return { requeueAfter: Math.min(RETRY_AFTER_MAX_MS, Math.max(RETRY_AFTER_MIN_MS, err.retryAfterMs)) };
+      }
       throw c.terminal ? TerminalError.from(err) : err;
     }
 
-    if (p.created && deps.pauseAfterCreateMs) {
-      log.warn({ ms: deps.pauseAfterCreateMs }, 'FAULT INJECTION: pausing between the Neutron create and the status write');
-      await delay(deps.pauseAfterCreateMs, undefined, { signal });
-    }
     const message = `Neutron network ${p.networkID} with subnet ${subnet.id} (${subnet.cidr}, gateway ${subnet.gateway_ip ?? 'none'})`;
     await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: true, reason: ReasonSynced, message }, signal);
     if (p.actions.length > 0) recorder.event(ref, 'Normal', ReasonSynced, `Synced with Neutron: ${p.actions.join('; ')}`);
+    return nextCheck(uid);
   };
 }
-
-/** Test-only fault injection (see NetworkReconcilerDeps.pauseAfterCreateMs). */
-export const PAUSE_AFTER_CREATE_ENV = 'TSCM_TEST_NETWORK_PAUSE_AFTER_CREATE_MS';
 
 /**
  * Setup. Neutron settings come from --neutron-cloud-config / $NEUTRON_CLOUD_CONFIG and --neutron-cloud / $OS_CLOUD:
@@ -294,16 +447,12 @@ export const networkControllerSetup: ControllerSetup = {
       log.error({ neutronCloudConfig: cloudConfig, neutronCloud: cloud }, msg);
       return Promise.reject(new Error(msg, { cause: err }));
     }
-    const pauseRaw = process.env[PAUSE_AFTER_CREATE_ENV];
-    const pauseAfterCreateMs = pauseRaw ? Number(pauseRaw) : 0;
-    if (pauseAfterCreateMs > 0) log.warn({ [PAUSE_AFTER_CREATE_ENV]: pauseAfterCreateMs }, 'FAULT INJECTION enabled: test-only pause between Neutron creates and status writes');
 
     const informer = ctx.factory.informerFor<Network>(networkResource);
     const controller = new Controller({
       name: networkControllerName,
       reconciler: networkReconciler({
         networks: informer.lister(), rest: ctx.rest, neutron, recorder: ctx.recorder,
-        ...(pauseAfterCreateMs > 0 && { pauseAfterCreateMs }),
       }),
       maxConcurrentReconciles: ctx.concurrency,
       logger: ctx.logger,

@@ -28,9 +28,22 @@ describe('validateSpec', () => {
     assert.deepEqual(ok({ cidr: '10.0.0.7/24' }), { cidrText: '10.0.0.0/24', gatewayText: undefined }, 'host bits cleared as Neutron does');
     assert.deepEqual(ok({ cidr: '2001:DB8:0:0::/64', gateway: '2001:db8::FE' }), { cidrText: '2001:db8::/64', gatewayText: '2001:db8::fe' });
     assert.deepEqual(ok({ cidr: '10.0.0.0/24', gateway: '' }), { cidrText: '10.0.0.0/24', gatewayText: undefined });
-    // Neutron's own rules are Neutron's: these pass here and are rejected there (NeutronRejected).
-    ok({ cidr: '10.0.0.0/24', gateway: '10.0.0.0' });
-    ok({ cidr: '10.0.0.5/32' });
+    ok({ cidr: '10.0.0.4/30' });
+    ok({ cidr: '169.254.1.0/24' }); // link-local: accepted by Neutron (checked on neutron-server 21)
+    ok({ cidr: '2001:db8::/64', gateway: '2001:db8::' }); // IPv6 has no broadcast: Neutron accepts the first address
+  });
+
+  test('what Neutron refuses is refused here, before any Neutron call (issue 12)', () => {
+    bad({ cidr: '10.0.0.0/24', gateway: '10.0.0.0' }, /network address of 10\.0\.0\.0\/24; Neutron refuses it/);
+    bad({ cidr: '10.0.0.0/24', gateway: '10.0.0.255' }, /broadcast address/);
+    bad({ cidr: '10.0.0.4/31' }, /longer than \/30/);
+    bad({ cidr: '10.0.0.5/32' }, /longer than \/30/);
+    bad({ cidr: '2001:db8::/127' }, /longer than \/126/);
+    bad({ cidr: '0.0.0.0/8' }, /starting at 0\.0\.0\.0/);
+    bad({ cidr: '0.0.0.0/0' }, /prefix length 0/);
+    bad({ cidr: '::/0' }, /prefix length 0/);
+    bad({ cidr: '224.1.0.0/16' }, /multicast/);
+    bad({ cidr: '127.0.0.0/24' }, /loopback/);
   });
 
   test('invalid: missing or malformed cidr, bad gateway, gateway outside, wrong family', () => {

@@ -169,3 +169,16 @@ export function generatePools(c: CIDR, gateway: IP | undefined): IPRange[] {
   if (g < hi) out.push({ start: fmt(g + 1n), end: fmt(hi) });
   return out;
 }
+
+/** Whether two CIDRs share an address (one contains the other: CIDRs never partially overlap). */
+export function overlaps(a: CIDR, b: CIDR): boolean {
+  if (a.version !== b.version) return false;
+  return a.network <= lastAddress(b) && b.network <= lastAddress(a);
+}
+
+/** Whether `inner` lies entirely inside `outer` (given as CIDR text, e.g. '224.0.0.0/4'). */
+export function within(inner: CIDR, outerText: string): boolean {
+  const outer = parseCIDR(outerText);
+  if (!outer || outer.version !== inner.version || inner.prefix < outer.prefix) return false;
+  return inner.network >= outer.network && lastAddress(inner) <= lastAddress(outer);
+}

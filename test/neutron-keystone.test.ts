@@ -1,0 +1,179 @@
+/**
+ * The Neutron client and the Network controller against neutron-server behind a REAL Keystone (issue 12):
+ * hack/neutron/up.sh with NEUTRON_AUTH=keystone (Debian's keystone under uwsgi, MariaDB; projects k8s and other;
+ * keystonemiddleware in neutron-server without a token cache, so a revoked token is refused at once).
+ * Tokens live 30 s here, so expiry and renewal happen within the test.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
+import { neutronDescription } from '../pkg/controllers/network/index.ts';
+import { KeystoneAuth, loadCloudConfig, NeutronClient, NeutronForbiddenError } from '../pkg/neutron/index.ts';
+import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { installCRDs } from './helpers/crds.ts';
+import { startControllers } from './helpers/manager.ts';
+import { keystoneToken, NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+
+const START_TIMEOUT = 20 * 60_000; // first use installs keystone + mariadb-server
+const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
+type Json = Record<string, unknown>;
+
+const networksPath = (ns: string): string => `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`;
+const readyOf = (n: Network | undefined): { status: string; reason?: string; message?: string } | undefined =>
+  n?.status?.conditions?.find((c) => c.type === 'Ready');
+
+async function getNetwork(ns: string, name: string): Promise<Network | undefined> {
+  const res = await cluster().get(`${networksPath(ns)}/${name}`);
+  return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
+}
+
+describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () => {
+  let neutron: NeutronInstance;
+  let keystone: string;
+  /** Raw view as Keystone's admin (every project). */
+  let admin: NeutronApi;
+  let adminToken: string;
+  const namespaces: string[] = [];
+
+  before(async () => {
+    neutron = await startNeutron({ auth: 'keystone', tokenExpirationSeconds: 30, timeoutMs: START_TIMEOUT });
+    keystone = neutron.keystoneUrl ?? '';
+    adminToken = (await keystoneToken(keystone, 'admin')).token;
+    admin = neutronApi(neutron.endpoint, { 'x-auth-token': adminToken });
+  }, { timeout: START_TIMEOUT });
+
+  after(async () => {
+    for (const ns of namespaces) {
+      const list = await cluster().get(networksPath(ns));
+      if (list.status !== 200) continue;
+      for (const n of (JSON.parse(list.body) as { items: Network[] }).items) {
+        await cluster().request('PATCH', `${networksPath(ns)}/${n.metadata?.name ?? ''}`, { metadata: { finalizers: null } },
+          { headers: { 'content-type': 'application/merge-patch+json' } });
+      }
+    }
+    await neutron?.stop();
+  });
+
+  async function namespace(t: TestContext, prefix: string): Promise<string> {
+    await installCRDs(); // here, not in before(): the client tests above need no cluster
+    const ns = await testNamespace(t, prefix);
+    namespaces.push(ns);
+    return ns;
+  }
+
+  /** Fresh admin token (tokens live 30 s here). */
+  async function adminApi(): Promise<NeutronApi> {
+    adminToken = (await keystoneToken(keystone, 'admin')).token;
+    admin = neutronApi(neutron.endpoint, { 'x-auth-token': adminToken });
+    return admin;
+  }
+
+  test('catalog, token renewal before expiry, and one re-authentication after a revoked token', async () => {
+    // keystonemiddleware validates every token with Keystone (no cache): on this loaded 2-core machine a request can
+    // take seconds, so allow 30 s per request.
+    const auth = new KeystoneAuth(loadCloudConfig({ path: neutron.cloudsYaml, cloud: 'local' }), { timeoutMs: 30_000 });
+    const client = new NeutronClient({ auth, timeoutMs: 30_000 });
+    assert.equal(await client.endpoint(), neutron.endpoint, 'Neutron found through the Keystone catalog');
+    const k8sProject = (((await keystoneToken(keystone, 'k8s')).body['token'] as Json)['project'] as Json)['id'];
+    assert.equal(await client.projectId(), k8sProject);
+    await client.listNetworks();
+    assert.equal(auth.tokenRequests, 1);
+
+    // 30 s tokens are renewed at half-life: calls spanning more than a lifetime never see an expired token.
+    const started = Date.now();
+    await waitFor('a token renewed ahead of expiry', async () => {
+      await client.listNetworks();
+      return auth.tokenRequests >= 3 ? true : undefined;
+    }, { timeoutMs: 90_000, intervalMs: 1_000 });
+    const after401 = auth.tokenRequests;
+    assert.ok(Date.now() - started > 30_000, 'more than one token lifetime passed');
+
+    // Revoke the cached token: Neutron (keystonemiddleware) answers 401, the client re-authenticates once and retries.
+    const current = (await auth.authenticate()).token?.reveal() ?? '';
+    const revoke = await fetch(`${keystone}/auth/tokens`, { method: 'DELETE', headers: { 'x-auth-token': (await keystoneToken(keystone, 'admin')).token, 'x-subject-token': current } });
+    assert.equal(revoke.status, 204);
+    await client.listNetworks();
+    assert.equal(auth.tokenRequests, after401 + 1, 'exactly one re-authentication');
+  });
+
+  test('403 from Neutron\'s policy is reported as such, with the policy message', async () => {
+    const client = NeutronClient.fromCloudsYaml({ path: neutron.cloudsYaml, cloud: 'local' }, { timeoutMs: 30_000 });
+    await assert.rejects(client.createNetwork({ name: 'shared-by-a-member', shared: true }), (e: Error) =>
+      e instanceof NeutronForbiddenError && e.status === 403 && /disallowed by policy/.test(e.serverMessage));
+  });
+
+  test('project scoping: with admin credentials, another project\'s look-alike network (same name, description and tag) is not adopted', async (t) => {
+    const ns = await namespace(t, 'net-scope');
+    const created = expectStatus<Network>(await cluster().request('POST', networksPath(ns), {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 's' }, spec: { cidr: '10.80.0.0/24' },
+    }), 201, 'create Network');
+    const uid = created.metadata?.uid ?? '';
+    const other = neutronApi(neutron.endpoint, { 'x-auth-token': (await keystoneToken(keystone, 'other')).token });
+    const theirs = await other.request<{ network: Json }>('POST', '/v2.0/networks', { network: { name: `${ns}/s`, description: neutronDescription(uid) } });
+    assert.equal(theirs.status, 201);
+    const theirsId = String(theirs.body.network['id']);
+    const other2 = neutronApi(neutron.endpoint, { 'x-auth-token': (await keystoneToken(keystone, 'other')).token }); // tokens live 30 s
+    assert.equal((await other2.request('PUT', `/v2.0/networks/${theirsId}/tags/k8s-uid:${uid}`)).status, 201);
+
+    await startControllers(t, { namespace: ns, controllers: ['network'], neutron: { cloudConfig: neutron.cloudsYaml, cloud: 'admin' } });
+    const ready = await waitFor('Network s Ready', async () => {
+      const n = await getNetwork(ns, 's');
+      return readyOf(n)?.status === 'True' ? n : undefined;
+    }, CONVERGE);
+    assert.notEqual(ready.status?.networkID, theirsId, 'not the other project\'s network');
+    const api = await adminApi();
+    const adminProject = (((await keystoneToken(keystone, 'admin')).body['token'] as Json)['project'] as Json)['id'];
+    assert.equal((await api.network(ready.status?.networkID ?? ''))?.['project_id'], adminProject, 'ours is in the credentials\' project');
+    assert.deepEqual(await api.subnets({ network_id: theirsId }), [], 'their network got no subnet of ours');
+    assert.deepEqual((await api.network(theirsId))?.['tags'], [`k8s-uid:${uid}`], 'and is otherwise untouched');
+  });
+
+  test('a deleted application credential (Keystone 404 on re-auth) while deleting: the finalizer stays, nothing leaks', async (t) => {
+    const ns = await namespace(t, 'net-appcred');
+    // An application credential of user k8s, used by the controller.
+    const k8s = await keystoneToken(keystone, 'k8s');
+    const userId = ((k8s.body['token'] as Json)['user'] as Json)['id'] as string;
+    const acRes = await fetch(`${keystone}/users/${userId}/application_credentials`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-auth-token': k8s.token },
+      body: JSON.stringify({ application_credential: { name: `tscm-${ns}`, secret: 'app-cred-secret' } }),
+    });
+    assert.equal(acRes.status, 201);
+    const acId = ((await acRes.json()) as { application_credential: { id: string } }).application_credential.id;
+    // Neutron through a proxy that can make the token look expired at exactly the DELETE of the network: the
+    // re-authentication then happens between the lookup and the delete, where a "not found" would mean "gone".
+    const proxy = await NeutronProxy.start(neutron.endpoint);
+    t.after(() => proxy.close());
+    const cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-appcred-')), 'clouds.yaml');
+    writeFileSync(cloudsYaml, `clouds:\n  ac:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: ${keystone}\n      application_credential_id: ${acId}\n      application_credential_secret: app-cred-secret\n    region_name: RegionOne\n    network_endpoint_override: ${proxy.endpoint}\n`);
+
+    const m = await startControllers(t, { namespace: ns, controllers: ['network'], neutron: { cloudConfig: cloudsYaml, cloud: 'ac' } });
+    expectStatus(await cluster().request('POST', networksPath(ns), {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'a' }, spec: { cidr: '10.81.0.0/24' },
+    }), 201, 'create Network');
+    const ready = await waitFor('Network a Ready', async () => {
+      const n = await getNetwork(ns, 'a');
+      return readyOf(n)?.status === 'True' ? n : undefined;
+    }, CONVERGE);
+    const networkID = ready.status?.networkID ?? '';
+
+    // The credential is deleted (rotated away); Keystone now answers 404 for it. The controller's cached token stays
+    // usable for the lookup; its network DELETE is answered 401 (token expired right then), so it re-authenticates.
+    proxy.refuse = (r) => (r.method === 'DELETE' && r.path === `/v2.0/networks/${networkID}` ? 401 : undefined);
+    const del = await fetch(`${keystone}/users/${userId}/application_credentials/${acId}`, { method: 'DELETE', headers: { 'x-auth-token': (await keystoneToken(keystone, 'k8s')).token } });
+    assert.equal(del.status, 204);
+    const errorsBefore = await m.metric('controller_runtime_reconcile_errors_total', { controller: 'network' });
+    expectStatus(await cluster().request('DELETE', `${networksPath(ns)}/a`), 200, 'delete Network');
+    await waitFor('two failed deletion attempts', async () =>
+      (await m.metric('controller_runtime_reconcile_errors_total', { controller: 'network' })) >= errorsBefore + 2 ? true : undefined, CONVERGE);
+    const held = await getNetwork(ns, 'a');
+    assert.ok(held?.metadata?.deletionTimestamp, 'still being deleted');
+    assert.deepEqual(held.metadata.finalizers, ['samplecrd.k8s.io/neutron'], 'the finalizer stays: Neutron was never asked');
+    const api = await adminApi();
+    assert.ok(await api.network(networkID), 'the Neutron network still exists (not leaked by a premature finalizer removal)');
+    await m.stop();
+    assert.equal((await (await adminApi()).request('DELETE', `/v2.0/networks/${networkID}`)).status, 204, 'cleanup');
+  });
+});
