@@ -9,11 +9,22 @@
  *  - Nothing here logs headers or bodies (they carry tokens and credentials).
  */
 import { readFileSync } from 'node:fs';
-import { Agent, fetch, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
+import type { Dispatcher } from 'undici';
 import type { CloudConfig } from './clouds.ts';
 import { NeutronUnavailableError } from './errors.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * undici, loaded on first use: the manager's start path (and a manager without Neutron configuration) never pays its
+ * import (~25 MiB RSS and a noticeable part of start-up).
+ */
+let undici: typeof Undici | undefined;
+function lib(): typeof Undici {
+  return (undici ??= createRequire(import.meta.url)('undici') as typeof Undici);
+}
 
 export interface HttpRequest {
   method: string;
@@ -45,7 +56,7 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
   const path = new URL(req.url).pathname;
   try {
-    const res = await fetch(req.url, {
+    const res = await lib().fetch(req.url, {
       method: req.method,
       headers: req.headers,
       body: req.body,
@@ -71,7 +82,7 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
 /** An undici dispatcher honouring the cloud's `verify`/`cacert`, or undefined for the default one. */
 export function dispatcherFor(cloud: CloudConfig): Dispatcher | undefined {
   if (cloud.verify && cloud.cacert === undefined) return undefined;
-  return new Agent({
+  return new (lib().Agent)({
     connect: {
       rejectUnauthorized: cloud.verify,
       ...(cloud.cacert !== undefined && { ca: readFileSync(cloud.cacert, 'utf8') }),
