@@ -5,16 +5,13 @@
  * memory up again fails here. Speed is a benchmark (bench/scale.ts), not asserted.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { MemoryCgroup } from './helpers/cgroup.ts';
 import { suffix, waitFor } from './helpers/cluster.ts';
-import { repoRoot } from './helpers/crds.ts';
+import { privateControlPlane, repoRoot } from './helpers/crds.ts';
 import { ManagerProcess, productionNodeFlags } from './helpers/managerprocess.ts';
 
 const FOOS = 1000;
@@ -27,15 +24,9 @@ describe('memory limit', () => {
   });
 
   test(`${FOOS} Foos converge with the manager inside a 256 MiB memory cgroup (not OOM-killed)`, async (t) => {
-    // A private minimal control plane (etcd + kube-apiserver): the Deployments get no Pods, so nothing else loads the
-    // machine, and the shared control plane is spared 1 000 Deployments.
-    const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-mem-')), log: () => {} });
-    t.after(() => cp.stop());
-    const kubectl = join(cp.k8sBinDir, 'kubectl');
-    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot, stdio: 'ignore' });
-    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
+    // A private minimal control plane: the Deployments get no Pods and nothing else loads the machine.
+    const cp = await privateControlPlane(t, 'mem');
     const ns = 'mem';
-    assert.equal((await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })).status, 201);
     let next = 0;
     await Promise.all(Array.from({ length: 16 }, async () => {
       while (next < FOOS) {

@@ -7,15 +7,10 @@
  * reconcile PATCHes its Deployment (one worker: a few ms each). Order is read from the manager's own log lines.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { waitFor } from './helpers/cluster.ts';
-import { repoRoot } from './helpers/crds.ts';
+import { privateControlPlane } from './helpers/crds.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 
 const N = 200;
@@ -31,12 +26,8 @@ async function parallel(n: number, fn: (i: number) => Promise<void>): Promise<vo
 
 describe('priority queue after a restart', () => {
   test('a Foo created when the manager turns ready is reconciled before the initial-list backlog', async (t) => {
-    const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-prio-')), log: () => {} });
-    t.after(() => cp.stop());
-    const kubectl = join(cp.k8sBinDir, 'kubectl');
-    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot, stdio: 'ignore' });
-    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
-    assert.equal((await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })).status, 201);
+    // A private minimal control plane: the Deployments get no Pods and nothing else loads the machine.
+    const cp = await privateControlPlane(t, ns);
     await parallel(N, async (i) => {
       const res = await cp.request('POST', foos, {
         apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 },

@@ -1,7 +1,10 @@
 /** Installs this project's CRDs (config/crd) on the shared control plane with the release's own kubectl. */
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ControlPlane } from '../cluster/controlplane.ts';
 import { cluster } from './cluster.ts';
 
 const run = promisify(execFile);
@@ -19,4 +22,21 @@ export async function installCRDs(): Promise<void> {
   await kubectl('apply', '--server-side', '--force-conflicts', '-k', 'config/crd');
   await kubectl('wait', '--for=condition=Established', '--timeout=60s',
     'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
+}
+
+/**
+ * A private minimal control plane (etcd + kube-apiserver) with this project's CRDs Established and `namespace`
+ * created, stopped when the test ends: for tests that must not load the shared control plane (many objects, memory
+ * limits, restarts).
+ */
+export async function privateControlPlane(t: { after(fn: () => Promise<void>): void }, namespace: string): Promise<ControlPlane> {
+  const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-private-')), log: () => {} });
+  t.after(() => cp.stop());
+  const kubectlBin = join(cp.k8sBinDir, 'kubectl');
+  await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot });
+  await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s',
+    'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io']);
+  const res = await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+  if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status} ${res.body}`);
+  return cp;
 }
