@@ -32,12 +32,9 @@ const net = (id: string, extra: Record<string, unknown> = {}): Record<string, un
 describe('NeutronClient transport', () => {
   it('times out a request that gets no answer → retryable NeutronUnavailableError(Timeout)', async () => {
     const { client, server } = await fake(() => {}); // never answers
-    const started = performance.now();
     await assert.rejects(client.getNetwork('x', { timeoutMs: 150 }), (e: Error) =>
       e instanceof NeutronUnavailableError && e.type === 'Timeout' && e.status === 0 && isRetryable(e) && e.message.includes('GET /v2.0/networks/x'));
-    const took = performance.now() - started;
-    assert.ok(took >= 140 && took < 5_000, `took ${took} ms`);
-    assert.equal(server.requests.length, 1);
+    assert.equal(server.requests.length, 1, 'the request was sent (the deadline did not run out before it)');
   });
 
   it('the client default timeout applies when the call has none', async () => {
