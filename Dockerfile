@@ -64,7 +64,8 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 ENV PATH=/usr/local/bin NODE_ENV=production HOME=/home/nonroot
 USER 65532:65532
-EXPOSE 8080 8081
+# Probes on 8081; metrics are off unless --metrics-bind-address is given (config/manager: secure on 8443).
+EXPOSE 8081 8443
 # V8's old space = half of the container's memory limit (Node reads the cgroup limit), so garbage is collected before
 # the limit is reached; without it V8's heap limit in a 256 MiB container is 259 MiB (see README "Sizing").
 # Keep in sync with productionNodeFlags in test/helpers/managerprocess.ts (checked by test/image.test.ts).
