@@ -59,6 +59,15 @@ interface Env { cp: ControlPlane; rest: RestClient; namespaces: string[] }
 async function freshControlPlane(n: number): Promise<Env> {
   const dir = mkdtempSync(join(tmpdir(), 'tscm-scale-'));
   const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
+  try {
+    return await populate(cp, n);
+  } catch (err) {
+    await cp.stop(); // never leave a control plane behind when the set-up fails
+    throw err;
+  }
+}
+
+async function populate(cp: ControlPlane, n: number): Promise<Env> {
   const kubectl = join(cp.k8sBinDir, 'kubectl');
   execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repo, stdio: 'ignore' });
   execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
