@@ -123,3 +123,20 @@ test('aborting a request resets its stream; the session stays usable', async () 
   assert.equal(c.sessionCount, 1);
   c.close();
 });
+
+test('a TLS server without HTTP/2 (ALPN http/1.1 only) is spoken to over HTTP/1.1 keep-alive', async () => {
+  const { createServer: createHttpsServer } = await import('node:https');
+  const h1 = createHttpsServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url }));
+  });
+  await new Promise<void>((r) => h1.listen(0, '127.0.0.1', r));
+  try {
+    const c = new Connection(`https://127.0.0.1:${(h1.address() as AddressInfo).port}`, { tls: { ca: Buffer.from(cert.cert) } });
+    for (let i = 0; i < 3; i++) assert.equal(await pathOf((await c.send(get(`/h1/${i}`))).body), `/h1/${i}`);
+    assert.equal(c.protocol, 'h1');
+    c.close();
+  } finally {
+    h1.closeAllConnections();
+    await new Promise<void>((r) => h1.close(() => r()));
+  }
+});

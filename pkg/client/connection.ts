@@ -152,7 +152,7 @@ export class Connection {
         } else {
           this.mode = 'h1';
           socket.destroy();
-          this.agent = new HttpsAgent({ keepAlive: true, maxSockets: 100, ...this.tlsOptions() });
+          this.agent = new HttpsAgent({ keepAlive: true, maxSockets: 100, ...this.tlsOptions(), ALPNProtocols: ['http/1.1'] });
         }
         resolve();
       });
