@@ -168,20 +168,38 @@ EOF
   if [ ! -f "$k/bootstrapped" ]; then
     log "creating projects k8s and other with their users"
     "$PY" - "$url" <<'EOF' || die "creating projects/users failed"
-import json, sys, urllib.request
+import json, sys, time, urllib.error, urllib.request
 url = sys.argv[1]
-def call(method, path, body=None, token=None):
-    req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
+def call(method, path, body=None, token=None, tries=4):
+    # Keystone under uwsgi can be slow to answer its first requests on a loaded machine: generous timeout, and
+    # transport failures retried (a retried create that had committed answers 409, handled by ensure()).
+    for attempt in range(tries):
+        req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
+        except urllib.error.HTTPError:
+            raise
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(2)
+def ensure(kind, body, token):
+    # POST /<kind>s, or the existing one of that name (409: created by an earlier, timed-out attempt).
+    try:
+        return call('POST', f'/{kind}s', {kind: body}, token)[1][kind]
+    except urllib.error.HTTPError as e:
+        if e.code != 409:
+            raise
+        return call('GET', f"/{kind}s?name={body['name']}", token=token)[1][kind + 's'][0]
 token, _ = call('POST', '/auth/tokens', {'auth': {'identity': {'methods': ['password'], 'password': {'user': {
     'name': 'admin', 'domain': {'id': 'default'}, 'password': 'admin-pw'}}}, 'scope': {'project': {'name': 'admin', 'domain': {'id': 'default'}}}}})
 roles = {r['name']: r['id'] for r in call('GET', '/roles', token=token)[1]['roles']}
 for name in ('k8s', 'other'):
-    _, p = call('POST', '/projects', {'project': {'name': name, 'domain_id': 'default'}}, token)
-    _, u = call('POST', '/users', {'user': {'name': name, 'domain_id': 'default', 'password': name + '-pw', 'default_project_id': p['project']['id']}}, token)
-    call('PUT', f"/projects/{p['project']['id']}/users/{u['user']['id']}/roles/{roles['member']}", token=token)
+    p = ensure('project', {'name': name, 'domain_id': 'default'}, token)
+    u = ensure('user', {'name': name, 'domain_id': 'default', 'password': name + '-pw', 'default_project_id': p['id']}, token)
+    call('PUT', f"/projects/{p['id']}/users/{u['id']}/roles/{roles['member']}", token=token)
 EOF
     touch "$k/bootstrapped"
   fi
@@ -193,13 +211,31 @@ EOF
 register() {
   local dir=$1 nurl=$2
   "$PY" - "$(cat "$dir/keystone/url")" "$nurl" <<'EOF' || die "registering the network endpoint failed"
-import json, sys, urllib.request
+import json, sys, time, urllib.error, urllib.request
 url, nurl = sys.argv[1], sys.argv[2]
-def call(method, path, body=None, token=None):
-    req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
+def call(method, path, body=None, token=None, tries=4):
+    # Keystone under uwsgi can be slow to answer its first requests on a loaded machine: generous timeout, and
+    # transport failures retried (a retried create that had committed answers 409, handled by ensure()).
+    for attempt in range(tries):
+        req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
+        except urllib.error.HTTPError:
+            raise
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(2)
+def ensure(kind, body, token):
+    # POST /<kind>s, or the existing one of that name (409: created by an earlier, timed-out attempt).
+    try:
+        return call('POST', f'/{kind}s', {kind: body}, token)[1][kind]
+    except urllib.error.HTTPError as e:
+        if e.code != 409:
+            raise
+        return call('GET', f"/{kind}s?name={body['name']}", token=token)[1][kind + 's'][0]
 token, _ = call('POST', '/auth/tokens', {'auth': {'identity': {'methods': ['password'], 'password': {'user': {
     'name': 'admin', 'domain': {'id': 'default'}, 'password': 'admin-pw'}}}, 'scope': {'project': {'name': 'admin', 'domain': {'id': 'default'}}}}})
 services = [s for s in call('GET', '/services?type=network', token=token)[1]['services']]
