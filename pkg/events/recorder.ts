@@ -33,6 +33,7 @@
  * Concurrency: single-threaded JS; `event` may be called from any handler or reconcile. Writes: see above.
  */
 import { LRUCache } from 'lru-cache';
+import type { KubeObject } from '../apis/meta/types.ts';
 import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, realClock } from '../util/clock.ts';
@@ -49,12 +50,6 @@ export interface ObjectReference {
   fieldPath?: string;
 }
 
-/** Any Kubernetes object (typed API objects, informer cache entries). */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
-}
 
 export interface CoreEvent {
   apiVersion: 'v1';

@@ -10,6 +10,7 @@
  *   `a>3`, `a<3`     label a present and an integer greater / less than the bound
  * The empty selector matches everything. Pure functions; selectors are immutable and safe to share.
  */
+import type { LabelSelector } from '../apis/meta/types.ts';
 
 export type Operator = 'Equals' | 'NotEquals' | 'Exists' | 'DoesNotExist' | 'In' | 'NotIn' | 'GreaterThan' | 'LessThan';
 
@@ -27,11 +28,7 @@ export interface Selector {
   toString(): string;
 }
 
-/** metav1.LabelSelector. */
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
-}
+export type { LabelSelector };
 
 const KEY = String.raw`[A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?`;
 const VALUE = String.raw`(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?`;

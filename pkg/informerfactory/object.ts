@@ -4,36 +4,12 @@
  * tombstone a handler receives when a delete was inferred from a relist rather than observed.
  *
  * The informer never looks further into an object than `metadata`; everything else is the caller's type `T`.
- * Types from @kubernetes/client-node (V1Deployment, V1Pod, …) satisfy `KubeObject` structurally.
  */
 
-export interface OwnerReference {
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+import { keyOf, metaNamespaceKey, resourceVersionOf, splitKey, type KubeObject, type ObjectMeta, type OwnerReference } from '../apis/meta/types.ts';
 
-export interface ObjectMeta {
-  name?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: OwnerReference[];
-  managedFields?: unknown[];
-  deletionTimestamp?: Date | string;
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: ObjectMeta;
-}
+// The core types and keys live in pkg/apis/meta (one definition for every layer); re-exported for this package's users.
+export { keyOf, metaNamespaceKey, resourceVersionOf, splitKey, type KubeObject, type ObjectMeta, type OwnerReference };
 
 /**
  * A delete the informer did not observe as a DELETED event: after a relist the object was gone from the server,
@@ -65,30 +41,10 @@ export function objectOfDelete<T>(x: T | DeletedFinalStateUnknown<T>): T | undef
 }
 
 /** Builds the cache key from a namespace (empty/undefined for cluster-scoped) and a name. */
-export function keyOf(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
-
 /** `namespace/name`, or `name` for cluster-scoped objects. Throws on an object without metadata.name. */
-export function metaNamespaceKey(obj: KubeObject): string {
-  const name = obj.metadata?.name;
-  if (!name) throw new Error(`object has no metadata.name: ${JSON.stringify(obj).slice(0, 200)}`);
-  return keyOf(obj.metadata?.namespace, name);
-}
-
 /** Like metaNamespaceKey, but a tombstone yields its stored key (client-go's DeletionHandlingMetaNamespaceKeyFunc). */
 export function deletionHandlingKey<T extends KubeObject>(obj: T | DeletedFinalStateUnknown<T>): string {
   return isDeletedFinalStateUnknown(obj) ? obj.key : metaNamespaceKey(obj);
-}
-
-/** Splits a key into namespace ('' for cluster-scoped) and name. */
-export function splitKey(key: string): { namespace: string; name: string } {
-  const i = key.indexOf('/');
-  return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
-}
-
-export function resourceVersionOf(obj: KubeObject | undefined): string {
-  return obj?.metadata?.resourceVersion ?? '';
 }
 
 /**

@@ -5,15 +5,12 @@
  *   deployments.addIndexers(controllerOwnerUIDIndex);
  *   deployments.getIndexer().byIndex(CONTROLLER_OWNER_UID_INDEX, foo.metadata.uid)
  */
+import { controllerOf, type KubeObject } from '../apis/meta/types.ts';
 import type { IndexFunc, Indexers } from './indexer.ts';
-import type { KubeObject, OwnerReference } from './object.ts';
+
+export { controllerOf };
 
 export const CONTROLLER_OWNER_UID_INDEX = 'controllerOwnerUID';
-
-/** The ownerReference marked `controller: true`, if any (metav1.GetControllerOf). */
-export function controllerOf(obj: KubeObject): OwnerReference | undefined {
-  return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
-}
 
 export const controllerOwnerUIDIndexFunc: IndexFunc<KubeObject> = (obj) => {
   const ref = controllerOf(obj);

@@ -1,7 +1,13 @@
 /**
- * The small slice of Kubernetes object metadata the controllers use, shared by every API type here.
- * (client-node's generated models are classes with optional everything; informers hand us plain JSON objects.)
+ * Core object types and helpers — the ONE definition every layer uses (informer cache, events, controllers, the
+ * public entry point): object metadata, owner references, label selectors, conditions, cache keys and
+ * `controllerOf`. Plain JSON shapes as the API server sends them (timestamps are RFC 3339 strings); an API type is
+ * any interface that extends `KubeObject`.
+ *
+ * Nothing here imports anything: this is the bottom layer.
  */
+
+/** metav1.OwnerReference. */
 export interface OwnerReference {
   apiVersion: string;
   kind: string;
@@ -11,8 +17,10 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean;
 }
 
+/** metav1.ObjectMeta (the fields this runtime and its controllers read or write). */
 export interface ObjectMeta {
   name?: string;
+  generateName?: string;
   namespace?: string;
   uid?: string;
   resourceVersion?: string;
@@ -26,6 +34,7 @@ export interface ObjectMeta {
   managedFields?: unknown[];
 }
 
+/** Any Kubernetes object: typed API objects and informer cache entries. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
@@ -42,7 +51,20 @@ export interface Condition {
   lastTransitionTime?: string;
 }
 
-/** The controller ownerReference of an object, if any (at most one may have controller: true). */
+/** metav1.LabelSelectorRequirement (operator In, NotIn, Exists, DoesNotExist). */
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+
+/** metav1.LabelSelector (parse with informerfactory's `selectorFromLabelSelector`). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+/** The controller ownerReference of an object, if any (metav1.GetControllerOf; at most one has controller: true). */
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
 }
@@ -52,4 +74,29 @@ export function newControllerRef(owner: Required<Pick<KubeObject, 'apiVersion' |
   const { name, uid } = owner.metadata ?? {};
   if (!name || !uid) throw new Error('owner must have metadata.name and metadata.uid');
   return { apiVersion: owner.apiVersion, kind: owner.kind, name, uid, controller: true, blockOwnerDeletion: true };
+}
+
+/** Builds the cache/work-queue key from a namespace (empty/undefined for cluster-scoped) and a name. */
+export function keyOf(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/**
+ * `namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc). Throws on an object
+ * without metadata.name.
+ */
+export function metaNamespaceKey(obj: KubeObject): string {
+  const name = obj.metadata?.name;
+  if (!name) throw new Error(`object has no metadata.name: ${JSON.stringify(obj).slice(0, 200)}`);
+  return keyOf(obj.metadata?.namespace, name);
+}
+
+/** Splits a key into namespace ('' for cluster-scoped) and name. */
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export function resourceVersionOf(obj: KubeObject | undefined): string {
+  return obj?.metadata?.resourceVersion ?? '';
 }

@@ -3,17 +3,14 @@
  * Both the Foo and the Deployment controller ask the factory for `deploymentResource`, so they share ONE informer.
  */
 import { coreResources } from '../../informerfactory/resource.ts';
-import type { KubeObject } from '../../apis/meta/types.ts';
+import type { KubeObject, LabelSelector } from '../../apis/meta/types.ts';
 
 export const deploymentResource = coreResources.deployments;
 
 /** Set by kube-controller-manager's deployment controller: the revision of the Deployment's newest ReplicaSet. */
 export const revisionAnnotation = 'deployment.kubernetes.io/revision';
 
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
-}
+export type { LabelSelector };
 
 export interface Container {
   name: string;
