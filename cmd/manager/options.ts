@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LevelWithSilent } from 'pino';
+import { knownControllers, type ControllerName } from '../../pkg/controllers/names.ts';
 import { parseBindAddress } from '../../pkg/manager/httpserver.ts';
 
 export { parseBindAddress, type BindAddress } from '../../pkg/manager/httpserver.ts';
@@ -22,8 +23,7 @@ export class UsageError extends Error {
   }
 }
 
-export const knownControllers = ['foo', 'network', 'deployment'] as const;
-export type ControllerName = (typeof knownControllers)[number];
+export { knownControllers, type ControllerName };
 
 export const logLevelChoices = ['trace', 'debug', 'info', 'warn', 'error'] as const satisfies readonly LevelWithSilent[];
 export type LogLevel = (typeof logLevelChoices)[number];

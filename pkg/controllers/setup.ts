@@ -1,45 +1,24 @@
 /**
- * How a controller plugs into the manager: each controller package exports a `ControllerSetup`. At startup
- * cmd/manager calls `setup(ctx)` for every enabled controller, BEFORE the informer factory starts, so the informers
- * a controller asks for (and its event handlers and indexers) exist when the factory's first LIST runs.
+ * How the binary's controllers plug into a ControllerManager: each controller package exports a `ControllerSetup`
+ * whose `setup` declares the controller through the builder (pkg/runtime/builder.ts) — on one screen, before the
+ * manager starts, so its informers, indexers and handlers exist when the first LIST runs.
  *
- * A setup:
- *  - gets informers from `ctx.factory` (shared: asking for Deployments twice yields one informer),
- *  - registers event handlers that only map events to keys and enqueue them (no I/O),
- *  - returns the Runnable to run on the leader (usually a `Controller`), or `undefined` with a logged reason when the
- *    controller cannot run in this configuration (e.g. Network without Neutron credentials).
- * The `hasSynced` functions it returns in `syncedChecks` gate the controller start (with the factory's own sync).
+ * `setup` returns the Controller, or `undefined` with a logged reason when the controller cannot run in this
+ * configuration (e.g. Network without Neutron credentials); it throws only on configuration it was given that is
+ * unusable (e.g. an unreadable clouds.yaml) — the binary exits 2 on that.
  */
-import type { Registry } from 'prom-client';
-import type { RestClient } from '../client/rest.ts';
-import type { Recorder } from '../events/recorder.ts';
-import type { SharedInformerFactory } from '../informerfactory/factory.ts';
-import type { Logger } from '../log/logger.ts';
-import type { Runnable } from '../manager/runnable.ts';
+import type { Controller } from '../controller/controller.ts';
+import type { ControllerManager } from '../runtime/manager.ts';
+import type { ControllerName } from './names.ts';
 
-export interface ControllerContext {
-  factory: SharedInformerFactory;
-  rest: RestClient;
-  /** Event recorder for this controller (component name = controller name). */
-  recorder: Recorder;
-  logger: Logger;
-  registry: Registry;
-  /** Workers (--<name>-concurrency). */
-  concurrency: number;
-  gracefulShutdownTimeoutMs: number;
-  /** Namespaces in scope ([] = all). */
-  namespaces: readonly string[];
+export interface ControllerSettings {
+  /** Workers (--<name>-concurrency). Default 1. */
+  concurrency?: number;
   /** Neutron settings for the Network controller (--neutron-cloud-config, --neutron-cloud). */
-  neutron: { cloudConfig: string | undefined; cloud: string | undefined };
-}
-
-export interface ControllerSetupResult {
-  runnable: Runnable;
-  /** Handler registrations' hasSynced: the controller starts only when all are true. */
-  syncedChecks: (() => boolean)[];
+  neutron?: { cloudConfig: string | undefined; cloud: string | undefined };
 }
 
 export interface ControllerSetup {
-  name: string;
-  setup(ctx: ControllerContext): Promise<ControllerSetupResult | undefined>;
+  name: ControllerName;
+  setup(mgr: ControllerManager, settings: ControllerSettings): Controller | undefined;
 }

@@ -1,7 +1,7 @@
 /**
- * In-process manager for controller integration tests: the same wiring as cmd/manager/main.ts (one RestClient, one
- * SharedInformerFactory scoped to the test's namespace, one EventBroadcaster, the controllers' setups, a Manager
- * without leader election) with a private prom-client Registry, so each test reads its own metrics.
+ * In-process manager for controller integration tests: the binary's own composition (pkg/runtime ControllerManager,
+ * informers scoped to the test's namespace, no leader election, no servers) and the controllers' own declarations
+ * (pkg/controllers), with a private prom-client Registry so each test reads its own metrics. No wiring of its own.
  *
  *   const m = await startControllers(t, { namespace: ns, controllers: ['foo', 'deployment'], resyncPeriodMs: 2_000 });
  *   await m.writes();                       // POST+PUT+PATCH+DELETE requests so far (rest_client_requests_total)
@@ -13,15 +13,11 @@
 import type { TestContext } from 'node:test';
 import type { LevelWithSilent } from 'pino';
 import { Registry } from 'prom-client';
-import type { ControllerName } from '../../cmd/manager/options.ts';
-import { RestClient } from '../../pkg/client/rest.ts';
-import { controllerSetups } from '../../pkg/controllers/index.ts';
-import { EventBroadcaster, RestEventSink } from '../../pkg/events/recorder.ts';
-import { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
-import { waitForCacheSync } from '../../pkg/informerfactory/waitforsync.ts';
+import { controllerSetups, type ControllerName } from '../../pkg/controllers/index.ts';
+import type { RestClient } from '../../pkg/client/rest.ts';
+import type { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
 import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
-import { Manager } from '../../pkg/manager/manager.ts';
-import { runnable } from '../../pkg/manager/runnable.ts';
+import { ControllerManager } from '../../pkg/runtime/manager.ts';
 import { adminKubeConfig, waitFor } from './cluster.ts';
 
 export interface StartControllersOptions {
@@ -61,39 +57,24 @@ function testLogger(): Logger {
 export async function startControllers(t: TestContext, opts: StartControllersOptions): Promise<RunningControllers> {
   const logger = testLogger().child({ test: t.name });
   const registry = new Registry();
-  const rest = new RestClient({ kubeConfig: adminKubeConfig(), registry, userAgent: 'ts-controller-manager-test' });
-  const factory = new SharedInformerFactory({
-    client: rest, namespaces: [opts.namespace], defaultResyncPeriodMs: opts.resyncPeriodMs ?? 0, logger,
-  });
-  const events = new EventBroadcaster({ sink: new RestEventSink(rest), logger });
-  const syncedChecks: (() => boolean)[] = [];
-  const manager = new Manager({
-    gracefulShutdownTimeoutMs: 10_000,
-    logger,
-    waitForCacheSync: async (signal) =>
-      (await factory.waitForCacheSync({ signal })) && waitForCacheSync(syncedChecks, { signal, pollIntervalMs: 20 }),
+  const mgr = new ControllerManager({
+    kubeConfig: adminKubeConfig(), namespaces: [opts.namespace], syncPeriodMs: opts.resyncPeriodMs ?? 0, registry, logger,
+    userAgent: 'ts-controller-manager-test', gracefulShutdownTimeoutMs: 10_000,
   });
   for (const name of opts.controllers) {
-    const result = await controllerSetups[name].setup({
-      factory, rest, recorder: events.recorderFor(`${name}-controller`), logger, registry,
-      concurrency: opts.concurrency ?? 1, gracefulShutdownTimeoutMs: 10_000, namespaces: [opts.namespace],
-      neutron: opts.neutron ?? { cloudConfig: undefined, cloud: undefined },
-    });
-    if (!result) throw new Error(`controller ${name} did not set up`);
-    manager.add(result.runnable);
-    syncedChecks.push(...result.syncedChecks);
+    const controller = controllerSetups[name].setup(mgr, { concurrency: opts.concurrency ?? 1, ...(opts.neutron ? { neutron: opts.neutron } : {}) });
+    if (!controller) throw new Error(`controller ${name} did not set up`);
   }
-  manager.add(runnable('informers', false, (signal) => factory.run(signal)));
 
   const ac = new AbortController();
-  const exited = manager.start(ac.signal);
+  const exited = mgr.start(ac.signal);
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       ac.abort();
+      // A graceful stop flushes the queued Events before start resolves (the manager's afterGatedStopped).
       const code = await exited;
-      await events.shutdown();
-      if (code !== 0) throw new Error(`manager exited with code ${code}`);
+      if (code !== 0) throw new Error(`manager exited with code ${code}${mgr.failure() ? `: ${mgr.failure()?.message}` : ''}`);
     })();
     return stopping;
   };
@@ -124,11 +105,11 @@ export async function startControllers(t: TestContext, opts: StartControllersOpt
   }, { timeoutMs: 60_000 });
 
   return {
-    namespace: opts.namespace, factory, registry, rest, metric, requestsByMethod, stop,
+    namespace: opts.namespace, factory: mgr.factory, registry, rest: mgr.client, metric, requestsByMethod, stop,
     writes: async () => {
       const by = await requestsByMethod();
       return (by['POST'] ?? 0) + (by['PUT'] ?? 0) + (by['PATCH'] ?? 0) + (by['DELETE'] ?? 0);
     },
-    flushEvents: () => events.flush(),
+    flushEvents: () => mgr.events.flush(),
   };
 }

@@ -10,12 +10,10 @@
  * rollouts). Reconciles never await, so the in-memory records need no locking; each key is handled by one worker.
  */
 import type { Registry } from 'prom-client';
-import { Controller, type Reconciler } from '../../controller/index.ts';
-import { addPriority, updatePriority } from '../../controller/priority.ts';
+import type { Reconciler } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
-import { deletionHandlingKey, keyOf, metaNamespaceKey } from '../../informerfactory/object.ts';
-import type { Runnable } from '../../manager/runnable.ts';
+import { keyOf } from '../../apis/meta/types.ts';
 import type { ControllerSetup } from '../setup.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { existedBefore, observeRollout, step, type RolloutRecord } from './rollout.ts';
@@ -66,34 +64,17 @@ export function rolloutObserver(deps: RolloutObserverDeps): { reconcile: Reconci
   return { reconcile, markStarted: () => { startedAtMs = now(); }, records };
 }
 
+/** The rollout observer's declaration: Deployments are the primary type; it marks its start to adopt old rollouts. */
 export const deploymentControllerSetup: ControllerSetup = {
   name: deploymentControllerName,
-  setup(ctx) {
-    const deployments = ctx.factory.informerFor<Deployment>(deploymentResource);
-    const observer = rolloutObserver({ deployments: deployments.lister(), recorder: ctx.recorder, registry: ctx.registry });
-    const controller = new Controller({
-      name: deploymentControllerName,
-      reconciler: observer.reconcile,
-      maxConcurrentReconciles: ctx.concurrency,
-      logger: ctx.logger,
-      registry: ctx.registry,
-      gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
+  setup(mgr, { concurrency }) {
+    const builder = mgr.controller(deploymentControllerName).for<Deployment>(deploymentResource);
+    const observer = rolloutObserver({
+      deployments: builder.informer().lister(), recorder: mgr.recorderFor(`${deploymentControllerName}-controller`), registry: mgr.registry,
     });
-    const enqueue = (d: Deployment, priority?: number): void => controller.enqueue(metaNamespaceKey(d), priority);
-    const registration = deployments.addEventHandler({
-      onAdd: (d, initial) => enqueue(d, addPriority(initial)),
-      // Resyncs too (old === new): level-triggered, and a no-op unless the state changed.
-      onUpdate: (old, d) => enqueue(d, updatePriority(old, d)),
-      onDelete: (d) => controller.enqueue(deletionHandlingKey(d)),
-    });
-    const runnable: Runnable = {
-      name: deploymentControllerName,
-      needLeaderElection: true,
-      start: (signal) => {
-        observer.markStarted();
-        return controller.start(signal);
-      },
-    };
-    return Promise.resolve({ runnable, syncedChecks: [() => registration.hasSynced()] });
+    // Resyncs too (the default): level-triggered, and a no-op unless the state changed.
+    return builder
+      .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}), onStart: () => observer.markStarted() })
+      .complete(observer.reconcile);
   },
 };

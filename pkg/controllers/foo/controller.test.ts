@@ -8,7 +8,7 @@ import { Indexer } from '../../informerfactory/indexer.ts';
 import { Lister } from '../../informerfactory/lister.ts';
 import { silentLogger } from '../../log/logger.ts';
 import type { Deployment } from '../deployment/types.ts';
-import { enqueueFoosOf, fooReconciler } from './controller.ts';
+import { foosWanting, fooReconciler } from './controller.ts';
 import { FOO_BY_DEPLOYMENT_INDEX, fooDeploymentIndexFunc, newDeployment } from './desired.ts';
 
 interface Call { method: Verb; path: string; body: unknown; contentType: string | undefined }
@@ -123,24 +123,17 @@ describe('fooReconciler', () => {
   });
 });
 
-describe('enqueueFoosOf (Deployment event → Foo keys)', () => {
-  test('the controlling Foo when cached, and Foos that want a Deployment of that name', () => {
+describe('foosWanting (Deployment event → Foos that want a Deployment of its name)', () => {
+  test('every Foo whose spec.deploymentName names the Deployment, in its namespace only', () => {
     const foo = aFoo({ deploymentName: 'web', replicas: 1 });
     const waiting: Foo = { metadata: { name: 'other', namespace: 'ns', uid: 'o' }, spec: { deploymentName: 'unowned' } };
+    const elsewhere: Foo = { metadata: { name: 'third', namespace: 'ns2', uid: 't' }, spec: { deploymentName: 'unowned' } };
     foos.add(foo);
     foos.add(waiting);
-    const keys: string[] = [];
-    const handle = enqueueFoosOf(new Lister(foos), foos, (k) => keys.push(k));
+    foos.add(elsewhere);
 
-    handle(owned(foo, 1, 1));
-    assert.deepEqual(keys, ['ns/foo', 'ns/foo']); // owner + index (the queue collapses duplicates)
-    keys.length = 0;
-    handle({ metadata: { name: 'unowned', namespace: 'ns' } });
-    assert.deepEqual(keys, ['ns/other']);
-    keys.length = 0;
-    const orphan = newDeployment({ ...foo, metadata: { name: 'gone', namespace: 'ns', uid: 'g' } });
-    handle({ ...orphan, metadata: { ...orphan.metadata, name: 'elsewhere' } });
-    handle({ metadata: { name: 'rs-owned', namespace: 'ns', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'foo', uid: 'r', controller: true }] } });
-    assert.deepEqual(keys, []);
+    assert.deepEqual(foosWanting(foos, owned(foo, 1, 1)), ['ns/foo']);
+    assert.deepEqual(foosWanting(foos, { metadata: { name: 'unowned', namespace: 'ns' } }), ['ns/other']);
+    assert.deepEqual(foosWanting(foos, { metadata: { name: 'nobody', namespace: 'ns' } }), []);
   });
 });

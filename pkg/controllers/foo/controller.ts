@@ -12,18 +12,17 @@
  */
 import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
 import type { RestClient } from '../../client/rest.ts';
-import { Controller, TerminalError, type Reconciler } from '../../controller/index.ts';
-import { addPriority, PriorityNormal, updatePriority } from '../../controller/priority.ts';
+import { TerminalError, type Reconciler } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { IndexerReader } from '../../informerfactory/indexer.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
-import { deletionHandlingKey, keyOf, metaNamespaceKey, objectOfDelete } from '../../informerfactory/object.ts';
+import { keyOf, metaNamespaceKey } from '../../apis/meta/types.ts';
 import { collectionPath, objectPath } from '../../informerfactory/resource.ts';
 import { deploymentResource, type Deployment } from '../deployment/types.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {
   ErrInvalidSpec, ErrResourceExists, FOO_BY_DEPLOYMENT_INDEX, fooDeploymentIndexFunc, fooRef, fooResource, isControlledBy,
-  MessageDeploymentNameRequired, messageResourceExists, MessageResourceSynced, newDeployment, owningFooName, SuccessSynced,
+  MessageDeploymentNameRequired, messageResourceExists, MessageResourceSynced, newDeployment, SuccessSynced,
 } from './desired.ts';
 
 export const fooControllerName = 'foo';
@@ -93,57 +92,29 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
   };
 }
 
+/**
+ * The Foo controller's declaration: Foos are the primary type, their Deployments are owned (mapped back through the
+ * controller ownerReference), and a Deployment event also reaches every Foo that wants a Deployment of that name (so
+ * a Foo blocked by an unowned Deployment retries at once when it goes away or changes).
+ */
 export const fooControllerSetup: ControllerSetup = {
   name: fooControllerName,
-  setup(ctx) {
-    const foos = ctx.factory.informerFor<Foo>(fooResource);
-    const deployments = ctx.factory.informerFor<Deployment>(deploymentResource);
+  setup(mgr, { concurrency }) {
+    const deployments = mgr.informer<Deployment>(deploymentResource);
+    const builder = mgr.controller(fooControllerName).for<Foo>(fooResource);
+    const foos = builder.informer();
     foos.addIndexers({ [FOO_BY_DEPLOYMENT_INDEX]: fooDeploymentIndexFunc });
-    const controller = new Controller({
-      name: fooControllerName,
-      reconciler: fooReconciler({ foos: foos.lister(), deployments: deployments.lister(), rest: ctx.rest, recorder: ctx.recorder }),
-      maxConcurrentReconciles: ctx.concurrency,
-      logger: ctx.logger,
-      registry: ctx.registry,
-      gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
-    });
-    // Priorities: the initial list and resyncs are low, real changes normal (priority.ts).
-    const enqueueFoo = (foo: Foo, priority: number): void => controller.enqueue(metaNamespaceKey(foo), priority);
-    const handleDeployment = (d: Deployment, priority: number): void =>
-      enqueueFoosOf(foos.lister(), foos.getIndexer(), (key) => controller.enqueue(key, priority))(d);
-    const fooReg = foos.addEventHandler({
-      onAdd: (foo, initial) => enqueueFoo(foo, addPriority(initial)),
-      onUpdate: (old, foo) => enqueueFoo(foo, updatePriority(old, foo)),
-      onDelete: (foo) => controller.enqueue(deletionHandlingKey(foo)),
-    });
-    const deploymentReg = deployments.addEventHandler({
-      onAdd: (d, initial) => handleDeployment(d, addPriority(initial)),
-      onUpdate: (old, d) => {
-        if (old.metadata?.resourceVersion === d.metadata?.resourceVersion) return; // resync: the Foos resync themselves
-        handleDeployment(d, PriorityNormal);
-        if (owningFooName(old) !== owningFooName(d)) handleDeployment(old, PriorityNormal);
-      },
-      onDelete: (d) => {
-        const obj = objectOfDelete(d);
-        if (obj) handleDeployment(obj, PriorityNormal);
-      },
-    });
-    return Promise.resolve({ runnable: controller, syncedChecks: [() => fooReg.hasSynced(), () => deploymentReg.hasSynced()] });
+    return builder
+      .owns(deploymentResource)
+      .watches<Deployment>(deploymentResource, (d) => foosWanting(foos.getIndexer(), d))
+      .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
+      .complete(fooReconciler({
+        foos: foos.lister(), deployments: deployments.lister(), rest: mgr.client, recorder: mgr.recorderFor(`${fooControllerName}-controller`),
+      }));
   },
 };
 
-/**
- * Maps a Deployment event to Foo keys: the Foo named by its controller ownerReference (if that Foo is cached), and
- * every Foo that wants a Deployment of this name (so a Foo blocked by an unowned Deployment retries at once when
- * that Deployment goes away or changes).
- */
-export function enqueueFoosOf(foos: Lister<Foo>, fooIndex: IndexerReader<Foo>, enqueue: (key: string) => void): (d: Deployment) => void {
-  return (d) => {
-    const namespace = d.metadata?.namespace ?? '';
-    const owner = owningFooName(d);
-    if (owner !== undefined && foos.get(namespace, owner)) enqueue(keyOf(namespace, owner));
-    for (const foo of fooIndex.byIndex(FOO_BY_DEPLOYMENT_INDEX, `${namespace}/${d.metadata?.name ?? ''}`)) {
-      enqueue(metaNamespaceKey(foo));
-    }
-  };
+/** Keys of the Foos whose spec.deploymentName names `d` (the FOO_BY_DEPLOYMENT_INDEX lookup). */
+export function foosWanting(fooIndex: IndexerReader<Foo>, d: Deployment): string[] {
+  return fooIndex.byIndex(FOO_BY_DEPLOYMENT_INDEX, `${d.metadata?.namespace ?? ''}/${d.metadata?.name ?? ''}`).map(metaNamespaceKey);
 }

@@ -23,17 +23,15 @@
  */
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
 import { isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
-import { Controller, TerminalError, type Reconciler, type Result } from '../../controller/index.ts';
+import { TerminalError, type Reconciler, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
-import { deletionHandlingKey, metaNamespaceKey } from '../../informerfactory/object.ts';
 import { objectPath } from '../../informerfactory/resource.ts';
 import type { Logger } from '../../log/logger.ts';
 import {
   describeCloud, isNotFound, isRetryable, loadCloudConfig, NeutronAuthError, NeutronBadRequestError, NeutronClient, NeutronConflictError,
   NeutronError, NeutronForbiddenError, NeutronUnavailableError, type Network as NeutronNetwork, type Subnet,
 } from '../../neutron/index.ts';
-import { addPriority, updatePriority } from '../../controller/priority.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {
   computeStatus, FINALIZER, hasFinalizer, needsReconcile, networkRef, networkResource, neutronDescription, neutronName, readyThisGeneration,
@@ -430,12 +428,12 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
  */
 export const networkControllerSetup: ControllerSetup = {
   name: networkControllerName,
-  setup(ctx) {
-    const log = ctx.logger.child({ controller: networkControllerName });
-    const { cloudConfig, cloud } = ctx.neutron;
+  setup(mgr, { concurrency, neutron: settings }) {
+    const log = mgr.logger.child({ controller: networkControllerName });
+    const { cloudConfig, cloud } = settings ?? {};
     if (!cloudConfig && !cloud) {
       log.warn('Network controller not started: no Neutron configuration (set --neutron-cloud-config or NEUTRON_CLOUD_CONFIG to a clouds.yaml, and --neutron-cloud or OS_CLOUD if it holds several clouds)');
-      return Promise.resolve(undefined);
+      return undefined;
     }
     let neutron: NeutronClient;
     try {
@@ -445,27 +443,14 @@ export const networkControllerSetup: ControllerSetup = {
     } catch (err) {
       const msg = `Network controller: unusable Neutron configuration: ${err instanceof Error ? err.message : String(err)}`;
       log.error({ neutronCloudConfig: cloudConfig, neutronCloud: cloud }, msg);
-      return Promise.reject(new Error(msg, { cause: err }));
+      throw new Error(msg, { cause: err });
     }
-
-    const informer = ctx.factory.informerFor<Network>(networkResource);
-    const controller = new Controller({
-      name: networkControllerName,
-      reconciler: networkReconciler({
-        networks: informer.lister(), rest: ctx.rest, neutron, recorder: ctx.recorder,
-      }),
-      maxConcurrentReconciles: ctx.concurrency,
-      logger: ctx.logger,
-      registry: ctx.registry,
-      gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
-    });
-    const reg = informer.addEventHandler({
-      onAdd: (n, initial) => controller.enqueue(metaNamespaceKey(n), addPriority(initial)),
-      onUpdate: (old, n) => {
-        if (needsReconcile(old, n)) controller.enqueue(metaNamespaceKey(n), updatePriority(old, n));
-      },
-      onDelete: (n) => controller.enqueue(deletionHandlingKey(n)),
-    });
-    return Promise.resolve({ runnable: controller, syncedChecks: [() => reg.hasSynced()] });
+    // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
+    const builder = mgr.controller(networkControllerName).for<Network>(networkResource, { update: needsReconcile });
+    return builder
+      .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
+      .complete(networkReconciler({
+        networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
+      }));
   },
 };

@@ -5,63 +5,60 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import type { RestClient } from '../../client/rest.ts';
-import { FakeRecorder } from '../../events/fake.ts';
-import type { SharedInformerFactory } from '../../informerfactory/factory.ts';
+import { KubeConfig } from '../../client/kubeconfig.ts';
 import { newLogger } from '../../log/logger.ts';
-import type { ControllerContext } from '../setup.ts';
+import { ControllerManager } from '../../runtime/manager.ts';
+import type { ControllerSettings } from '../setup.ts';
 import { networkControllerSetup } from './controller.ts';
 
 interface Line { level: string; msg: string; [k: string]: unknown }
 
-function context(neutron: ControllerContext['neutron']): { ctx: ControllerContext; lines: Line[]; informers: string[] } {
+/** A real ControllerManager (nothing is contacted before start) and the log lines it writes. */
+function context(neutron: ControllerSettings['neutron']): { mgr: ControllerManager; settings: ControllerSettings; lines: Line[]; informers: () => string[] } {
   const lines: Line[] = [];
-  const informers: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
       for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Line);
       cb();
     },
   });
-  // Only what setup touches: informerFor → lister/addEventHandler.
-  const factory = {
-    informerFor: (r: { resource: string }) => {
-      informers.push(r.resource);
-      return { lister: () => ({ get: () => undefined }), addEventHandler: () => ({ hasSynced: () => true }) };
-    },
-  } as unknown as SharedInformerFactory;
-  const ctx: ControllerContext = {
-    factory, rest: {} as RestClient, recorder: new FakeRecorder(), logger: newLogger({ level: 'info', destination }),
-    registry: new Registry(), concurrency: 1, gracefulShutdownTimeoutMs: 1000, namespaces: [], neutron,
-  };
-  return { ctx, lines, informers };
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const mgr = new ControllerManager({ kubeConfig, registry: new Registry(), logger: newLogger({ level: 'info', destination }) });
+  const informers = (): string[] => mgr.factory.informers().map((i) => i.resource.resource);
+  return { mgr, settings: { concurrency: 1, neutron }, lines, informers };
 }
 
 const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('networkControllerSetup', () => {
   test('no Neutron configuration: not started, exactly one warning saying why, no informer', async () => {
-    const { ctx, lines, informers } = context({ cloudConfig: undefined, cloud: undefined });
-    assert.equal(await networkControllerSetup.setup(ctx), undefined);
+    const { mgr, settings, lines, informers } = context({ cloudConfig: undefined, cloud: undefined });
+    assert.equal(networkControllerSetup.setup(mgr, settings), undefined);
     await flush();
     assert.equal(lines.length, 1);
     assert.equal(lines[0]?.level, 'warn');
     assert.match(lines[0]?.msg ?? '', /Network controller not started: no Neutron configuration \(set --neutron-cloud-config or NEUTRON_CLOUD_CONFIG/);
-    assert.deepEqual(informers, []);
+    assert.deepEqual(informers(), []);
   });
 
   test('an unusable configuration fails the start with a clear message (and an error log)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'net-setup-'));
     const missing = join(dir, 'absent.yaml');
-    const { ctx, lines } = context({ cloudConfig: missing, cloud: undefined });
-    await assert.rejects(networkControllerSetup.setup(ctx), new RegExp(`Network controller: unusable Neutron configuration: clouds.yaml not found: ${missing}`));
+    const { mgr, settings, lines } = context({ cloudConfig: missing, cloud: undefined });
+    assert.throws(() => networkControllerSetup.setup(mgr, settings), new RegExp(`Network controller: unusable Neutron configuration: clouds.yaml not found: ${missing}`));
     await flush();
     assert.equal(lines.at(-1)?.level, 'error');
 
     const yaml = join(dir, 'clouds.yaml');
     writeFileSync(yaml, 'clouds:\n  a:\n    auth_type: password\n    auth:\n      auth_url: https://keystone.example:5000\n      username: u\n');
-    await assert.rejects(networkControllerSetup.setup(context({ cloudConfig: yaml, cloud: 'a' }).ctx), /auth.password is required/);
-    await assert.rejects(networkControllerSetup.setup(context({ cloudConfig: yaml, cloud: 'b' }).ctx), /cloud "b" not found/);
+    const a = context({ cloudConfig: yaml, cloud: 'a' });
+    assert.throws(() => networkControllerSetup.setup(a.mgr, a.settings), /auth.password is required/);
+    const b = context({ cloudConfig: yaml, cloud: 'b' });
+    assert.throws(() => networkControllerSetup.setup(b.mgr, b.settings), /cloud "b" not found/);
   });
 
   test('a usable clouds.yaml: the controller is set up on the Network informer; secrets never logged', async () => {
@@ -81,14 +78,14 @@ describe('networkControllerSetup', () => {
       '      project_name: p',
       '',
     ].join('\n'));
-    const { ctx, lines, informers } = context({ cloudConfig: yaml, cloud: 'local' });
-    const res = await networkControllerSetup.setup(ctx);
-    assert.ok(res);
-    assert.equal(res.runnable.needLeaderElection, true);
-    assert.equal(res.syncedChecks.length, 1);
-    assert.deepEqual(informers, ['networks']);
+    const { mgr, settings, lines, informers } = context({ cloudConfig: yaml, cloud: 'local' });
+    const controller = networkControllerSetup.setup(mgr, settings);
+    assert.ok(controller);
+    assert.equal(controller.name, 'network');
+    assert.equal(controller.needLeaderElection, true);
+    assert.deepEqual(informers(), ['networks']);
     const k = context({ cloudConfig: yaml, cloud: 'keystone' });
-    assert.ok(await networkControllerSetup.setup(k.ctx));
+    assert.ok(networkControllerSetup.setup(k.mgr, k.settings));
     await flush();
     assert.match(JSON.stringify(lines), /cloud local from .*auth none, endpoint http:\/\/127.0.0.1:1/);
     assert.doesNotMatch(JSON.stringify(k.lines), /s3cr3t/);

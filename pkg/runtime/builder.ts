@@ -1,0 +1,198 @@
+/**
+ * ControllerBuilder: declares a controller on a ControllerManager in the shape of controller-runtime's builder and
+ * kube-rs's `Controller` — the primary type, the types it owns, extra watches with a mapping function, options, and
+ * the reconcile function:
+ *
+ *   mgr.controller('foo')
+ *     .for<Foo>(fooResource)                                  // reconcile requests are Foos' namespace/name
+ *     .owns(deploymentResource)                               // a Deployment event → the Foo in its controller ownerRef
+ *     .watches<Deployment>(deploymentResource, (d) => [...])  // any mapping: object → requests (or "ns/name" keys)
+ *     .withOptions({ concurrency: 2 })
+ *     .complete(reconcile);                                   // (req, signal, ctx) → void | {requeue} | {requeueAfter}
+ *                                                             //   throw → retry with backoff; TerminalError → give up
+ *
+ * What each source enqueues, and at which queue priority (the priority queue is on by default; priority.ts):
+ *  - `for`: add → the object (low priority when from the initial list), update → the object (low on a resync: same
+ *    resourceVersion), delete → the object's key. An `update` filter (a predicate) may drop updates.
+ *  - `owns`: the object's controller ownerReference, when its kind and API group are the primary's, names the
+ *    request (same namespace); on update both the old and the new owner; only owners present in the primary's cache.
+ *  - `watches`: the mapping function's requests for the object (on update: for the old and the new object).
+ *  - Resyncs (update with the same resourceVersion) of owned and watched types are not mapped: the primary's own
+ *    resync already re-queues every primary, so mapping them too would only reconcile each primary again.
+ * Several sources on one type (e.g. `owns` and `watches` of Deployments) share ONE handler registration: each event
+ * is mapped by all of them and every key is enqueued once. Informers are the manager's shared ones: a type watched by
+ * two controllers is listed and cached once.
+ *
+ * Contract: declare before `mgr.start`; handlers only map and enqueue (no I/O); the reconcile reads from listers
+ * (`mgr.informer(type).lister()`) and writes through `mgr.client`. The controller runs only on the leader.
+ */
+import { controllerOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { Controller, type Reconciler } from '../controller/controller.ts';
+import { addPriority, PriorityNormal, updatePriority } from '../controller/priority.ts';
+import { requestKey, type Request } from '../controller/request.ts';
+import type { InformerForOptions } from '../informerfactory/factory.ts';
+import { deletionHandlingKey, objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
+import { resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
+import type { Runnable } from '../manager/runnable.ts';
+import type { RateLimiter } from '../workqueue/ratelimiter.ts';
+import type { ControllerManager } from './manager.ts';
+
+/** Maps an object of a watched type to the requests (or "namespace/name" keys) to reconcile. */
+export type MapFunc<T> = (obj: T) => Iterable<Request | string>;
+
+export interface ForOptions<T extends KubeObject> {
+  /** Predicate on updates of the primary type: false drops the update (adds and deletes always pass). */
+  update?: (oldObj: T, newObj: T) => boolean;
+  /** Informer options of the primary type (transform, extra indexers via the informer). */
+  informer?: InformerForOptions<T>;
+}
+
+export interface BuilderOptions {
+  /** Workers (concurrent reconciles of different keys). Default 1. */
+  concurrency?: number;
+  /** Priority queue on (default: the manager's `priorityQueue`, itself default true) or plain FIFO. */
+  priorityQueue?: boolean;
+  /** Aging bound of the priority queue (ms): nothing waits longer behind higher priorities. Default 30 s. */
+  maxQueueWaitMs?: number;
+  /** Per-key backoff of failed reconciles. Default: 5 ms → 1000 s exponential, max'ed with 10 qps / burst 100. */
+  rateLimiter?: RateLimiter<string>;
+  /** How long shutdown waits for running reconciles (ms). Default: the manager's graceful shutdown timeout. */
+  gracefulShutdownTimeoutMs?: number;
+  /** Called when the controller starts (on becoming leader, caches synced), before the first reconcile. */
+  onStart?: () => void;
+}
+
+type Mapper = (obj: KubeObject, enqueue: (key: string) => void) => void;
+
+interface Source {
+  resource: ResourceType;
+  mappers: Mapper[];
+}
+
+export class ControllerBuilder<P extends KubeObject = KubeObject> {
+  private primary: { resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined } | undefined;
+  private readonly sources = new Map<string, Source>();
+  private options: BuilderOptions = {};
+  private completed = false;
+  private readonly mgr: ControllerManager;
+  readonly name: string;
+
+  constructor(mgr: ControllerManager, name: string) {
+    this.mgr = mgr;
+    this.name = name;
+  }
+
+  /** The primary type: its objects' keys are the reconcile requests. Call once, first. */
+  for<T extends KubeObject>(resource: ResourceType, opts: ForOptions<T> = {}): ControllerBuilder<T> {
+    if (this.primary) throw new Error(`controller ${this.name}: for() called twice`);
+    const self = this as unknown as ControllerBuilder<T>;
+    self.primary = { resource, informer: this.mgr.informer<T>(resource, opts.informer), update: opts.update };
+    return self;
+  }
+
+  /** The primary's informer (shared), e.g. to add an index before `complete`. */
+  informer(): SharedIndexInformer<P> {
+    return this.requirePrimary('informer()').informer;
+  }
+
+  /** Objects of `resource` controlled by a primary (controller ownerReference of the primary's kind and group). */
+  owns(resource: ResourceType): this {
+    const primary = this.requirePrimary('owns()');
+    const group = primary.resource.group;
+    const owners = primary.informer.lister();
+    this.source(resource).mappers.push((obj, enqueue) => {
+      const ref = controllerOf(obj);
+      if (!ref || ref.kind !== primary.resource.kind || groupOf(ref.apiVersion) !== group) return;
+      const namespace = primary.resource.namespaced ? (obj.metadata?.namespace ?? '') : '';
+      if (owners.get(namespace, ref.name)) enqueue(keyOf(namespace, ref.name));
+    });
+    return this;
+  }
+
+  /** Objects of `resource`, mapped to requests by `map` (controller-runtime's EnqueueRequestsFromMapFunc). */
+  watches<T extends KubeObject>(resource: ResourceType, map: MapFunc<T>): this {
+    this.requirePrimary('watches()');
+    this.source(resource).mappers.push((obj, enqueue) => {
+      for (const r of map(obj as T)) enqueue(typeof r === 'string' ? r : requestKey(r));
+    });
+    return this;
+  }
+
+  withOptions(opts: BuilderOptions): this {
+    this.options = { ...this.options, ...opts };
+    return this;
+  }
+
+  /** Builds the controller, registers its handlers and adds it to the manager (leader-gated). */
+  complete(reconcile: Reconciler): Controller {
+    const primary = this.requirePrimary('complete()');
+    if (this.completed) throw new Error(`controller ${this.name}: complete() called twice`);
+    this.completed = true;
+    const o = this.options;
+    const controller = new Controller({
+      name: this.name,
+      reconciler: reconcile,
+      maxConcurrentReconciles: o.concurrency ?? 1,
+      logger: this.mgr.logger,
+      registry: this.mgr.registry,
+      gracefulShutdownTimeoutMs: o.gracefulShutdownTimeoutMs ?? this.mgr.opts.gracefulShutdownTimeoutMs ?? 30_000,
+      priorityQueue: o.priorityQueue ?? this.mgr.opts.priorityQueue ?? true,
+      ...(o.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: o.maxQueueWaitMs } : {}),
+      ...(o.rateLimiter ? { rateLimiter: o.rateLimiter } : {}),
+    });
+
+    const enqueue = (obj: P, priority: number): void => controller.enqueue(metaNamespaceKey(obj), priority);
+    const { update } = primary;
+    const registrations = [primary.informer.addEventHandler({
+      onAdd: (obj, initial) => enqueue(obj, addPriority(initial)),
+      onUpdate: (old, obj) => {
+        if (!update || update(old, obj)) enqueue(obj, updatePriority(old, obj));
+      },
+      onDelete: (obj: P | DeletedFinalStateUnknown<P>) => controller.enqueue(deletionHandlingKey(obj)),
+    })];
+    for (const source of this.sources.values()) {
+      const map = (obj: KubeObject, priority: number): void => {
+        const keys = new Set<string>();
+        for (const m of source.mappers) m(obj, (k) => keys.add(k));
+        for (const k of keys) controller.enqueue(k, priority);
+      };
+      registrations.push(this.mgr.informer(source.resource).addEventHandler({
+        onAdd: (obj, initial) => map(obj, addPriority(initial)),
+        onUpdate: (old, obj) => {
+          if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
+          map(obj, PriorityNormal);
+          map(old, PriorityNormal);
+        },
+        onDelete: (obj) => {
+          const last = objectOfDelete(obj);
+          if (last) map(last, PriorityNormal);
+        },
+      }));
+    }
+
+    const runnable: Runnable = o.onStart
+      ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); } }
+      : controller;
+    this.mgr.add(runnable, registrations.map((r) => () => r.hasSynced()));
+    return controller;
+  }
+
+  private requirePrimary(what: string): NonNullable<ControllerBuilder<P>['primary']> {
+    if (!this.primary) throw new Error(`controller ${this.name}: call for() before ${what}`);
+    return this.primary;
+  }
+
+  private source(resource: ResourceType): Source {
+    const id = resourceId(resource);
+    let s = this.sources.get(id);
+    if (!s) this.sources.set(id, (s = { resource, mappers: [] }));
+    return s;
+  }
+}
+
+/** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
+function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? '' : apiVersion.slice(0, i);
+}

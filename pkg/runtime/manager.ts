@@ -1,0 +1,235 @@
+/**
+ * ControllerManager: the whole runtime composed from options — what cmd/manager, the test harness and a user's own
+ * controller all build on (controller-runtime's `manager.New`):
+ *
+ *   KubeConfig ─▶ RestClient `reader` (LIST/WATCH, Lease, TokenReview)       ─▶ SharedInformerFactory (one per manager)
+ *            └─▶ RestClient `client` (controllers' writes, Events; write gate = leadership)
+ *   EventBroadcaster (on `client`) · prom-client Registry · HealthChecks · LeaderElector · probe/metrics servers
+ *   Manager (pkg/manager): runnables, leader gate, cache-sync gate, ordered shutdown
+ *
+ * Use:
+ *   const mgr = new ControllerManager({ namespaces: ['default'], leaderElection: { id: 'my-controller', namespace: 'default' } });
+ *   mgr.controller('copier').for(configMaps).owns(configMaps).complete(reconcile);   // builder.ts
+ *   process.exitCode = await mgr.run();                                             // until SIGTERM/SIGINT
+ *
+ * Contracts
+ *  - Build everything (controllers, informers, indexers, handlers) BEFORE `start`: the factory starts listing when
+ *    the Manager starts, and every handler registered before that sees the initial list (at low queue priority).
+ *  - What "leader" means: with `leaderElection`, the controllers (leader-gated runnables) run only while this process
+ *    holds the Lease; `client` refuses writes from the instant the elector can no longer prove it holds it (its write
+ *    gate is the leadership signal), the Event broadcaster stops on the same signal, and `start` resolves 1 at once —
+ *    the caller must exit (pkg/manager/manager.ts, step 4). Without it, the controllers start once caches synced.
+ *  - `reader` is for the work every replica does (informers' LIST/WATCH, the Lease, access reviews); controllers
+ *    must write through `client`.
+ *  - `start` resolves with an exit code (0 clean, 1 failure: lost lease, cache-sync timeout, a runnable failed;
+ *    `failure()` says why) and never rejects. One `start` per manager.
+ */
+import { readFileSync } from 'node:fs';
+import type { Registry } from 'prom-client';
+import type { KubeObject } from '../apis/meta/types.ts';
+import type { KubeConfig } from '../client/kubeconfig.ts';
+import { RestClient } from '../client/rest.ts';
+import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
+import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
+import type { ResourceType } from '../informerfactory/resource.ts';
+import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
+import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
+import { newLogger, type Logger } from '../log/logger.ts';
+import { HealthChecks, newHealthProbeServer } from '../manager/healthz.ts';
+import { loadKubeConfig } from '../manager/kubeconfig.ts';
+import { defaultIdentity, LeaderElector, RestLeaseClient } from '../manager/leaderelection.ts';
+import { Manager } from '../manager/manager.ts';
+import { KubeAccessReviewer, newMetricsServer } from '../manager/metricsserver.ts';
+import { runnable, type Runnable } from '../manager/runnable.ts';
+import { installSignalHandlers } from '../manager/signals.ts';
+import { globalRegistry } from '../metrics/registry.ts';
+import { ControllerBuilder } from './builder.ts';
+
+export interface LeaderElectionOptions {
+  /** Lease name. */
+  id: string;
+  /** Lease namespace. */
+  namespace: string;
+  /** Defaults as client-go and controller-runtime: 15 s / 10 s / 2 s. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+export interface ControllerManagerOptions {
+  /** API credentials. Default: $KUBECONFIG (path list), in-cluster ServiceAccount, ~/.kube/config (in that order). */
+  kubeConfig?: KubeConfig;
+  /** Namespaces the informers watch; [] or undefined = all namespaces. */
+  namespaces?: readonly string[];
+  /** Resync period of every event handler (ms); 0 = never. Default 10 h (controller-runtime's SyncPeriod). */
+  syncPeriodMs?: number;
+  /** Leader election; undefined = off (controllers start once the caches synced). */
+  leaderElection?: LeaderElectionOptions;
+  /** Identity in the Lease and the User-Agent. Default `hostname_uuid` (unique per process). */
+  identity?: string;
+  /** User-Agent of every API request. Default `ts-controller-manager/<version> (<identity>)`. */
+  userAgent?: string;
+  /** "host:port" or ":port" for /healthz and /readyz; "0" or undefined = no probe server. */
+  healthProbeBindAddress?: string;
+  /** Metrics server; undefined or bindAddress "0" = none (metrics still go to `registry`). */
+  metrics?: { bindAddress: string; secure?: boolean; certDir?: string };
+  /** One deadline for the whole graceful shutdown (ms). Default 30 s. */
+  gracefulShutdownTimeoutMs?: number;
+  /** How long the caches may take to sync (ms) before that is fatal; 0 = no limit. Default 2 min. */
+  cacheSyncTimeoutMs?: number;
+  /** Default of every controller's priority queue (the builder can override per controller). Default true. */
+  priorityQueue?: boolean;
+  /** Default: info-level JSON logs on stdout. */
+  logger?: Logger;
+  /** Default: the process-wide registry (what the metrics server serves). */
+  registry?: Registry;
+}
+
+/** The package version: package.json sits two levels above the sources (pkg/runtime) and three above dist/. */
+export function packageVersion(): string {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'ts-controller-manager' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+}
+
+export class ControllerManager {
+  /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
+  readonly client: RestClient;
+  /** Ungated client: informers, the Lease, access reviews (what every replica does). */
+  readonly reader: RestClient;
+  readonly factory: SharedInformerFactory;
+  readonly events: EventBroadcaster;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  readonly health: HealthChecks;
+  readonly identity: string;
+  readonly elector: LeaderElector | undefined;
+  readonly opts: Readonly<ControllerManagerOptions>;
+
+  private readonly manager: Manager;
+  private readonly syncedChecks: (() => boolean)[] = [];
+  private readonly controllerNames = new Set<string>();
+
+  constructor(opts: ControllerManagerOptions = {}) {
+    this.opts = opts;
+    const log = (this.logger = opts.logger ?? newLogger({ level: 'info' }));
+    const registry = (this.registry = opts.registry ?? globalRegistry);
+    const kubeConfig = opts.kubeConfig ?? loadKubeConfig(undefined, process.env).kubeConfig;
+    this.identity = opts.identity ?? defaultIdentity();
+    // The identity is in every request's User-Agent too, so the audit log attributes each write to its Lease holder.
+    const userAgent = opts.userAgent ?? `ts-controller-manager/${packageVersion()} (${this.identity})`;
+    const gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs ?? 30_000;
+
+    this.reader = new RestClient({ kubeConfig, registry, userAgent });
+    this.factory = new SharedInformerFactory({
+      client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log,
+    });
+    this.health = new HealthChecks({ logger: log });
+
+    const le = opts.leaderElection;
+    const elector = (this.elector = le
+      ? new LeaderElector({
+        lock: new RestLeaseClient(this.reader, le.namespace, le.id), name: le.id, identity: this.identity,
+        leaseDurationMs: le.leaseDurationMs ?? 15_000, renewDeadlineMs: le.renewDeadlineMs ?? 10_000,
+        retryPeriodMs: le.retryPeriodMs ?? 2_000, logger: log, registry,
+      })
+      : undefined);
+    if (elector) this.health.addHealthzCheck('leaderElection', () => elector.watchdog());
+    this.client = elector ? new RestClient({ kubeConfig, registry, userAgent, writeGate: elector.leadership }) : this.reader;
+    this.events = new EventBroadcaster({
+      sink: new RestEventSink(this.client), logger: log, ...(elector ? { stopSignal: elector.leadership } : {}),
+    });
+
+    const unsynced = (): string[] => Object.entries(this.factory.syncStatus()).filter(([, ok]) => !ok).map(([id]) => id);
+    this.manager = new Manager({
+      ...(elector ? { leaderElection: elector } : {}),
+      gracefulShutdownTimeoutMs,
+      ...(opts.cacheSyncTimeoutMs !== undefined ? { cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs } : {}),
+      unsyncedCaches: unsynced,
+      // Events queued by the controllers are written before the lease is released (bounded by the graceful deadline).
+      afterGatedStopped: (signal) => this.events.shutdown(signal),
+      logger: log,
+      // Informers first, then every handler registration (synced once its informer's initial list reached it).
+      waitForCacheSync: async (signal) =>
+        (await this.factory.waitForCacheSync({ signal })) && waitForCacheSync(this.syncedChecks, { signal, pollIntervalMs: 20 }),
+    });
+    this.manager.add(runnable('informers', false, (signal) => this.factory.run(signal)));
+    this.health.addReadyzCheck('informers', () => {
+      const notSynced = unsynced();
+      if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join(', ')}`);
+    });
+
+    const probes = newHealthProbeServer(opts.healthProbeBindAddress ?? '0', this.health, { logger: log });
+    if (probes) this.manager.add(probes);
+    const m = opts.metrics;
+    const metrics = m && newMetricsServer({
+      bindAddress: m.bindAddress, registry, secure: m.secure ?? false, logger: log,
+      ...(m.certDir ? { certDir: m.certDir } : {}),
+      ...(m.secure ? { reviewer: new KubeAccessReviewer(this.reader) } : {}),
+    });
+    if (metrics) this.manager.add(metrics);
+  }
+
+  /** The shared informer of `resource` (one per type for the whole manager). */
+  informer<T extends KubeObject>(resource: ResourceType, opts?: InformerForOptions<T>): SharedIndexInformer<T> {
+    return this.factory.informerFor<T>(resource, opts);
+  }
+
+  /** An Event recorder whose Events name `component` as their source (e.g. "foo-controller"). */
+  recorderFor(component: string): Recorder {
+    return this.events.recorderFor(component);
+  }
+
+  /** Starts declaring a controller (builder.ts). `name` labels its metrics and logs and must be unique. */
+  controller(name: string): ControllerBuilder {
+    if (this.controllerNames.has(name)) throw new Error(`controller ${JSON.stringify(name)} already declared`);
+    this.controllerNames.add(name);
+    return new ControllerBuilder(this, name);
+  }
+
+  /**
+   * Adds a runnable (leader-gated when `r.needLeaderElection`). `hasSynced` functions (handler registrations) gate
+   * the start of the leader-gated runnables together with the informers' own sync.
+   */
+  add(r: Runnable, hasSynced: readonly (() => boolean)[] = []): void {
+    this.manager.add(r);
+    this.syncedChecks.push(...hasSynced);
+  }
+
+  /** Runs until `signal` aborts or a failure; resolves with the exit code (see the file comment). Never rejects. */
+  async start(signal: AbortSignal): Promise<number> {
+    const code = await this.manager.start(signal);
+    // Whatever is still queued is not written: either it was flushed before the release (afterGatedStopped), or the
+    // lease was lost / the deadline passed. Never wait here: on a loss the process must exit now.
+    this.events.abandon(new Error('manager stopped'));
+    const failure = this.manager.failure();
+    if (failure) this.logger.error({ err: failure }, `manager failed: ${failure.message}`);
+    return code;
+  }
+
+  /** `start` until SIGTERM/SIGINT (a second signal exits at once). Resolves with the exit code. */
+  async run(): Promise<number> {
+    const signals = installSignalHandlers(process, this.logger);
+    try {
+      return await this.start(signals.signal);
+    } finally {
+      signals.dispose();
+    }
+  }
+
+  /** Why the last `start` failed (lost lease, cache-sync timeout, failed runnable), if it did. */
+  failure(): Error | undefined {
+    return this.manager.failure();
+  }
+
+  /** True once the controllers run (leading and caches synced). */
+  controllersStarted(): boolean {
+    return this.manager.controllersStarted();
+  }
+}
