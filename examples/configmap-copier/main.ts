@@ -1,0 +1,70 @@
+/**
+ * configmap-copier: copies every ConfigMap labelled `copier.example.com/source=true` into each namespace labelled
+ * `copier.example.com/receive=true`, keeps the copies in sync, and deletes them (then its finalizer) when the source
+ * is deleted or unlabelled. Built only on the public entry point of ts-controller-manager.
+ *   KUBECONFIG=… node main.ts      (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
+ */
+import {
+  ControllerManager, coreResources, isNotFound, keyOf, objectPath, collectionPath, parseWatchNamespace, selectorFromSet,
+  type KubeObject, type Reconciler,
+} from 'ts-controller-manager';
+
+interface ConfigMap extends KubeObject { data?: Record<string, string> }
+const { configMaps, namespaces } = coreResources;
+const isSource = selectorFromSet({ 'copier.example.com/source': 'true' });
+const isReceiver = selectorFromSet({ 'copier.example.com/receive': 'true' });
+const copyOf = 'copier.example.com/copy-of'; // label on each copy: its source's UID
+const sourceKey = 'copier.example.com/source'; // annotation on each copy: "namespace/name" of its source
+const finalizer = 'copier.example.com/copies';
+
+const env = process.env;
+const mgr = new ControllerManager({
+  namespaces: parseWatchNamespace(env['WATCH_NAMESPACE']),
+  healthProbeBindAddress: env['PROBE_ADDRESS'] ?? ':8081',
+  ...(env['LEADER_ELECTION_NAMESPACE'] ? { leaderElection: { id: 'configmap-copier', namespace: env['LEADER_ELECTION_NAMESPACE'] } } : {}),
+});
+const cms = mgr.informer<ConfigMap>(configMaps).lister();
+const nss = mgr.informer<KubeObject>(namespaces).lister();
+const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
+
+const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
+  const src = cms.get(namespace, name);
+  const finalizers = src?.metadata?.finalizers ?? [];
+  if (!src || (!isSource.matches(src.metadata?.labels) && !finalizers.includes(finalizer))) return;
+  const setFinalizers = (list: string[]): Promise<unknown> => mgr.client.json('PATCH', objectPath(configMaps, namespace, name), {
+    body: { metadata: { finalizers: list, resourceVersion: src.metadata?.resourceVersion } }, contentType: 'application/merge-patch+json', signal,
+  });
+  const wanted = !src.metadata?.deletionTimestamp && isSource.matches(src.metadata?.labels);
+  const want = new Set(wanted ? nss.list(undefined, isReceiver).map((n) => n.metadata?.name ?? '').filter((n) => n !== namespace) : []);
+  if (want.size > 0 && !finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
+
+  for (const copy of copiesOf(src)) {
+    const ns = copy.metadata?.namespace ?? '';
+    if (want.has(ns)) continue;
+    await mgr.client.json('DELETE', objectPath(configMaps, ns, name), { signal }).catch((err: unknown) => { if (!isNotFound(err)) throw err; });
+    log.info({ copy: keyOf(ns, name) }, 'Deleted copy');
+  }
+  for (const ns of want) {
+    const copy = cms.get(ns, name);
+    const metadata = { name, namespace: ns, labels: { [copyOf]: src.metadata?.uid ?? '' }, annotations: { [sourceKey]: keyOf(namespace, name) } };
+    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: src.data ?? {} };
+    if (!copy) {
+      await mgr.client.json('POST', collectionPath(configMaps, ns), { body, signal });
+      log.info({ copy: keyOf(ns, name) }, 'Created copy');
+    } else if (copy.metadata?.labels?.[copyOf] !== metadata.labels[copyOf]) {
+      log.warn({ copy: keyOf(ns, name) }, 'A ConfigMap of that name exists and is not our copy; leaving it alone');
+    } else if (JSON.stringify(copy.data ?? {}) !== JSON.stringify(body.data)) {
+      await mgr.client.json('PUT', objectPath(configMaps, ns, name), { body: { ...body, metadata: { ...metadata, resourceVersion: copy.metadata?.resourceVersion } }, signal });
+    }
+  }
+  // Deleted copies come back here through their delete events: the finalizer goes once none is left in the cache.
+  if (want.size === 0 && finalizers.includes(finalizer) && copiesOf(src).length === 0) await setFinalizers(finalizers.filter((f) => f !== finalizer));
+};
+
+const sources = (): string[] => cms.list(undefined, isSource).map((cm) => keyOf(cm.metadata?.namespace, cm.metadata?.name ?? ''));
+mgr.controller('configmap-copier')
+  .for<ConfigMap>(configMaps)
+  .watches<ConfigMap>(configMaps, (copy) => [copy.metadata?.annotations?.[sourceKey] ?? ''].filter((k) => k !== ''))
+  .watches<KubeObject>(namespaces, sources)
+  .complete(reconcile);
+process.exitCode = await mgr.run();

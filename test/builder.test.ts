@@ -1,0 +1,88 @@
+/**
+ * ControllerBuilder on the real control plane: which events become which reconcile requests (pkg/runtime/builder.ts).
+ * Primary: ConfigMaps; owned: Secrets (controller ownerReference to a ConfigMap); watched: Services mapped by a label.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Registry } from 'prom-client';
+import type { KubeObject } from '../pkg/apis/meta/types.ts';
+import { TerminalError } from '../pkg/controller/errors.ts';
+import { coreResources } from '../pkg/informerfactory/resource.ts';
+import { silentLogger } from '../pkg/log/logger.ts';
+import { ControllerManager } from '../pkg/runtime/manager.ts';
+import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+
+const { configMaps, secrets, services } = coreResources;
+
+describe('ControllerBuilder', () => {
+  test('for/owns/watches map events to requests; filters, terminal errors and requeueAfter', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'builder');
+    const seen: string[] = [];
+    const count = (key: string): number => seen.filter((k) => k === key).length;
+    const mgr = new ControllerManager({ kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry: new Registry(), logger: silentLogger });
+    const controller = mgr.controller('builder-test')
+      .for<KubeObject & { data?: Record<string, string> }>(configMaps, { update: (_old, cm) => cm.data?.['ignore'] !== 'yes' })
+      .owns(secrets)
+      .watches<KubeObject>(services, (svc) => (svc.metadata?.labels?.['target'] ? [{ namespace: ns, name: svc.metadata.labels['target'] }] : []))
+      .withOptions({ concurrency: 2 })
+      .complete(({ namespace, name }) => {
+        const key = `${namespace}/${name}`;
+        seen.push(key);
+        if (name === 'terminal') throw new TerminalError('no retry');
+        if (name === 'again' && count(key) === 1) return Promise.resolve({ requeueAfter: 50 });
+        return Promise.resolve();
+      });
+    assert.equal(controller.name, 'builder-test');
+    const ac = new AbortController();
+    const exited = mgr.start(ac.signal);
+    t.after(async () => { ac.abort(); assert.equal(await exited, 0); });
+    await waitFor('controller started', () => mgr.controllersStarted());
+
+    const create = async (path: string, body: object): Promise<KubeObject> =>
+      expectStatus<KubeObject>(await cp.request('POST', `/api/v1/namespaces/${ns}/${path}`, body), 201, `create ${path}`);
+    const owner = await create('configmaps', { metadata: { name: 'owner' } });
+    const other = await create('configmaps', { metadata: { name: 'other' } });
+    await waitFor('primary adds reconciled', () => count(`${ns}/owner`) === 1 && count(`${ns}/other`) === 1);
+
+    // An owned Secret → its controller owner. One whose controller is another kind (same name, same UID) → nothing.
+    const ref = (o: KubeObject, kind: string, apiVersion: string): object =>
+      ({ apiVersion, kind, name: o.metadata?.name, uid: o.metadata?.uid, controller: true });
+    await create('secrets', { metadata: { name: 's-foreign', ownerReferences: [ref(other, 'Deployment', 'apps/v1')] } });
+    await create('secrets', { metadata: { name: 's-owned', ownerReferences: [ref(owner, 'ConfigMap', 'v1')] } });
+    await waitFor('owned Secret mapped to its owner', () => count(`${ns}/owner`) === 2);
+    // Secrets arrive in order on one watch: the foreign one was handled before the owned one.
+    assert.equal(count(`${ns}/other`), 1, 'a controller ref of another kind maps to nothing');
+
+    // Watched Service → the label's target; a filtered primary update → nothing; a passing one → reconciled.
+    await create('services', { metadata: { name: 'svc', labels: { target: 'other' } }, spec: { ports: [{ port: 80 }] } });
+    await waitFor('watched Service mapped', () => count(`${ns}/other`) === 2);
+    await cp.request('PUT', `/api/v1/namespaces/${ns}/configmaps/owner`, { metadata: { name: 'owner' }, data: { ignore: 'yes' } });
+    await cp.request('PUT', `/api/v1/namespaces/${ns}/configmaps/owner`, { metadata: { name: 'owner' }, data: { ignore: 'no' } });
+    await waitFor('unfiltered update reconciled', () => count(`${ns}/owner`) === 3);
+    assert.equal(count(`${ns}/owner`), 3, 'the filtered update was dropped');
+
+    // requeueAfter → once more; TerminalError → not retried (checked after a later event on the same watch).
+    await create('configmaps', { metadata: { name: 'again' } });
+    await create('configmaps', { metadata: { name: 'terminal' } });
+    await waitFor('requeueAfter honoured', () => count(`${ns}/again`) === 2);
+    await create('configmaps', { metadata: { name: 'last' } });
+    await waitFor('later event', () => count(`${ns}/last`) === 1 && count(`${ns}/terminal`) === 1);
+    assert.equal(count(`${ns}/terminal`), 1, 'a terminal error is not retried');
+    assert.equal(await metric(mgr.registry, 'controller_runtime_terminal_reconcile_errors_total'), 1);
+  });
+
+  test('declaration errors are reported at once', () => {
+    const mgr = new ControllerManager({ kubeConfig: adminKubeConfig(), registry: new Registry(), logger: silentLogger });
+    assert.throws(() => mgr.controller('x').owns(secrets), /call for\(\) before owns\(\)/);
+    assert.throws(() => mgr.controller('x'), /controller "x" already declared/);
+    const b = mgr.controller('y').for(configMaps);
+    b.complete(() => Promise.resolve());
+    assert.throws(() => b.complete(() => Promise.resolve()), /complete\(\) called twice/);
+  });
+});
+
+async function metric(registry: Registry, name: string): Promise<number> {
+  const m = registry.getSingleMetric(name);
+  return m ? (await m.get()).values.reduce((s, v) => s + v.value, 0) : 0;
+}
