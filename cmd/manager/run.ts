@@ -80,7 +80,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     ...(elector ? { leaderElection: elector } : {}),
     gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
     cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs,
-    unsyncedCaches: () => Object.entries(factory.syncStatus()).filter(([, ok]) => !ok).map(([id]) => id),
+    unsyncedCaches: () => factory.unsyncedCaches(),
     // Events queued by the controllers are written before the lease is released (bounded by the graceful deadline).
     afterGatedStopped: (signal) => events.shutdown(signal),
     logger: log,
@@ -109,8 +109,8 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
   }
   manager.add(runnable('informers', false, (signal) => factory.run(signal)));
   checks.addReadyzCheck('informers', () => {
-    const notSynced = Object.entries(factory.syncStatus()).filter(([, ok]) => !ok).map(([id]) => id);
-    if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join(', ')}`);
+    const notSynced = factory.unsyncedCaches();
+    if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join('; ')}`);
   });
 
   const health = newHealthProbeServer(opts.healthProbeBindAddress, checks, { logger: log });
