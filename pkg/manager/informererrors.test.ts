@@ -2,7 +2,8 @@
  * Informer-layer errors reach the Manager (issue 16 item 5): a cache that cannot sync within the cache-sync timeout,
  * and an informer whose start fails, end `Manager.start` with exit code 1 and a failure naming the resource — the
  * Manager never stays up unready without a reason. The Manager, the factory and the REST client are the real ones,
- * wired as cmd/manager/run.ts wires them; the API server is the fake one (deterministic 404s).
+ * wired as the manager wires them (waitForCacheSync and unsyncedCaches from the factory); the API server is the fake
+ * one (deterministic 404s).
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
