@@ -17,7 +17,7 @@ import {
   coreResources, isDeletedFinalStateUnknown, metaNamespaceKey, SharedInformerFactory, type KubeObject, type ResourceType,
 } from '../pkg/informerfactory/index.ts';
 import { ControlPlane } from './cluster/controlplane.ts';
-import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { adminKubeConfig, cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 import { metricValue } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 import { installCRDs } from './helpers/crds.ts';
@@ -123,6 +123,43 @@ describe('shared informer on the real API server', () => {
     assert.equal(factory.informerFor(coreResources.configMaps).lister().list(c).length, 0);
     assert.equal(factory.openWatches(coreResources.configMaps, a), 1);
     assert.equal(factory.openWatches(coreResources.configMaps, b), 1);
+  });
+
+  test('a kind whose CRD is not installed: not synced, named with the API server\'s 404; synced once the CRD appears (issue 16 item 5)', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'nocrd');
+    const group = `w${suffix()}.tscm-test.example.com`;
+    const widgets: ResourceType = { group, version: 'v1', resource: 'widgets', kind: 'Widget', namespaced: true };
+    const factory = new SharedInformerFactory({
+      client: restFor(adminKubeConfig()), namespaces: [ns], reflector: { config: { backoffInitialMs: 100, backoffMaxMs: 1000 } },
+    });
+    const inf = factory.informerFor(widgets);
+    const ac = new AbortController();
+    const running = factory.run(ac.signal);
+    t.after(async () => {
+      ac.abort();
+      await running;
+    });
+    const line = await waitFor('the 404 in unsyncedCaches', () => factory.unsyncedCaches().find((l) => l.includes('404')));
+    // An unknown group is answered with a plain-text "404 page not found" (a known group's unknown resource with a
+    // Status "the server could not find the requested resource").
+    assert.equal(line, `widgets.${group}/v1 (Widget) ns=${ns}: GET /apis/${group}/v1/namespaces/${ns}/widgets: HTTP 404: `
+      + `404 page not found (the API server does not serve Widget ${group}/v1: is its CustomResourceDefinition installed?)`);
+    assert.equal(inf.hasSynced(), false);
+
+    // client-go semantics: the informer keeps retrying (the Manager's --cache-sync-timeout decides when to give up).
+    expectStatus(await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `widgets.${group}` },
+      spec: {
+        group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    }), 201, 'create CRD');
+    t.after(async () => {
+      await cp.request('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`);
+    });
+    assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true, 'synced after the CRD was installed');
+    assert.deepEqual(factory.unsyncedCaches(), []);
   });
 
   test('cut off for 15 s while objects change: cache converges and every delete is seen', async (t) => {

@@ -125,6 +125,42 @@ describe('probes and metrics', () => {
     assert.match(String(failed?.msg), /timed out waiting for cache sync after 2s: not synced: .*deployments/);
   });
 
+  test('an informer the API server refuses forever (RBAC 403): exit 1 after --cache-sync-timeout, naming the resource and the 403 (issue 16 item 5)', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'forbid');
+    // A ServiceAccount with no RBAC rules at all: every LIST of deployments is 403 Forbidden, for as long as it runs.
+    const token = await cp.mintServiceAccountToken(ns, 'unbound', 600);
+    const kc = JSON.parse(readFileSync(cp.kubeconfig, 'utf8')) as { clusters: { name: string; cluster: object }[] };
+    const cl = kc.clusters[0];
+    assert.ok(cl);
+    const file = join(mkdtempSync(join(tmpdir(), 'tscm-kc-')), 'kubeconfig');
+    writeFileSync(file, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', clusters: [cl], users: [{ name: 'unbound', user: { token } }],
+      contexts: [{ name: 'unbound', context: { cluster: cl.name, user: 'unbound' } }], 'current-context': 'unbound',
+    }));
+    const mgr = await ManagerProcess.start({
+      args: [`--kubeconfig=${file}`, '--controllers=deployment', '--cache-sync-timeout=8s'],
+      env: { WATCH_NAMESPACE: ns }, metrics: false,
+    });
+    t.after(() => mgr.stop('SIGKILL'));
+    // Meanwhile /readyz says why it is not ready.
+    const ready = await waitFor('/readyz/informers naming the 403', async () => {
+      if (!mgr.running) throw new Error('exited before /readyz was seen');
+      const r = await mgr.probe('/readyz/informers');
+      return r.body.includes('403 Forbidden') ? r : undefined;
+    });
+    assert.equal(ready.status, 503);
+    assert.match(ready.body, /caches not synced: deployments\.apps\/v1 \(Deployment\) ns=.*cannot list resource "deployments"/);
+    const { code } = await mgr.exited;
+    assert.equal(code, 1);
+    const failed = mgr.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('ts-controller-manager failed'));
+    assert.ok(failed, 'the failure is logged');
+    const msg = String(failed.msg);
+    assert.match(msg, /timed out waiting for cache sync after 8s: not synced: deployments\.apps\/v1 \(Deployment\) ns=/);
+    assert.ok(msg.includes(`GET /apis/apps/v1/namespaces/${ns}/deployments: HTTP 403 Forbidden: `), msg);
+    assert.ok(msg.includes(`User "system:serviceaccount:${ns}:unbound" cannot list resource "deployments"`), msg);
+  });
+
   test('/metrics passes promtool check metrics and carries the controller-runtime names', async (t) => {
     const cp = cluster();
     const ns = await testNamespace(t, 'metrics');

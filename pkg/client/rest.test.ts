@@ -127,3 +127,129 @@ test('non-2xx answers throw ApiError with the Status reason; a timeout aborts th
   }
   await rest.close();
 });
+
+/** A second stand-in that records method, URL, headers and body of every request and answers from `answer`. */
+async function recordingServer(answer: (req: IncomingMessage, body: string) => { status: number; type?: string; body: string }): Promise<{
+  url: string; seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[]; close: () => Promise<void>;
+}> {
+  const seenReqs: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => {
+      seenReqs.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      const a = answer(req, body);
+      res.writeHead(a.status, { 'content-type': a.type ?? 'application/json' }).end(a.body);
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    seen: seenReqs,
+    close: () => new Promise<void>((r) => srv.close(() => r())),
+  };
+}
+
+function clientFor(server: string, registry = new Registry(), userAgent?: string): RestClient {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server }], users: [{ name: 'u', token: 'tok' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  return new RestClient({ kubeConfig: kc, registry, ...(userAgent ? { userAgent } : {}) });
+}
+
+test('a plain-text error body (the API server\'s "404 page not found\\n" for an unknown group) becomes a one-line ApiError', async () => {
+  const srv = await recordingServer(() => ({ status: 404, type: 'text/plain; charset=utf-8', body: '404 page not found\n' }));
+  const rest = clientFor(srv.url);
+  try {
+    await assert.rejects(rest.json('GET', '/apis/nope.example.com/v1/widgets'), (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 404);
+      assert.equal(err.reason, 'Not Found');
+      assert.equal(err.message, 'GET /apis/nope.example.com/v1/widgets: HTTP 404: 404 page not found');
+      return true;
+    });
+  } finally {
+    await rest.close();
+    await srv.close();
+  }
+});
+
+test('a Status error body gives reason and message; an empty 2xx body decodes as {}', async () => {
+  const srv = await recordingServer((req) => req.url?.startsWith('/conflict')
+    ? { status: 409, body: JSON.stringify({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'foos.x "a" already exists' }) }
+    : { status: 200, body: '' });
+  const rest = clientFor(srv.url);
+  try {
+    await assert.rejects(rest.json('POST', '/conflict', { body: {} }), (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.reason, 'AlreadyExists');
+      assert.equal(err.message, 'POST /conflict: HTTP 409 AlreadyExists: foos.x "a" already exists');
+      assert.deepEqual(err.body, { kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'foos.x "a" already exists' });
+      return true;
+    });
+    assert.deepEqual(await rest.json('DELETE', '/empty'), {});
+  } finally {
+    await rest.close();
+    await srv.close();
+  }
+});
+
+test('requests carry the server URL\'s path prefix, the query (undefined dropped), token, user agent and body', async () => {
+  const srv = await recordingServer((_req, body) => ({ status: 200, body: JSON.stringify({ echo: body }) }));
+  const rest = clientFor(`${srv.url}/k8s/clusters/c1/`, new Registry(), 'tscm-test/1.0');
+  try {
+    await rest.json('GET', '/api/v1/pods', { query: { limit: 500, continue: undefined, labelSelector: 'a=b,c in (d)', watch: false } });
+    await rest.json('GET', '/api/v1/pods?pretty=1', { query: { limit: 1 } });
+    const patched = await rest.json<{ echo: string }>('PATCH', '/apis/apps/v1/namespaces/n/deployments/d', {
+      body: { spec: { replicas: 2 } }, contentType: 'application/merge-patch+json',
+    });
+    await rest.json('PUT', '/raw', { body: '{"as":"is"}' });
+    const [list, withQuery, patch, put] = srv.seen;
+    assert.equal(list?.url, '/k8s/clusters/c1/api/v1/pods?limit=500&labelSelector=a%3Db%2Cc+in+%28d%29&watch=false');
+    assert.equal(withQuery?.url, '/k8s/clusters/c1/api/v1/pods?pretty=1&limit=1');
+    assert.equal(list?.headers.authorization, 'Bearer tok');
+    assert.equal(list?.headers['user-agent'], 'tscm-test/1.0');
+    assert.equal(list?.headers.accept, 'application/json');
+    assert.equal(list?.headers['content-type'], undefined, 'no body, no content type');
+    assert.equal(patch?.method, 'PATCH');
+    assert.equal(patch?.headers['content-type'], 'application/merge-patch+json');
+    assert.equal(patched.echo, '{"spec":{"replicas":2}}');
+    assert.equal(put?.headers['content-type'], 'application/json');
+    assert.equal(put?.body, '{"as":"is"}', 'a string body is sent as it is');
+    assert.equal(rest.url('/api/v1/pods', { limit: 1, x: undefined }), `${srv.url}/k8s/clusters/c1/api/v1/pods?limit=1`);
+  } finally {
+    await rest.close();
+    await srv.close();
+  }
+});
+
+test('rest_client_requests_total counts every request by code and method, and "<error>" when there is no response', async () => {
+  const srv = await recordingServer((req) => ({ status: req.url === '/nf' ? 404 : 200, body: '{}' }));
+  const registry = new Registry();
+  const rest = clientFor(srv.url, registry);
+  const value = async (code: string, method: string): Promise<number> => {
+    const m = await registry.getSingleMetric('rest_client_requests_total')?.get();
+    return m?.values.find((v) => v.labels['code'] === code && v.labels['method'] === method)?.value ?? 0;
+  };
+  try {
+    await rest.json('GET', '/a');
+    await rest.json('GET', '/b');
+    await assert.rejects(rest.json('GET', '/nf'));
+    await rest.json('POST', '/c', { body: {} });
+    const raw = await rest.request('GET', '/stream');
+    await raw.dump();
+    assert.equal(await value('200', 'GET'), 3, 'json and raw requests alike');
+    assert.equal(await value('404', 'GET'), 1);
+    assert.equal(await value('201', 'POST') + await value('200', 'POST'), 1);
+    const m = await registry.getSingleMetric('rest_client_requests_total')?.get();
+    assert.ok(m?.values.every((v) => v.labels['host'] === new URL(srv.url).host));
+  } finally {
+    await rest.close();
+    await srv.close();
+  }
+  const dead = clientFor(srv.url, registry); // the server is closed now: connection refused
+  await assert.rejects(dead.json('GET', '/gone', { timeoutMs: 5_000 }));
+  await dead.close();
+  assert.equal(await value('<error>', 'GET'), 1);
+});

@@ -63,7 +63,9 @@ export class ApiError extends Error {
       if (status.reason) reason = status.reason;
       if (status.message) message = `${message} ${reason}: ${status.message}`;
     } catch {
-      if (text) message = `${message}: ${text.slice(0, 200)}`;
+      // Not a Status (e.g. kube-apiserver's "404 page not found\n" for an unknown API group): one line, bounded.
+      const line = text.trim().replace(/\s*\n\s*/g, ' ').slice(0, 200);
+      if (line) message = `${message}: ${line}`;
     }
     return new ApiError(res.status, reason, message, body);
   }

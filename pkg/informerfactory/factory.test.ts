@@ -70,6 +70,56 @@ describe('SharedInformerFactory', () => {
     assert.equal(await p, false);
   });
 
+  it('unsyncedCaches names each informer not synced with its last request failure (404: CRD not installed?)', async () => {
+    const { server, factory } = await setup();
+    const foos: ResourceType = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', resource: 'foos', kind: 'Foo', namespaced: true };
+    factory.informerFor(foos);
+    factory.informerFor(configMaps);
+    assert.equal(await factory.waitForCacheSync({ timeoutMs: 5000 }), false, 'foos never lists');
+    await eventually('the 404 recorded', () => factory.unsyncedCaches()[0]?.includes('404') === true);
+    const lines = factory.unsyncedCaches();
+    assert.equal(lines.length, 1, 'configmaps synced and is not listed');
+    assert.match(lines[0] ?? '', /^foos\.samplecontroller\.k8s\.io\/v1alpha1 \(Foo\): GET \/apis\/samplecontroller\.k8s\.io\/v1alpha1\/foos: HTTP 404 NotFound: .*is its CustomResourceDefinition installed\?/);
+    assert.equal(server.requests.some((r) => r.kind === 'list' && r.path.endsWith('/configmaps')), true);
+  });
+
+  it('unsyncedCaches shows a 403 while RBAC refuses the list, and nothing once the list succeeds', async () => {
+    const { server, factory } = await setup(['a', 'b']);
+    const forbidden = 'configmaps is forbidden: User "system:serviceaccount:x:y" cannot list resource "configmaps" in API group "" in the namespace "b"';
+    for (let i = 0; i < 3; i++) {
+      server.inject({ on: 'list', when: (r) => r.namespace === 'b', action: { kind: 'status', status: 403, reason: 'Forbidden', message: forbidden } });
+    }
+    factory.informerFor(configMaps);
+    await eventually('the 403 shown for ns b', () => factory.unsyncedCaches()[0]?.includes('403') === true);
+    const [line] = factory.unsyncedCaches();
+    assert.ok(line?.startsWith('configmaps/v1 (ConfigMap) ns=a,b: ns=b: GET /api/v1/namespaces/b/configmaps: HTTP 403 Forbidden: '), line);
+    assert.ok(line?.includes(forbidden));
+    assert.ok(!line?.includes('ns=a: '), 'namespace a listed fine and is not blamed');
+    assert.equal(await factory.waitForCacheSync({ timeoutMs: 10_000 }), true, 'synced once the faults are used up (backoff 20-100 ms)');
+    assert.deepEqual(factory.unsyncedCaches(), []);
+  });
+
+  it('an informer whose start fails makes run reject naming its resource, after stopping the other informers', async () => {
+    const server = new FakeApiServer({ resource: configMaps });
+    await server.listen();
+    cleanups.push(() => server.close());
+    const factory = new SharedInformerFactory({ client: restClientFor(server.url), reflector: { config: { backoffInitialMs: 20 } } });
+    const ok = factory.informerFor(configMaps);
+    const broken = factory.informerFor(coreResources.secrets);
+    // Fault injection: this informer's start rejects (as a bug or an unusable configuration would).
+    broken.start = () => Promise.reject(new Error('cannot start: invalid field selector'));
+    const ac = new AbortController();
+    cleanups.push(() => Promise.resolve(ac.abort()));
+    await assert.rejects(factory.run(ac.signal), (err: Error) => {
+      assert.equal(err.message, 'informer for secrets/v1 (Secret) failed: cannot start: invalid field selector');
+      assert.equal((err.cause as Error).message, 'cannot start: invalid field selector');
+      return true;
+    });
+    assert.equal(ac.signal.aborted, false, 'the caller did not stop it');
+    assert.equal(ok.isStopped(), true, 'the healthy informer was stopped before run rejected');
+    assert.equal(factory.watchCounter.total(), 0);
+  });
+
   it('a namespace list gives one watch per namespace feeding one cache', async () => {
     const { server, factory } = await setup(parseWatchNamespace('a, b'));
     server.create({ metadata: { name: 'x', namespace: 'a' } });

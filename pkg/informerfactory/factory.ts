@@ -12,10 +12,15 @@
  *
  * Lifecycle: `start(signal)` starts every informer created so far and every one created afterwards;
  * `run(signal)` does the same and resolves once the signal aborted and all informers stopped (a Manager runnable).
- * `waitForCacheSync` waits for the informers created so far.
+ * An informer whose `start` rejects stops the whole `run`: the other informers are stopped and `run` rejects with
+ * `informer for <resource> (<Kind>) failed: …`, so the Manager shuts down naming the resource instead of staying
+ * up unready (with `start` alone such a failure is only logged). `waitForCacheSync` waits for the informers created
+ * so far; `unsyncedCaches()` says which have not synced and why (the reflector's last error), for the Manager's
+ * cache-sync timeout message and /readyz.
  *
  * Concurrency: single event loop; the factory's maps are only touched by these methods.
  */
+import type { Registry } from 'prom-client';
 import type { RestClient } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { realClock, type Clock } from '../util/clock.ts';
@@ -40,6 +45,8 @@ export interface SharedInformerFactoryOptions {
   random?: () => number;
   /** Open-watch bookkeeping; default: a counter of this factory. */
   watchCounter?: WatchCounter;
+  /** Where informer metrics (`informer_handler_errors_total`) are registered. Default: the global registry. */
+  registry?: Registry;
 }
 
 export interface InformerForOptions<T extends KubeObject> {
@@ -69,6 +76,8 @@ export class SharedInformerFactory {
   private readonly byKey = new Map<string, SharedIndexInformer<KubeObject>>();
   private readonly runs = new Set<Promise<void>>();
   private signal: AbortSignal | undefined;
+  /** Set while `run` is running: stops it with the first informer failure. */
+  private onFailure: ((err: Error) => void) | undefined;
   private readonly clock: Clock;
   private readonly log: Logger;
 
@@ -107,6 +116,7 @@ export class SharedInformerFactory {
       logger: this.log,
       random: this.opts.random,
       watchCounter: this.watchCounter,
+      registry: this.opts.registry,
     });
     // Informers of different T share one map; callers get back the T they asked for (a cast, as in client-go).
     this.byKey.set(key, informer as unknown as SharedIndexInformer<KubeObject>);
@@ -122,11 +132,29 @@ export class SharedInformerFactory {
     }
   }
 
-  /** start(signal), then resolves once the signal aborted and every informer stopped. */
+  /**
+   * start(signal), then resolves once the signal aborted and every informer stopped. Rejects (after stopping every
+   * informer) when an informer's start rejected, with an error naming its resource.
+   */
   async run(signal: AbortSignal): Promise<void> {
-    this.start(signal);
-    if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    while (this.runs.size > 0) await Promise.allSettled([...this.runs]);
+    const ac = new AbortController();
+    const onAbort = (): void => ac.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    let failure: Error | undefined;
+    this.onFailure = (err) => {
+      failure ??= err;
+      ac.abort(err);
+    };
+    try {
+      this.start(ac.signal);
+      if (!ac.signal.aborted) await new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
+      while (this.runs.size > 0) await Promise.allSettled([...this.runs]);
+    } finally {
+      this.onFailure = undefined;
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (failure) throw failure;
   }
 
   /** Resolves true once every informer created so far has synced; false on timeout or abort. */
@@ -148,6 +176,22 @@ export class SharedInformerFactory {
     return out;
   }
 
+  /**
+   * The informers not synced yet, one line each: `<resourceId> (<Kind>)[ ns=a,b]`, and when a request failed, `: `
+   * and the latest failure (e.g. `foos.samplecontroller.k8s.io/v1alpha1 (Foo): GET /apis/…: HTTP 404 NotFound: the
+   * server could not find the requested resource (… is its CustomResourceDefinition installed?)`).
+   */
+  unsyncedCaches(): string[] {
+    const out: string[] = [];
+    for (const i of this.byKey.values()) {
+      if (i.hasSynced()) continue;
+      const ns = i.scopes.filter((s) => s !== '');
+      const why = i.syncError();
+      out.push(`${resourceId(i.resource)} (${i.resource.kind})${ns.length ? ` ns=${ns.join(',')}` : ''}${why ? `: ${why}` : ''}`);
+    }
+    return out;
+  }
+
   /** Every informer created so far. */
   informers(): SharedIndexInformer<KubeObject>[] {
     return [...this.byKey.values()];
@@ -160,7 +204,10 @@ export class SharedInformerFactory {
 
   private startOne(informer: SharedIndexInformer<KubeObject>, signal: AbortSignal): void {
     const p = informer.start(signal).catch((err: unknown) => {
-      this.log.error({ err, resource: resourceId(informer.resource) }, 'informer failed');
+      const id = resourceId(informer.resource);
+      this.log.error({ err, resource: id }, 'informer failed');
+      const message = err instanceof Error ? err.message : String(err);
+      this.onFailure?.(new Error(`informer for ${id} (${informer.resource.kind}) failed: ${message}`, { cause: err }));
     });
     this.runs.add(p);
     void p.finally(() => this.runs.delete(p));

@@ -22,6 +22,7 @@ export * from './listwatch.ts';
 export * from './reflector.ts';
 export * from './watchcounter.ts';
 export * from './listener.ts';
+export * from './handlererrors.ts';
 export * from './waitforsync.ts';
 export * from './sharedinformer.ts';
 export * from './factory.ts';

@@ -9,7 +9,8 @@
  *
  * Contract for handlers (ResourceEventHandler): map the event to keys and enqueue them; no I/O, no mutation of the
  * objects (they are the cache's). A handler may return a promise; the next notification for that handler waits for
- * it. A handler that throws (or rejects) is logged; the notification is dropped and the listener carries on.
+ * it. A handler that throws (or rejects) is reported to `onError` (the informer counts and rate-limit-logs it:
+ * handlererrors.ts); the notification is dropped for this handler only and the listener carries on with the next.
  *
  * Sync tracking: an `add` marked isInInitialList counts as pending until the handler returned; the registration is
  * synced when the informer is synced and no such notification is pending (client-go's per-handler HasSynced).
@@ -36,6 +37,11 @@ export type Notification<T> =
 /** Notifications handled in a row before the drain loop yields to the event loop. */
 const BATCH = 128;
 
+export interface ProcessorListenerOptions<T> {
+  /** Called for each notification whose handler threw or rejected. Default: log it at error level. */
+  onError?: (err: unknown, n: Notification<T>) => void;
+}
+
 export class ProcessorListener<T> {
   readonly handler: ResourceEventHandler<T>;
   /** 0 = no resync for this handler. */
@@ -47,12 +53,12 @@ export class ProcessorListener<T> {
   private wake: (() => void) | undefined;
   private running = false;
   private stopped = false;
-  private readonly log: Logger;
+  private readonly onError: (err: unknown, n: Notification<T>) => void;
 
-  constructor(handler: ResourceEventHandler<T>, resyncPeriodMs: number, log: Logger) {
+  constructor(handler: ResourceEventHandler<T>, resyncPeriodMs: number, log: Logger, opts: ProcessorListenerOptions<T> = {}) {
     this.handler = handler;
     this.resyncPeriodMs = resyncPeriodMs;
-    this.log = log;
+    this.onError = opts.onError ?? ((err, n) => log.error({ err, notification: n.type }, 'event handler failed'));
   }
 
   /** Notifications buffered and not yet handled. */
@@ -94,7 +100,11 @@ export class ProcessorListener<T> {
         const r = this.deliver(n);
         if (r !== undefined) await r;
       } catch (err) {
-        this.log.error({ err, notification: n.type }, 'event handler failed');
+        try {
+          this.onError(err, n);
+        } catch {
+          // a failing error reporter must not stop the drain loop
+        }
       } finally {
         if (n.type === 'add' && n.isInInitialList) this.pendingInitialCount--;
       }

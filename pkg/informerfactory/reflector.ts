@@ -16,6 +16,9 @@
  *    bookmarks, even blank keep-alive lines) pushes it back. When it expires the machine gets `watchIdle`, which
  *    aborts the stream and re-watches after a backoff.
  *  - `run(signal)` resolves after `signal` aborts and the request in flight has settled.
+ *  - `lastError()` is the most recent request failure (list, watch, storing a list) since the last list that reached
+ *    the sink: what keeps an informer from syncing (a 404 for a CRD not installed, a 403 from RBAC, a dead
+ *    connection), for the cache-sync timeout message and /readyz.
  */
 import { ApiError } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
@@ -24,6 +27,7 @@ import type { ListWatcher } from './listwatch.ts';
 import type { KubeObject } from './object.ts';
 import {
   defaultReflectorConfig,
+  failureFromStatus,
   initialReflectorState,
   reflectorStep,
   type ReflectorAction,
@@ -98,6 +102,7 @@ export class Reflector {
   /** Rate limit of the "unknown watch event type" log: time of the last line, and events skipped since. */
   private unknownLoggedAt = -Infinity;
   private unknownSkipped = 0;
+  private lastFailure: RequestFailure | undefined;
 
   constructor(opts: ReflectorOptions) {
     this.lw = opts.listWatcher;
@@ -115,6 +120,11 @@ export class Reflector {
   /** The last resourceVersion seen from a list, an event or a bookmark ('' before the first list). */
   lastSyncResourceVersion(): string {
     return this.state.resourceVersion;
+  }
+
+  /** The most recent request failure since the last list stored in the sink (undefined: none). */
+  lastError(): RequestFailure | undefined {
+    return this.lastFailure;
   }
 
   /** The machine's current state (read-only; for tests and debugging). */
@@ -147,6 +157,7 @@ export class Reflector {
     this.dispatching = true;
     try {
       for (let ev = this.mailbox.shift(); ev !== undefined; ev = this.mailbox.shift()) {
+        this.noteFailure(ev);
         const { state, actions } = reflectorStep(this.state, ev, { now: this.clock.now(), random: this.random() }, this.cfg);
         this.state = state;
         for (const a of actions) {
@@ -156,6 +167,13 @@ export class Reflector {
     } finally {
       this.dispatching = false;
     }
+  }
+
+  /** Remembers the failure an event reports (lastError). */
+  private noteFailure(ev: ReflectorEvent): void {
+    if (ev.type === 'listError' || ev.type === 'watchError') this.lastFailure = ev.failure;
+    else if (ev.type === 'replaceFailed') this.lastFailure = { status: 0, reason: 'ReplaceFailed', message: `storing the list failed: ${ev.message}` };
+    else if (ev.type === 'watchEvent' && ev.event.type === 'ERROR') this.lastFailure = failureFromStatus(ev.event.object);
   }
 
   /**
@@ -209,6 +227,7 @@ export class Reflector {
       case 'replace':
         this.log.debug({ items: a.items.length, resourceVersion: a.resourceVersion }, 'replace from list');
         this.sink.replace(a.items, a.resourceVersion);
+        this.lastFailure = undefined;
         return;
       case 'delta':
         if (a.delta === 'Added') this.sink.add(a.object);

@@ -17,15 +17,22 @@
  *    nothing else — no I/O, no mutation of the objects passed (they are the cached ones).
  *  - Controllers read through `lister()` / `getIndexer()`; indexes may be added at any time.
  *
+ * Handler failures: a handler that throws or rejects loses that notification for itself only (the other handlers
+ * have their own listeners); it is counted in `informer_handler_errors_total{resource,handler}` and logged with rate
+ * limiting (handlererrors.ts).
+ *
  * Semantics (client-go): handlers added after start are replayed the cache as adds (isInInitialList = true); each
  * registration has its own hasSynced(); a Replaced delta whose resourceVersion did not change is treated as a resync
  * and only reaches handlers whose resync is due; resync (Sync deltas → onUpdate(obj, obj)) at each handler's period.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Counter, Registry } from 'prom-client';
 import type { RestClient } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
+import { globalRegistry } from '../metrics/registry.ts';
 import { realClock, type Clock, type Timer } from '../util/clock.ts';
 import { DeltaQueue, type Delta } from './deltaqueue.ts';
+import { HandlerErrorReporter, handlerErrorsCounter } from './handlererrors.ts';
 import { Indexer, type IndexerReader, type Indexers } from './indexer.ts';
 import { Lister } from './lister.ts';
 import { ProcessorListener, type Notification, type ResourceEventHandler } from './listener.ts';
@@ -37,7 +44,7 @@ import {
   type KubeObject,
 } from './object.ts';
 import { Reflector, type ReflectorSink } from './reflector.ts';
-import type { ReflectorConfig } from './reflectorstate.ts';
+import type { ReflectorConfig, RequestFailure } from './reflectorstate.ts';
 import { resourceId, type ResourceType } from './resource.ts';
 import { waitForCacheSync, type WaitForSyncOptions } from './waitforsync.ts';
 import { globalWatchCounter, type WatchCounter } from './watchcounter.ts';
@@ -71,6 +78,8 @@ export interface SharedIndexInformerOptions<T extends KubeObject> {
   logger?: Logger;
   random?: () => number;
   watchCounter?: WatchCounter;
+  /** Where `informer_handler_errors_total` is registered. Default: the global registry (served on /metrics). */
+  registry?: Registry;
   /** Overrides how each namespace ('' = all) is listed and watched (default: RestListWatcher with `client`). */
   listWatcherFor?: (namespace: string) => ListWatcher;
 }
@@ -85,6 +94,11 @@ export interface HandlerRegistration {
 export interface AddEventHandlerOptions {
   /** Resync period for this handler in ms (0 = never). Default: the informer's resyncPeriodMs. */
   resyncPeriodMs?: number;
+  /**
+   * Names the registration in `informer_handler_errors_total{handler}` and in logs (e.g. the controller's name).
+   * Default `handler-<n>`: the n-th registration on this informer.
+   */
+  name?: string;
 }
 
 export class SharedIndexInformer<T extends KubeObject = KubeObject> {
@@ -102,6 +116,8 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   private readonly listeners = new Set<ProcessorListener<T>>();
   private syncing = new Set<ProcessorListener<T>>();
   private resyncTimer: Timer | undefined;
+  private readonly handlerErrors: Counter<'resource' | 'handler'>;
+  private registrations = 0;
   private started = false;
   private stopped = false;
 
@@ -114,6 +130,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     this.log = (opts.logger ?? silentLogger).child({ informer: name });
     this.transform = opts.transform ?? ((o: KubeObject) => stripManagedFields(o) as T);
     this.defaultResyncMs = opts.resyncPeriodMs ?? 0;
+    this.handlerErrors = handlerErrorsCounter(opts.registry ?? globalRegistry);
     this.indexer = new Indexer<T>({
       indexers: opts.indexers,
       onIndexError: (index, key, err) => this.log.error({ err, index, key }, 'index function failed'),
@@ -153,7 +170,14 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   addEventHandler(handler: ResourceEventHandler<T>, opts: AddEventHandlerOptions = {}): HandlerRegistration {
     if (this.stopped) throw new Error(`informer ${resourceId(this.resource)} has stopped; handler not added`);
     const period = opts.resyncPeriodMs ?? this.defaultResyncMs;
-    const listener = new ProcessorListener<T>(handler, period, this.log);
+    const ordinal = ++this.registrations;
+    const name = opts.name ?? `handler-${ordinal}`;
+    const reporter = new HandlerErrorReporter({
+      counter: this.handlerErrors, resource: resourceId(this.resource), handler: name, clock: this.clock, logger: this.log,
+    });
+    const listener = new ProcessorListener<T>(handler, period, this.log, {
+      onError: (err, n) => reporter.report(err, n.type),
+    });
     listener.nextResyncAt = this.clock.now() + period;
     this.listeners.add(listener);
     if (this.started) {
@@ -188,6 +212,23 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   /** True once the initial list of every namespace has been delivered into the cache. */
   hasSynced(): boolean {
     return this.queue.hasSynced();
+  }
+
+  /**
+   * Why the informer has not synced yet: the latest request failure of each namespace still without its first list
+   * (`ns=<namespace>: ` prefixed when several), e.g. a 404 for a CRD that is not installed or a 403 from RBAC.
+   * Undefined when synced or when nothing failed (the list is just not finished).
+   */
+  syncError(): string | undefined {
+    if (this.hasSynced()) return undefined;
+    const parts: string[] = [];
+    this.reflectors.forEach((r, i) => {
+      const f = r.lastError();
+      if (!f || r.lastSyncResourceVersion() !== '') return; // this namespace has listed; another one holds the sync
+      const scope = this.scopes[i] ?? '';
+      parts.push(`${this.scopes.length > 1 ? `ns=${scope}: ` : ''}${describeFailure(f, this.resource)}`);
+    });
+    return parts.length > 0 ? parts.join('; ') : undefined;
   }
 
   /** Resolves true once synced (false on timeout/abort). */
@@ -310,4 +351,11 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
       this.armResync();
     });
   }
+}
+
+/** A request failure in one line: the API server's message, plus what a 404 on a collection usually means. */
+function describeFailure(f: RequestFailure, resource: ResourceType): string {
+  const text = f.status && !f.message.includes(`HTTP ${f.status}`) ? `HTTP ${f.status} ${f.reason}: ${f.message}` : f.message;
+  if (f.status !== 404) return text;
+  return `${text} (the API server does not serve ${resource.kind} ${resource.group ? `${resource.group}/` : ''}${resource.version}: ${resource.group ? 'is its CustomResourceDefinition installed?' : 'wrong version?'})`;
 }

@@ -48,7 +48,10 @@ export interface ManagerOptions {
    * is fatal. Default 2 min (controller-runtime's CacheSyncTimeout). 0 = no limit.
    */
   cacheSyncTimeoutMs?: number;
-  /** Names of the caches not synced yet, for the cache-sync timeout error. */
+  /**
+   * The caches not synced yet, one line each naming the resource (and why, when known: the informer's last request
+   * failure), for the cache-sync timeout error: SharedInformerFactory.unsyncedCaches.
+   */
   unsyncedCaches?: () => string[];
   /**
    * Called once on a graceful shutdown after the leader-gated runnables stopped, before the lease is released: flush
@@ -206,7 +209,8 @@ export class Manager {
       syncTimer?.cancel();
       if (this.stopping) return;
       if (!ok) {
-        this.stop({ kind: 'failed', name: 'cache-sync', err: new Error('caches did not sync') });
+        const names = this.opts.unsyncedCaches?.() ?? [];
+        this.stop({ kind: 'failed', name: 'cache-sync', err: new Error(`caches did not sync${names.length ? `: not synced: ${names.join(', ')}` : ''}`) });
         return;
       }
       this.gateOpen = true;

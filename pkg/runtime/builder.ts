@@ -144,13 +144,14 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
 
     const enqueue = (obj: P, priority: number): void => controller.enqueue(metaNamespaceKey(obj), priority);
     const { update } = primary;
+    // Handlers are named after the controller: informer_handler_errors_total{handler} says whose handler threw.
     const registrations = [primary.informer.addEventHandler({
       onAdd: (obj, initial) => enqueue(obj, addPriority(initial)),
       onUpdate: (old, obj) => {
         if (!update || update(old, obj)) enqueue(obj, updatePriority(old, obj));
       },
       onDelete: (obj: P | DeletedFinalStateUnknown<P>) => controller.enqueue(deletionHandlingKey(obj)),
-    })];
+    }, { name: this.name })];
     for (const source of this.sources.values()) {
       const map = (obj: KubeObject, priority: number): void => {
         const keys = new Set<string>();
@@ -168,7 +169,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
           const last = objectOfDelete(obj);
           if (last) map(last, PriorityNormal);
         },
-      }));
+      }, { name: this.name }));
     }
 
     const runnable: Runnable = o.onStart

@@ -128,7 +128,7 @@ export class ControllerManager {
 
     this.reader = new RestClient({ kubeConfig, registry, userAgent });
     this.factory = new SharedInformerFactory({
-      client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log,
+      client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log, registry,
     });
     this.health = new HealthChecks({ logger: log });
 
@@ -146,7 +146,8 @@ export class ControllerManager {
       sink: new RestEventSink(this.client), logger: log, ...(elector ? { stopSignal: elector.leadership } : {}),
     });
 
-    const unsynced = (): string[] => Object.entries(this.factory.syncStatus()).filter(([, ok]) => !ok).map(([id]) => id);
+    // One line per unsynced cache with the reason (the reflector's last error): "… 403 Forbidden …", "… CRD installed?".
+    const unsynced = (): string[] => this.factory.unsyncedCaches();
     this.manager = new Manager({
       ...(elector ? { leaderElection: elector } : {}),
       gracefulShutdownTimeoutMs,
@@ -162,7 +163,7 @@ export class ControllerManager {
     this.manager.add(runnable('informers', false, (signal) => this.factory.run(signal)));
     this.health.addReadyzCheck('informers', () => {
       const notSynced = unsynced();
-      if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join(', ')}`);
+      if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join('; ')}`);
     });
 
     const probes = newHealthProbeServer(opts.healthProbeBindAddress ?? '0', this.health, { logger: log });

@@ -133,3 +133,89 @@ describe('FakeClock', () => {
     assert.deepEqual(fired, ['nan', '30d']);
   });
 });
+
+describe('FakeClock ordering and time', () => {
+  it('fires due timers earliest first (ties in creation order), each at its own time, including timers added while stepping', () => {
+    const clock = new FakeClock(1_000);
+    const fired: string[] = [];
+    clock.setTimer(30, () => fired.push(`b@${clock.now()}`));
+    clock.setTimer(10, () => {
+      fired.push(`a@${clock.now()}`);
+      clock.setTimer(5, () => fired.push(`a2@${clock.now()}`)); // due at 1 015, inside this step
+    });
+    clock.setTimer(30, () => fired.push(`c@${clock.now()}`));
+    const cancelled = clock.setTimer(20, () => fired.push('cancelled'));
+    cancelled.cancel();
+    assert.equal(clock.pendingTimers(), 3);
+    clock.step(100);
+    assert.deepEqual(fired, ['a@1010', 'a2@1015', 'b@1030', 'c@1030']);
+    assert.equal(clock.now(), 1_100);
+    assert.equal(clock.pendingTimers(), 0);
+  });
+
+  it('never goes back in time: set() to an earlier instant leaves now() where it was', () => {
+    const clock = new FakeClock(500);
+    clock.set(400);
+    assert.equal(clock.now(), 500);
+  });
+
+  it('sleep resolves when time reaches it; an abort (before or during) rejects with the reason and drops the timer', async () => {
+    const clock = new FakeClock(0);
+    let woke = false;
+    const s = clock.sleep(50).then(() => (woke = true));
+    clock.step(49);
+    await Promise.resolve();
+    assert.equal(woke, false);
+    clock.step(1);
+    await s;
+    assert.equal(woke, true);
+
+    const ac = new AbortController();
+    const during = clock.sleep(1_000, ac.signal);
+    assert.equal(clock.pendingTimers(), 1);
+    ac.abort(new Error('stop now'));
+    await assert.rejects(during, /stop now/);
+    assert.equal(clock.pendingTimers(), 0, 'the aborted sleep leaves no timer behind');
+    await assert.rejects(clock.sleep(10, ac.signal), /stop now/, 'already aborted: rejects at once');
+    assert.equal(clock.pendingTimers(), 0);
+  });
+});
+
+describe('RealClock', () => {
+  it('sleep: an abort rejects with the reason and cancels the host timer', async () => {
+    const host = new ScriptedHost();
+    const clock = new RealClock(host);
+    const ac = new AbortController();
+    const p = clock.sleep(5_000, ac.signal);
+    assert.equal(host.pending(), 1);
+    ac.abort(new Error('shutting down'));
+    await assert.rejects(p, /shutting down/);
+    assert.equal(host.pending(), 0);
+  });
+
+  it('sleep resolves on the real event loop, and now() never decreases', async () => {
+    const clock = new RealClock();
+    const t0 = clock.now();
+    await clock.sleep(5);
+    let prev = clock.now();
+    assert.ok(prev >= t0);
+    for (let i = 0; i < 10_000; i++) {
+      const t = clock.now();
+      assert.ok(t >= prev, 'monotonic');
+      prev = t;
+    }
+  });
+
+  it('timers are unref\'d: a pending hour-long timer does not keep the process alive', async () => {
+    const { execFile } = await import('node:child_process');
+    const script = `import { realClock } from ${JSON.stringify(new URL('./clock.ts', import.meta.url).href)};
+      realClock.setTimer(3_600_000, () => { console.log('fired'); });`;
+    const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 60_000 }, (_err, stdout) => {
+        resolve({ code: child.exitCode, stdout });
+      });
+    });
+    assert.equal(out.code, 0, 'exited by itself (not killed by the 60 s guard)');
+    assert.equal(out.stdout.trim(), '');
+  });
+});
