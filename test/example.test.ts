@@ -22,10 +22,10 @@ interface ConfigMap { metadata: { name: string; namespace: string; uid: string; 
 
 describe('the packed library and the example controller', () => {
   let app = '';
+  const tmp = mkdtempSync(join(tmpdir(), 'tscm-pack-'));
+  after(() => rmSync(tmp, { recursive: true, force: true }));
 
   before(async () => {
-    const tmp = mkdtempSync(join(tmpdir(), 'tscm-pack-'));
-    after(() => rmSync(tmp, { recursive: true, force: true }));
     const pkg = join(tmp, 'package');
     mkdirSync(pkg);
     // Build from the sources into the package dir (the repo's own dist/ is left alone), then pack it as npm would.
