@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { load as loadYaml } from 'js-yaml';
 import { cluster, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
 import { inClusterMainScript, ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
@@ -62,6 +63,32 @@ describe('command line', () => {
     }).then(() => undefined, (e: { code: number; stderr: string }) => e);
     assert.equal(err?.code, 2);
     assert.match(err?.stderr ?? '', /--leader-elect needs a namespace/);
+  });
+
+  test('KUBECONFIG path list, merged as kubectl does: a missing file skipped, the first current-context wins (issue 16 item 7)', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'kcfg');
+    const dir = mkdtempSync(join(tmpdir(), 'kcfg-'));
+    // Second file: the real admin kubeconfig, but its own current-context points at a cluster nobody listens on.
+    const real = loadYaml(readFileSync(cp.kubeconfig, 'utf8')) as { clusters: object[]; contexts: { name: string; context: object }[] };
+    const second = join(dir, 'second');
+    writeFileSync(second, JSON.stringify({
+      ...real, clusters: [...real.clusters, { name: 'nowhere', cluster: { server: 'https://127.0.0.1:1', 'insecure-skip-tls-verify': true } }],
+      contexts: [...real.contexts, { name: 'broken', context: { cluster: 'nowhere', user: 'tscm-admin' } }], 'current-context': 'broken',
+    }));
+    // First file: only a context (defined nowhere else) and the current-context, which must win.
+    const first = join(dir, 'first');
+    writeFileSync(first, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', contexts: [{ name: 'via-list', context: { cluster: 'tscm-local', user: 'tscm-admin' } }], 'current-context': 'via-list',
+    }));
+    const mgr = await ManagerProcess.start({
+      args: ['--controllers=deployment'], env: { KUBECONFIG: [join(dir, 'missing'), first, second].join(':'), WATCH_NAMESPACE: ns },
+    });
+    t.after(() => mgr.stop('SIGKILL'));
+    await mgr.waitReady();
+    const started = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
+    assert.equal(started['server'], cp.server.replace(/\/$/, ''));
+    assert.match(String(started['credentials']), new RegExp(`^\\$KUBECONFIG ${first}:${second}$`));
   });
 
   test('--help lists every flag with its default and exits 0', async () => {

@@ -119,13 +119,14 @@ test('environment: KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, neutron defaults'
     NEUTRON_CLOUD_CONFIG: '/env/clouds.yaml',
     OS_CLOUD: 'local',
   });
-  assert.equal(o.kubeconfig, '/env/kc');
+  assert.equal(o.kubeconfig, undefined, '$KUBECONFIG is a path list for loadKubeConfig, never the single --kubeconfig file');
   assert.deepEqual(o.watchNamespaces, ['a', 'b', 'c']);
   assert.equal(o.podNamespace, 'system');
   assert.equal(o.leaderElectionNamespace, 'system');
   assert.equal(o.neutronCloudConfig, '/env/clouds.yaml');
   assert.equal(o.neutronCloud, 'local');
   assert.equal(parse(['--kubeconfig=/flag'], { KUBECONFIG: '/env' }).kubeconfig, '/flag');
+  assert.equal(parse([], { KUBECONFIG: '/a:/b' }).kubeconfig, undefined);
   assert.deepEqual(parse([], { WATCH_NAMESPACE: '   ' }).watchNamespaces, []);
   assert.deepEqual(parse([], { WATCH_NAMESPACE: 'default' }).watchNamespaces, ['default']);
 });

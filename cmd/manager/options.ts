@@ -37,7 +37,10 @@ export const defaultInClusterNamespaceFile = '/var/run/secrets/kubernetes.io/ser
 export interface Options {
   /** `-h`/`--help` was given: print `helpText()` and exit 0; nothing else was validated. */
   help: boolean;
-  /** `--kubeconfig`, else `$KUBECONFIG` (may be a path list as for kubectl), else undefined (in-cluster / ~/.kube). */
+  /**
+   * `--kubeconfig` (one file), else undefined: then pkg/manager/kubeconfig.ts reads `$KUBECONFIG` (a path list merged
+   * as kubectl does), else in-cluster, else ~/.kube/config. $KUBECONFIG is NOT copied here: a list is not one path.
+   */
   kubeconfig: string | undefined;
   /** "host:port", ":port" or "0" (disabled). */
   metricsBindAddress: string;
@@ -425,7 +428,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
 
   return {
     help: false,
-    kubeconfig: str('kubeconfig') ?? nonEmpty(env.KUBECONFIG),
+    kubeconfig: str('kubeconfig'),
     metricsBindAddress,
     metricsSecure,
     metricsCertDir,
