@@ -153,21 +153,21 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       onDelete: (obj: P | DeletedFinalStateUnknown<P>) => controller.enqueue(deletionHandlingKey(obj)),
     }, { name: this.name })];
     for (const source of this.sources.values()) {
-      const map = (obj: KubeObject, priority: number): void => {
+      /** Every key any mapper derives from any of `objs`, enqueued once. */
+      const map = (priority: number, ...objs: KubeObject[]): void => {
         const keys = new Set<string>();
-        for (const m of source.mappers) m(obj, (k) => keys.add(k));
+        for (const obj of objs) for (const m of source.mappers) m(obj, (k) => keys.add(k));
         for (const k of keys) controller.enqueue(k, priority);
       };
       registrations.push(this.mgr.informer(source.resource).addEventHandler({
-        onAdd: (obj, initial) => map(obj, addPriority(initial)),
+        onAdd: (obj, initial) => map(addPriority(initial), obj),
         onUpdate: (old, obj) => {
           if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
-          map(obj, PriorityNormal);
-          map(old, PriorityNormal);
+          map(PriorityNormal, obj, old);
         },
         onDelete: (obj) => {
           const last = objectOfDelete(obj);
-          if (last) map(last, PriorityNormal);
+          if (last) map(PriorityNormal, last);
         },
       }, { name: this.name }));
     }
