@@ -53,7 +53,7 @@ export interface BuilderOptions {
   concurrency?: number;
   /** Priority queue on (default: the manager's `priorityQueue`, itself default true) or plain FIFO. */
   priorityQueue?: boolean;
-  /** Aging bound of the priority queue (ms): nothing waits longer behind higher priorities. Default 30 s. */
+  /** Aging bound of the priority queue (ms): nothing waits longer behind higher priorities. Default: the manager's, 30 s. */
   maxQueueWaitMs?: number;
   /** Per-key backoff of failed reconciles. Default: 5 ms → 1000 s exponential, max'ed with 10 qps / burst 100. */
   rateLimiter?: RateLimiter<string>;
@@ -130,6 +130,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     if (this.completed) throw new Error(`controller ${this.name}: complete() called twice`);
     this.completed = true;
     const o = this.options;
+    const maxQueueWaitMs = o.maxQueueWaitMs ?? this.mgr.opts.maxQueueWaitMs;
     const controller = new Controller({
       name: this.name,
       reconciler: reconcile,
@@ -138,7 +139,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       registry: this.mgr.registry,
       gracefulShutdownTimeoutMs: o.gracefulShutdownTimeoutMs ?? this.mgr.opts.gracefulShutdownTimeoutMs ?? 30_000,
       priorityQueue: o.priorityQueue ?? this.mgr.opts.priorityQueue ?? true,
-      ...(o.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: o.maxQueueWaitMs } : {}),
+      ...(maxQueueWaitMs !== undefined ? { maxQueueWaitMs } : {}),
       ...(o.rateLimiter ? { rateLimiter: o.rateLimiter } : {}),
     });
 

@@ -79,6 +79,8 @@ export interface ControllerManagerOptions {
   cacheSyncTimeoutMs?: number;
   /** Default of every controller's priority queue (the builder can override per controller). Default true. */
   priorityQueue?: boolean;
+  /** Default aging bound of every controller's priority queue (ms; the builder can override). Default 30 s. */
+  maxQueueWaitMs?: number;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
