@@ -28,6 +28,11 @@
  * A drain is never cancelled (if membership flips back, the object returns after the acknowledgement): cancelling
  * would race with the acknowledgement for no gain.
  *
+ * Owned objects (a Foo's Deployment) carry their owner's shard label, never a drain label: shards reconcile owners,
+ * not owned objects, so only the owner needs the drain. When the sharder assigns an owner to shard d it first labels
+ * the owner's owned objects d and only then the owner, so d's caches hold the owned objects before d may reconcile
+ * the owner (otherwise d would see "Deployment missing" and try to create it: a harmless 409, but a wasted write).
+ *
  * Shard view (`shardView`, for shard `me`): own label without drain → "active" (reconcile); own label with drain →
  * "draining" (no new reconcile; acknowledge once none is in flight); anything else → "foreign" (the shard's
  * informers select only its own label, so it does not even cache these).
