@@ -100,7 +100,7 @@ undeploy: ## kubectl delete -k config/default.
 ##@ Local control plane (built from upstream Go modules)
 
 .PHONY: tools
-tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, cert-manager.
 	bash hack/build-tools.sh
 
 .PHONY: cluster-up
