@@ -14,7 +14,7 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 export CLUSTER_MODE CLUSTER_DIR
 IMG ?= ts-controller-manager:dev
 # kubectl: the one built with the local control plane (same release) when present, else the machine's.
-KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
+KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-plane 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
 
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"

@@ -9,18 +9,21 @@
 #   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
-# Usage: hack/build-tools.sh [--print-env] [--no-build]
-#   --print-env   print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR) on stdout
-#   --no-build    fail instead of building what is missing (for callers that only want a cached kubectl)
+# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane]
+#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR) on stdout
+#   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
+#   --control-plane  only the local control plane's binaries, not cert-manager (what `make run` and
+#                    `make cluster-up` need; `make tools`, and so `make test`, builds everything)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-print_env=0 no_build=0
+print_env=0 no_build=0 control_plane_only=0
 for arg in "$@"; do
   case "$arg" in
     --print-env) print_env=1 ;;
     --no-build) no_build=1 ;;
-    *) echo "usage: $0 [--print-env] [--no-build]" >&2; exit 2 ;;
+    --control-plane) control_plane_only=1 ;;
+    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane]" >&2; exit 2 ;;
   esac
 done
 cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
@@ -91,10 +94,11 @@ if [ ! -s "$kwok_dir/stages.yaml" ]; then
   done > "$kwok_dir/stages.yaml.tmp"
   mv "$kwok_dir/stages.yaml.tmp" "$kwok_dir/stages.yaml"
 fi
-cert_manager_dir=$(build cert-manager "$cert_manager_version" cert-manager-controller=.)
+cert_manager_dir=""
+[ "$control_plane_only" = 1 ] || cert_manager_dir=$(build cert-manager "$cert_manager_version" cert-manager-controller=.)
 # Its CRDs come from the same pinned module (plain YAML in deploy/crds), copied next to the binary so the tests need
 # neither the module cache nor a committed copy.
-if [ ! -s "$cert_manager_dir/crds.yaml" ]; then
+if [ -n "$cert_manager_dir" ] && [ ! -s "$cert_manager_dir/crds.yaml" ]; then
   cm_src=$(cd "$here/tools/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager) || die "cert-manager $cert_manager_version: module source not found"
   for f in "$cm_src"/deploy/crds/*.yaml; do echo '---'; cat "$f"; done > "$cert_manager_dir/crds.yaml.tmp"
   mv "$cert_manager_dir/crds.yaml.tmp" "$cert_manager_dir/crds.yaml"
@@ -105,5 +109,5 @@ if [ "$print_env" = 1 ]; then
   echo "ETCD_BIN_DIR=$etcd_dir"
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
-  echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
+  [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
 fi
