@@ -14,7 +14,7 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 export CLUSTER_MODE CLUSTER_DIR
 IMG ?= ts-controller-manager:dev
 # kubectl: the one built with the local control plane (same release) when present, else the machine's.
-KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
+KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-plane 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
 
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"
@@ -100,7 +100,7 @@ undeploy: ## kubectl delete -k config/default.
 ##@ Local control plane (built from upstream Go modules)
 
 .PHONY: tools
-tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, cert-manager.
 	bash hack/build-tools.sh
 
 .PHONY: cluster-up

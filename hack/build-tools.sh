@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from upstream Go modules (never downloaded release binaries):
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok — and cert-manager's controllers
+# (hack/tools/cert-manager/main.go over the pinned github.com/cert-manager/cert-manager module) for the metrics
+# certificate tests.
 #
 # Binaries are cached OUTSIDE the git clone, keyed by component, version and a hash of the tools module's go.sum,
 # so a second run (or a fresh clone on the same machine) skips the build:
 #   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
-# Usage: hack/build-tools.sh [--print-env] [--no-build]
-#   --print-env   print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR) on stdout
-#   --no-build    fail instead of building what is missing (for callers that only want a cached kubectl)
+# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane]
+#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR) on stdout
+#   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
+#   --control-plane  only the local control plane's binaries, not cert-manager (what `make run` and
+#                    `make cluster-up` need; `make tools`, and so `make test`, builds everything)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-print_env=0 no_build=0
+print_env=0 no_build=0 control_plane_only=0
 for arg in "$@"; do
   case "$arg" in
     --print-env) print_env=1 ;;
     --no-build) no_build=1 ;;
-    *) echo "usage: $0 [--print-env] [--no-build]" >&2; exit 2 ;;
+    --control-plane) control_plane_only=1 ;;
+    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane]" >&2; exit 2 ;;
   esac
 done
 cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
@@ -34,8 +39,9 @@ case "$gover" in go1.2[6-9]*|go1.[3-9][0-9]*) ;; *) die "Go $gover is too old: t
 # modversion <module dir> <module path>: the pinned version of a module in a tools go.mod.
 modversion() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$here/tools/$1/go.mod"; }
 
-# key <module dir> <version>: a cache key that changes whenever the pinned module graph changes.
-key() { printf '%s-%s' "$2" "$(cat "$here/tools/$1/go.mod" "$here/tools/$1/go.sum" | sha256sum | cut -c1-12)"; }
+# key <module dir> <version>: a cache key that changes whenever the pinned module graph (or a tools module's own main
+# package, as cert-manager's) changes.
+key() { printf '%s-%s' "$2" "$(cd "$here/tools/$1" && cat go.mod go.sum $(ls ./*.go 2>/dev/null) | sha256sum | cut -c1-12)"; }
 
 # build <module dir> <version> <binary>=<package>...
 build() {
@@ -52,6 +58,8 @@ build() {
   if [ "$mod" = k8s ]; then
     local minor=${version#v1.}; minor=${minor%%.*}
     ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  elif [ "$mod" = cert-manager ]; then
+    ldflags="-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$version"
   fi
   for spec in "${missing[@]}"; do
     local bin=${spec%%=*} pkg=${spec#*=} t0=$SECONDS
@@ -67,6 +75,7 @@ t_all=$SECONDS
 k8s_version=$(modversion k8s k8s.io/kubernetes)
 etcd_version=$(modversion etcd go.etcd.io/etcd/server/v3)
 kwok_version=$(modversion kwok sigs.k8s.io/kwok)
+cert_manager_version=$(modversion cert-manager github.com/cert-manager/cert-manager)
 
 etcd_dir=$(build etcd "$etcd_version" etcd=go.etcd.io/etcd/server/v3)
 k8s_dir=$(build k8s "$k8s_version" \
@@ -85,10 +94,20 @@ if [ ! -s "$kwok_dir/stages.yaml" ]; then
   done > "$kwok_dir/stages.yaml.tmp"
   mv "$kwok_dir/stages.yaml.tmp" "$kwok_dir/stages.yaml"
 fi
+cert_manager_dir=""
+[ "$control_plane_only" = 1 ] || cert_manager_dir=$(build cert-manager "$cert_manager_version" cert-manager-controller=.)
+# Its CRDs come from the same pinned module (plain YAML in deploy/crds), copied next to the binary so the tests need
+# neither the module cache nor a committed copy.
+if [ -n "$cert_manager_dir" ] && [ ! -s "$cert_manager_dir/crds.yaml" ]; then
+  cm_src=$(cd "$here/tools/cert-manager" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager) || die "cert-manager $cert_manager_version: module source not found"
+  for f in "$cm_src"/deploy/crds/*.yaml; do echo '---'; cat "$f"; done > "$cert_manager_dir/crds.yaml.tmp"
+  mv "$cert_manager_dir/crds.yaml.tmp" "$cert_manager_dir/crds.yaml"
+fi
 log "all binaries ready in $((SECONDS - t_all))s"
 
 if [ "$print_env" = 1 ]; then
   echo "ETCD_BIN_DIR=$etcd_dir"
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
+  [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
 fi

@@ -6,20 +6,12 @@
  * (Deployment, NetworkPolicy) are dry-run against the real API server (schema and field validation).
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadAll } from 'js-yaml';
 import { cluster, expectStatus } from './helpers/cluster.ts';
-import { kubectl, repoRoot } from './helpers/crds.ts';
-
-interface Doc {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: Record<string, unknown>;
-}
+import { kubectl } from './helpers/crds.ts';
+import { enabledConfigCopy, find, render } from './helpers/kustomize.ts';
 
 interface Container {
   args: string[];
@@ -34,26 +26,6 @@ interface DeploymentSpec {
 const ns = 'ts-controller-manager-system';
 const service = 'ts-controller-manager-controller-manager-metrics-service';
 
-/** A copy of config/ with every section of the two kustomizations enabled, as the header comments tell users. */
-function enabledCopy(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-config-'));
-  cpSync(join(repoRoot, 'config'), dir, { recursive: true });
-  for (const file of ['default/kustomization.yaml', 'prometheus/kustomization.yaml']) {
-    const path = join(dir, file);
-    let body = false;
-    const lines = readFileSync(path, 'utf8').split('\n').map((l) => {
-      if (l.startsWith('apiVersion:')) body = true;
-      return body && l.startsWith('#') && !l.startsWith('# [') ? l.slice(1) : l;
-    });
-    writeFileSync(path, lines.join('\n'));
-  }
-  return dir;
-}
-
-/** Rendered documents as plain YAML values (client-node's loadAllYaml would rename fields such as `from`). */
-const render = async (dir: string): Promise<Doc[]> => loadAll(await kubectl('kustomize', dir)) as Doc[];
-const find = (docs: Doc[], kind: string): Doc | undefined => docs.find((d) => d.kind === kind);
-
 describe('config/default optional sections (cert-manager, Prometheus, network policy)', () => {
   test('as shipped: none of them; the manager generates its own certificate', async () => {
     const docs = await render('config/default');
@@ -66,7 +38,7 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
   });
 
   test('enabled: Certificate for the Service name, mounted for --metrics-cert-dir, verified by the ServiceMonitor, NetworkPolicy', async (t) => {
-    const dir = enabledCopy();
+    const dir = enabledConfigCopy();
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const docs = await render(join(dir, 'default'));
 

@@ -9,23 +9,17 @@
  * old certificate is no longer trusted, scrapes succeed only because the manager serves the new one.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { freePort } from './cluster/controlplane.ts';
 import { cluster, expectStatus, grantMetricsReader, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 import { createCA, writeSecretVolume } from './helpers/pki.ts';
-
-interface QueryResult {
-  status: string;
-  data: { result: { metric: Record<string, string>; value: [number, string] }[] };
-}
+import { Prometheus } from './helpers/prometheus.ts';
 
 describe('real Prometheus', () => {
   test('scrapes plain and secure /metrics; PromQL returns reconcile totals per controller and workqueue_depth', async (t) => {
@@ -42,7 +36,8 @@ describe('real Prometheus', () => {
     await grantMetricsReader(t, ns, 'prometheus');
     const dir = mkdtempSync(join(tmpdir(), 'tscm-prometheus-'));
     writeFileSync(join(dir, 'token'), await cp.mintServiceAccountToken(ns, 'prometheus', 3600));
-    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({
+    await Promise.all([plain.waitReady(), secure.waitReady()]);
+    const prom = await Prometheus.start(t, dir, {
       global: { scrape_interval: '1s', scrape_timeout: '1s' },
       scrape_configs: [
         { job_name: 'plain', static_configs: [{ targets: [`127.0.0.1:${plain.metricsPort}`] }] },
@@ -54,41 +49,21 @@ describe('real Prometheus', () => {
           static_configs: [{ targets: [`127.0.0.1:${secure.metricsPort}`] }],
         },
       ],
-    }));
-    const port = await freePort();
-    const prom = spawn('prometheus', [
-      `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let promLog = '';
-    prom.stderr.on('data', (d: Buffer) => (promLog += d.toString()));
-    t.after(() => prom.kill('SIGKILL'));
-
-    await Promise.all([plain.waitReady(), secure.waitReady()]);
-    const api = `http://127.0.0.1:${port}/api/v1`;
-    await waitFor('Prometheus ready', async () => (await fetch(`http://127.0.0.1:${port}/-/ready`).catch(() => undefined))?.status === 200);
-    const query = async (q: string): Promise<QueryResult['data']['result']> => {
-      const res = await fetch(`${api}/query?query=${encodeURIComponent(q)}`);
-      const body = (await res.json()) as QueryResult;
-      assert.equal(body.status, 'success', JSON.stringify(body));
-      return body.data.result;
-    };
+    });
 
     const targets = await waitFor('both targets up', async () => {
-      const up = await query('up');
+      const up = await prom.query('up');
       return up.length === 2 && up.every((r) => r.value[1] === '1') ? up : undefined;
-    }, { timeoutMs: 60_000 }).catch((err: unknown) => {
-      throw new Error(`${String(err)}\nprometheus log:\n${promLog}`);
-    });
+    }, { timeoutMs: 60_000 }).catch(prom.withLog);
     assert.deepEqual(targets.map((r) => r.metric['job']).sort(), ['plain', 'secure']);
 
     for (const job of ['plain', 'secure']) {
       const totals = await waitFor(`${job}: reconcile totals per controller`, async () => {
-        const r = await query(`sum by (controller) (controller_runtime_reconcile_total{job="${job}"})`);
+        const r = await prom.query(`sum by (controller) (controller_runtime_reconcile_total{job="${job}"})`);
         return r.length === 2 ? r : undefined;
       });
       assert.deepEqual(totals.map((r) => r.metric['controller']).sort(), ['deployment', 'foo']);
-      const depth = await query(`workqueue_depth{job="${job}"}`);
+      const depth = await prom.query(`workqueue_depth{job="${job}"}`);
       assert.deepEqual([...new Set(depth.map((r) => r.metric['name']))].sort(), ['deployment', 'foo']);
     }
     // A reconcile shows up as an increase: create a Foo and watch the plain manager's success counter move.
@@ -96,7 +71,7 @@ describe('real Prometheus', () => {
       apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'counted' }, spec: { deploymentName: 'counted', replicas: 1 },
     }), 201, 'Foo');
     await waitFor('a successful foo reconcile scraped', async () => {
-      const r = await query('controller_runtime_reconcile_total{job="plain",controller="foo",result="success"} > 0');
+      const r = await prom.query('controller_runtime_reconcile_total{job="plain",controller="foo",result="success"} > 0');
       return r.length === 1;
     }, { timeoutMs: 60_000 });
   });
@@ -131,34 +106,13 @@ describe('real Prometheus', () => {
       authorization: { type: 'Bearer', credentials_file: join(dir, 'token') },
       static_configs: [{ targets: [`127.0.0.1:${mgr.metricsPort}`] }],
     });
-    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({
+    await mgr.waitReady();
+    const prom = await Prometheus.start(t, dir, {
       global: { scrape_interval: '1s', scrape_timeout: '1s' },
       scrape_configs: [job('verified', serverName), job('wrong-name', 'somebody-else.example.com')],
-    }));
-    const port = await freePort();
-    const prom = spawn('prometheus', [
-      `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let promLog = '';
-    prom.stderr.on('data', (d: Buffer) => (promLog += d.toString()));
-    t.after(() => prom.kill('SIGKILL'));
-    await mgr.waitReady();
-    await waitFor('Prometheus ready', async () => (await fetch(`http://127.0.0.1:${port}/-/ready`).catch(() => undefined))?.status === 200);
-    interface Target { labels: Record<string, string>; health: string; lastError: string }
-    const targets = async (): Promise<Map<string, Target>> => {
-      const body = (await (await fetch(`http://127.0.0.1:${port}/api/v1/targets`)).json()) as { data: { activeTargets: Target[] } };
-      return new Map(body.data.activeTargets.map((a) => [a.labels['job'] ?? '', a]));
-    };
-    const health = async (name: string, want: string): Promise<Target | undefined> => {
-      const target = (await targets()).get(name);
-      return target?.health === want ? target : undefined;
-    };
-    const withLog = (err: unknown): never => {
-      throw new Error(`${String(err)}\nprometheus log:\n${promLog}`);
-    };
-    await waitFor('the verified job up', () => health('verified', 'up'), { timeoutMs: 60_000 }).catch(withLog);
-    const wrong = await waitFor('the wrong server_name refused', () => health('wrong-name', 'down'), { timeoutMs: 60_000 }).catch(withLog);
+    });
+    await waitFor('the verified job up', () => prom.health('verified', 'up'), { timeoutMs: 60_000 }).catch(prom.withLog);
+    const wrong = await waitFor('the wrong server_name refused', () => prom.health('wrong-name', 'down'), { timeoutMs: 60_000 }).catch(prom.withLog);
     assert.match(wrong.lastError, /certificate|x509/i);
 
     // Renewal: new key and a new self-signed CA; Prometheus re-reads ca_file, so the old certificate is no longer
@@ -175,16 +129,7 @@ describe('real Prometheus', () => {
       socket.on('error', reject);
     });
     assert.equal(presented, new X509Certificate(renewed.cert).fingerprint256, 'the renewed certificate, verified with the new CA');
-    const query = async (q: string): Promise<number | undefined> => {
-      const body = (await (await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as QueryResult;
-      const v = body.data.result[0]?.value[1];
-      return v === undefined ? undefined : Number(v);
-    };
     // Three more successful scrapes of the verified job after the renewal, against the new CA only.
-    const before = (await query('sum_over_time(up{job="verified"}[10m])')) ?? 0;
-    await waitFor('three successful verified scrapes after the renewal', async () => {
-      const after = (await query('sum_over_time(up{job="verified"}[10m])')) ?? 0;
-      return after >= before + 3 && (await health('verified', 'up')) !== undefined;
-    }, { timeoutMs: 60_000 }).catch(withLog);
+    await prom.waitForSuccessfulScrapes('verified', 3);
   });
 });

@@ -69,7 +69,8 @@ const defaultLogger: Logger = (message) => process.stderr.write(`[cluster] ${mes
 /** Runs hack/build-tools.sh (builds on first use, cached afterwards) and returns the binary directories. */
 export async function ensureBinaries(log: Logger = defaultLogger): Promise<BinDirs> {
   log('checking control-plane binaries (hack/build-tools.sh; a cold build takes a while and prints progress)');
-  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env'], {
+  // Only the control plane's binaries: cert-manager (test/certmanager.test.ts) comes from `make tools`.
+  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', '--control-plane'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -1,0 +1,41 @@
+/**
+ * config/ rendered as a user would: `kubectl kustomize` with the release's kubectl, optionally on a copy of config/
+ * whose optional kubebuilder-style sections are all enabled.
+ */
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAll } from 'js-yaml';
+import { kubectl, repoRoot } from './crds.ts';
+
+export interface Doc {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+}
+
+/**
+ * A copy of config/ (in a new temporary directory; the caller removes it) with every optional section of
+ * config/default and config/prometheus enabled, as their header comments tell users: the first '#' of each line
+ * under a '# [NAME]' marker removed.
+ */
+export function enabledConfigCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tscm-config-'));
+  cpSync(join(repoRoot, 'config'), dir, { recursive: true });
+  for (const file of ['default/kustomization.yaml', 'prometheus/kustomization.yaml']) {
+    const path = join(dir, file);
+    let body = false;
+    const lines = readFileSync(path, 'utf8').split('\n').map((l) => {
+      if (l.startsWith('apiVersion:')) body = true;
+      return body && l.startsWith('#') && !l.startsWith('# [') ? l.slice(1) : l;
+    });
+    writeFileSync(path, lines.join('\n'));
+  }
+  return dir;
+}
+
+/** Rendered documents as plain YAML values (client-node's loadAllYaml would rename fields such as `from`). */
+export const render = async (dir: string): Promise<Doc[]> => loadAll(await kubectl('kustomize', dir)) as Doc[];
+
+export const find = (docs: Doc[], kind: string): Doc | undefined => docs.find((d) => d.kind === kind);
