@@ -53,23 +53,34 @@ function causeMessage(err: unknown): string {
 export async function send(req: HttpRequest): Promise<HttpResponse> {
   const { fetch } = lib(); // loaded before the deadline starts: the first call must not spend its timeout on it
   const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  // One controller per request (as pkg/client/rest.ts): the caller's signal and our timer both abort it; both are
+  // released when the body has been read or the request failed.
+  const ac = new AbortController();
+  const outer = req.signal;
+  const onAbort = (): void => ac.abort(outer?.reason);
+  if (outer?.aborted) ac.abort(outer.reason);
+  else outer?.addEventListener('abort', onAbort, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort(new DOMException(`no complete response within ${timeoutMs} ms`, 'TimeoutError'));
+  }, timeoutMs);
+  timer.unref();
   const path = new URL(req.url).pathname;
   try {
     const res = await fetch(req.url, {
       method: req.method,
       headers: req.headers,
       body: req.body,
-      signal,
+      signal: ac.signal,
       ...(req.dispatcher && { dispatcher: req.dispatcher }),
     });
     const text = await res.text();
     // undici's Headers and the global Headers are the same shape; callers only read them.
     return { status: res.status, headers: res.headers as unknown as Headers, text };
   } catch (err) {
-    if (req.signal?.aborted) throw req.signal.reason;
-    if (timeout.aborted) {
+    if (outer?.aborted && !timedOut) throw outer.reason;
+    if (timedOut) {
       throw new NeutronUnavailableError({
         status: 0, type: 'Timeout', message: `no complete response within ${timeoutMs} ms`, method: req.method, path, cause: err,
       });
@@ -77,6 +88,9 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
     throw new NeutronUnavailableError({
       status: 0, type: 'ConnectionError', message: causeMessage(err), method: req.method, path, cause: err,
     });
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onAbort);
   }
 }
 
