@@ -6,7 +6,7 @@
  * http://, CONNECT for https://) that counts what passed through it.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -71,6 +71,7 @@ describe('Neutron client transport: TLS settings of clouds.yaml and the proxy en
     await ksTls?.close();
     await nTls?.close();
     await neutron?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const clientFor = (cloud: string, env: NodeJS.ProcessEnv = {}): NeutronClient =>
