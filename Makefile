@@ -69,11 +69,12 @@ run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control p
 	$(NODE) hack/run.ts $(ARGS)
 
 .PHONY: bench
-bench: deps tools ## Benchmarks on private control planes (+ a local neutron-server), printing tables (QUICK=1: informer smoke run).
+bench: deps tools ## Benchmarks on private control planes (+ local neutron-servers, one behind Keystone), printing tables (QUICK=1: smoke runs).
 	$(NODE) --expose-gc bench/run.ts $(if $(QUICK),--quick,)
 	$(NODE) bench/scale.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/foo-scale.ts
 	$(NODE) bench/network-scale.ts
+	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
 
 ##@ Deployment
 

@@ -1,5 +1,5 @@
 /**
- * 200-Network scale measurement (not a test; not part of `make test`): creates N Networks at once in a fresh namespace,
+ * Network scale measurement (not a test; not part of `make test`): creates N Networks at once in a fresh namespace,
  * with the real manager (`node cmd/manager/main.ts --controllers=network`, WATCH_NAMESPACE=<ns>) running as its own
  * process against a real neutron-server (hack/neutron/up.sh in a private state dir), and measures how long until every
  * Network is Ready=True — then how long until all of them are deleted again (Neutron networks gone, finalizers
@@ -12,12 +12,17 @@
  *
  * --auth keystone: neutron-server behind a real Keystone (hack/neutron/up.sh NEUTRON_AUTH=keystone); the manager uses
  * the password cloud `local` (project k8s), the raw reference sends a token of the same user, and the k8s project's
- * quota is lifted with an admin token. Every Neutron request is then validated by keystonemiddleware.
+ * quota is lifted with an admin token. keystonemiddleware caches validated tokens for 300 s (its default, as clouds run
+ * it: NEUTRON_TOKEN_CACHE_TIME=300); without the cache every Neutron request waited for a Keystone validation, which
+ * took 35-40 s on this 2-core machine under load (see bench/README.md).
  *
  * Cluster: --cluster-dir, else $TSCM_CLUSTER_DIR / $CLUSTER_DIR when they hold a running control plane, else a fresh
  * full-mode control plane in a temporary directory (stopped at the end). Each --network-concurrency value (comma list)
  * gets its own namespace and manager. Times are measured from the first create request; progress is observed through
- * an informer in this process. Afterwards Neutron is checked for duplicates (exactly one network per Network UID).
+ * an informer in this process. Counted through Neutron's API (every page, `project_id` = the manager's project, a
+ * fresh token per look): after Ready, duplicates (a UID with more than one network, a second network of a Network's
+ * name — e.g. an untagged create that committed late —, a second subnet) and UIDs without a network; after the
+ * deletes, leaks (every network and subnet of the project that was not there before the Networks were created).
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -32,7 +37,7 @@ import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import { benchControlPlane, log, runAll } from './common.ts';
 import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
-import { keystoneToken, startNeutron } from '../test/helpers/neutron.ts';
+import { keystoneToken, neutronApi, startNeutron } from '../test/helpers/neutron.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -64,6 +69,29 @@ async function waitUntil(what: string, probe: () => boolean | Promise<boolean>, 
 }
 
 interface Row { what: string; objects: number; ms: number | undefined }
+
+type Json = Record<string, unknown>;
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/**
+ * Neutron as the manager's project sees it, listed through Neutron's API (every page) with a fresh token per look
+ * (a 1 000-Network run can outlive a token) and an explicit `project_id` filter: what duplicates and leaks are
+ * counted in.
+ */
+interface ProjectScope {
+  readonly project: string;
+  inProject(): Promise<{ networks: Json[]; subnets: Json[] }>;
+}
+
+function projectScope(endpoint: string, project: string, headers: () => Promise<Record<string, string>>): ProjectScope {
+  return {
+    project,
+    async inProject() {
+      const api = neutronApi(endpoint, await headers());
+      return { networks: await api.networks({ project_id: project }), subnets: await api.subnets({ project_id: project }) };
+    },
+  };
+}
 
 /** One raw Neutron request with a generous timeout (a loaded neutron-server can take well over 10 s). */
 async function raw<T>(endpoint: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
@@ -126,8 +154,10 @@ async function neutronReference(endpoint: string, inFlight: number): Promise<{ r
   };
 }
 
-async function networkRun(cp: ControlPlane, rest: RestClient, endpoint: string, cloudsYaml: string, workers: number): Promise<{ rows: Row[]; notes: string }> {
+async function networkRun(cp: ControlPlane, rest: RestClient, scope: ProjectScope, cloudsYaml: string, workers: number): Promise<{ rows: Row[]; notes: string }> {
   const ns = `bench-net-w${workers}-${Date.now().toString(36)}`;
+  const start = await scope.inProject();
+  const before = { networkIds: new Set(start.networks.map((n) => str(n['id']))), subnetIds: new Set(start.subnets.map((n) => str(n['id']))) };
   await rest.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
   const manager = await ManagerProcess.start({
     args: ['--controllers=network', `--network-concurrency=${workers}`, `--neutron-cloud-config=${cloudsYaml}`, '--neutron-cloud=local', '--log-level=warn'],
@@ -151,13 +181,24 @@ async function networkRun(cp: ControlPlane, rest: RestClient, endpoint: string, 
     const tReady = await waitUntil(`all ${N} Networks Ready`, () => ready() >= N, deadline);
     log(tReady === undefined ? `only ${ready()} Ready` : `all Ready after ${((tReady - t0) / 1000).toFixed(1)} s`);
 
-    // No duplicates: exactly one Neutron network per Network UID.
-    const byTag = new Map<string, number>();
-    const allNetworks = async (): Promise<{ tags?: string[] }[]> => (await raw<{ networks: { tags?: string[] }[] }>(endpoint, 'GET', '/v2.0/networks')).body.networks;
-    const all = await allNetworks();
-    for (const n of all) for (const tag of n.tags ?? []) byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
+    // No duplicates: exactly one Neutron network per Network UID (tag), one per name (an untagged network of the same
+    // name would be a create that committed late), one subnet per network — all in the manager's project.
     const uids = networks.lister().list(ns).map((n) => `k8s-uid:${n.metadata?.uid ?? ''}`);
+    const ours = (n: Json): boolean => str(n['name']).startsWith(`${ns}/`) || ((n['tags'] ?? []) as string[]).some((t) => uids.includes(t));
+    const afterReady = await scope.inProject();
+    const mine = afterReady.networks.filter(ours);
+    const byTag = new Map<string, number>();
+    const byName = new Map<string, number>();
+    for (const n of mine) {
+      for (const tag of (n['tags'] ?? []) as string[]) byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
+      byName.set(str(n['name']), (byName.get(str(n['name'])) ?? 0) + 1);
+    }
+    const mineIds = new Set(mine.map((n) => str(n['id'])));
+    const subnetsPer = new Map<string, number>();
+    for (const s of afterReady.subnets) if (mineIds.has(str(s['network_id']))) subnetsPer.set(str(s['network_id']), (subnetsPer.get(str(s['network_id'])) ?? 0) + 1);
     const duplicates = uids.filter((t) => (byTag.get(t) ?? 0) > 1).length;
+    const sameName = [...byName.values()].reduce((sum, c) => sum + c - 1, 0);
+    const extraSubnets = [...subnetsPer.values()].reduce((sum, c) => sum + Math.max(0, c - 1), 0);
     const missing = uids.filter((t) => (byTag.get(t) ?? 0) === 0).length;
 
     const metrics = await manager.metrics();
@@ -170,7 +211,10 @@ async function networkRun(cp: ControlPlane, rest: RestClient, endpoint: string, 
     const d0 = performance.now();
     await rest.json('DELETE', `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`);
     const tGone = await waitUntil('all Networks deleted', () => networks.lister().list(ns).length === 0, d0 + timeoutMs);
-    const leftInNeutron = (await allNetworks()).filter((n) => (n.tags ?? []).some((t) => uids.includes(t))).length;
+    // Leaks: every network and subnet of the project that was not there before the Networks were created.
+    const afterDelete = await scope.inProject();
+    const leakedNetworks = afterDelete.networks.filter((n) => !before.networkIds.has(str(n['id']))).length;
+    const leakedSubnets = afterDelete.subnets.filter((n) => !before.subnetIds.has(str(n['id']))).length;
 
     const label = `Network controller (${workers} worker${workers > 1 ? 's' : ''})`;
     return {
@@ -180,7 +224,9 @@ async function networkRun(cp: ControlPlane, rest: RestClient, endpoint: string, 
         { what: `${label}: all deleted (Neutron network gone, finalizer removed)`, objects: N, ms: tGone === undefined ? undefined : tGone - d0 },
       ],
       notes: `--network-concurrency=${workers}: ${reconciles} reconciles until Ready (mean ${meanMs.toFixed(0)} ms, ${errors} errors); ` +
-        `Neutron afterwards: ${duplicates} duplicate and ${missing} missing networks among ${N} UIDs, ${leftInNeutron} left after the deletes; ` +
+        `Neutron (listed in project ${scope.project}): ${duplicates} UIDs with more than one network, ${sameName} extra networks of a Network's name, ` +
+        `${extraSubnets} extra subnets, ${missing} UIDs without a network after Ready; ` +
+        `after the deletes ${leakedNetworks} networks and ${leakedSubnets} subnets left (leaks); ` +
         `manager ${value('process_cpu_seconds_total').toFixed(1)} CPU seconds`,
     };
   } finally {
@@ -205,13 +251,14 @@ function table(rows: Row[]): string {
 async function main(): Promise<void> {
   const { cp, owned } = await benchControlPlane(args['cluster-dir']);
   log(`starting a private neutron-server (auth: ${auth})`);
-  const neutron = await startNeutron({ auth, timeoutMs: 20 * 60_000 });
+  const neutron = await startNeutron({ auth, timeoutMs: 20 * 60_000, ...(auth === 'keystone' && { tokenCacheSeconds: 300 }) });
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'network-scale-bench' });
   try {
     // Neutron's default quota is 100 networks and 100 subnets per project (noauth: every request is fake_project_id).
     let project = 'fake_project_id';
+    let scope = projectScope(neutron.endpoint, project, () => Promise.resolve({}));
     if (auth === 'keystone') {
       const k8s = await keystoneToken(neutron.keystoneUrl ?? '', 'k8s');
       project = String(((k8s.body['token'] as Record<string, unknown>)['project'] as Record<string, unknown>)['id']);
@@ -219,6 +266,8 @@ async function main(): Promise<void> {
       const quota = await raw(neutron.endpoint, 'PUT', `/v2.0/quotas/${project}`, { quota: { network: -1, subnet: -1 } });
       if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
       rawHeaders = { 'x-auth-token': k8s.token }; // the reference acts as the manager's user, in its project
+      const keystoneUrl = neutron.keystoneUrl ?? '';
+      scope = projectScope(neutron.endpoint, project, async () => ({ 'x-auth-token': (await keystoneToken(keystoneUrl, 'k8s')).token }));
     } else {
       const quota = await raw(neutron.endpoint, 'PUT', `/v2.0/quotas/${project}`, { quota: { network: -1, subnet: -1 } });
       if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${JSON.stringify(quota.body)}`);
@@ -233,7 +282,7 @@ async function main(): Promise<void> {
       const ref = await neutronReference(neutron.endpoint, workers);
       rows.push(...ref.rows);
       notes.push(`Neutron auth: ${auth}. Neutron raw reference (${workers} in flight): ${ref.failures} requests answered 500/409 (SQLite "database is locked") and were retried at once`);
-      const run = await networkRun(cp, rest, neutron.endpoint, neutron.cloudsYaml, workers);
+      const run = await networkRun(cp, rest, scope, neutron.cloudsYaml, workers);
       rows.push(...run.rows);
       notes.push(run.notes);
     }

@@ -5,88 +5,31 @@
  * Neutron commits only after the client timed out. Neutron's state is always checked through the raw `neutronApi`.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
 import { neutronDescription } from '../pkg/controllers/network/index.ts';
-import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
-import { installCRDs } from './helpers/crds.ts';
-import { startControllers, type RunningControllers } from './helpers/manager.ts';
-import { NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+import { waitFor } from './helpers/cluster.ts';
+import type { RunningControllers } from './helpers/manager.ts';
+import { CONVERGE, createNetwork, getNetwork, NetworkTestBed, patchSpec, readyOf, waitReady } from './helpers/network.ts';
+import type { NeutronApi, NeutronProxy } from './helpers/neutron.ts';
 
 const NEUTRON_START_TIMEOUT = 15 * 60_000;
-const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
 type Json = Record<string, unknown>;
 
-const networksPath = (ns: string): string => `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`;
-
-async function createNetwork(ns: string, name: string, spec: Network['spec']): Promise<Network> {
-  return expectStatus<Network>(await cluster().request('POST', networksPath(ns), {
-    apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name }, spec,
-  }), 201, `create Network ${name}`);
-}
-
-async function getNetwork(ns: string, name: string): Promise<Network | undefined> {
-  const res = await cluster().get(`${networksPath(ns)}/${name}`);
-  return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
-}
-
-async function patchSpec(ns: string, name: string, spec: Network['spec']): Promise<void> {
-  expectStatus(await cluster().request('PATCH', `${networksPath(ns)}/${name}`, { spec },
-    { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch Network ${name}`);
-}
-
-const readyOf = (n: Network | undefined): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined =>
-  n?.status?.conditions?.find((c) => c.type === 'Ready');
-
-async function waitReady(ns: string, name: string, generation: number): Promise<Network> {
-  return waitFor(`Network ${name} Ready at generation ${generation}`, async () => {
-    const n = await getNetwork(ns, name);
-    const c = readyOf(n);
-    return c?.status === 'True' && c.observedGeneration === generation ? n : undefined;
-  }, CONVERGE);
-}
-
 describe('Network controller on a neutron-server with real-cloud settings (page cap 2, no overlapping IPs)', () => {
-  let neutron: NeutronInstance;
+  let bed: NetworkTestBed;
   let api: NeutronApi;
   let proxy: NeutronProxy;
-  let cloudsYaml: string;
-  const namespaces: string[] = [];
 
   before(async () => {
-    await installCRDs();
-    neutron = await startNeutron({ pageLimit: 2, overlappingIps: false });
-    api = neutronApi(neutron.endpoint);
-    proxy = await NeutronProxy.start(neutron.endpoint);
-    cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-net-real-clouds-')), 'clouds.yaml');
-    writeFileSync(cloudsYaml, `clouds:\n  local:\n    auth_type: none\n    auth:\n      endpoint: ${proxy.endpoint}\n    region_name: RegionOne\n`);
+    bed = await NetworkTestBed.start({ pageLimit: 2, overlappingIps: false, proxy: true, timeoutMs: NEUTRON_START_TIMEOUT });
+    api = bed.api;
+    proxy = bed.proxy ?? assert.fail('no proxy');
   }, { timeout: NEUTRON_START_TIMEOUT });
 
-  after(async () => {
-    for (const ns of namespaces) {
-      const list = await cluster().get(networksPath(ns));
-      if (list.status !== 200) continue;
-      for (const n of (JSON.parse(list.body) as { items: Network[] }).items) {
-        await cluster().request('PATCH', `${networksPath(ns)}/${n.metadata?.name ?? ''}`, { metadata: { finalizers: null } },
-          { headers: { 'content-type': 'application/merge-patch+json' } });
-      }
-    }
-    await proxy?.close();
-    await neutron?.stop();
-  });
+  after(() => bed?.stop());
 
-  async function namespace(t: TestContext, prefix: string): Promise<string> {
-    const ns = await testNamespace(t, prefix);
-    namespaces.push(ns);
-    return ns;
-  }
-
-  function start(t: TestContext, ns: string): Promise<RunningControllers> {
-    return startControllers(t, { namespace: ns, controllers: ['network'], neutron: { cloudConfig: cloudsYaml, cloud: 'local' } });
-  }
+  const namespace = (t: TestContext, prefix: string): Promise<string> => bed.namespace(t, prefix);
+  const start = (t: TestContext, ns: string): Promise<RunningControllers> => bed.startController(t, ns);
 
   test('the server really caps pages: a list of 5 comes in pages of 2 with next links', async () => {
     const res = await api.request<{ networks: Json[]; networks_links?: { rel: string }[] }>('GET', '/v2.0/networks?limit=500');

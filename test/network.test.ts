@@ -11,87 +11,29 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
 import { neutronDescription } from '../pkg/controllers/network/index.ts';
-import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
-import { installCRDs, repoRoot } from './helpers/crds.ts';
-import { startControllers, type RunningControllers } from './helpers/manager.ts';
+import { cluster, waitFor } from './helpers/cluster.ts';
+import { repoRoot } from './helpers/crds.ts';
+import type { RunningControllers } from './helpers/manager.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
-import { NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance } from './helpers/neutron.ts';
+import { CONVERGE, createNetwork, deleteNetwork, eventsFor, getNetwork, NetworkTestBed, patchSpec, readyOf, waitCondition, waitReady } from './helpers/network.ts';
+import { neutronApi, type NeutronApi, type NeutronInstance, type NeutronProxy } from './helpers/neutron.ts';
 
 const FINALIZER = 'samplecrd.k8s.io/neutron';
 const NEUTRON_START_TIMEOUT = 15 * 60_000;
-/** neutron-server answers in 0.2–0.6 s per request on a loaded 2-core machine: be generous. */
-const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
+/** The file's neutron-server, proxy and namespaces (before/after). */
+let bed: NetworkTestBed;
 
 type Json = Record<string, unknown>;
 
-// ---- Kubernetes helpers -------------------------------------------------------------------------------------------
-
-const networksPath = (ns: string): string => `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks`;
-
-async function createNetwork(ns: string, name: string, spec: Network['spec']): Promise<Network> {
-  return expectStatus<Network>(await cluster().request('POST', networksPath(ns), {
-    apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name }, spec,
-  }), 201, `create Network ${name}`);
-}
-
-async function getNetwork(ns: string, name: string): Promise<Network | undefined> {
-  const res = await cluster().get(`${networksPath(ns)}/${name}`);
-  return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
-}
-
-async function patchSpec(ns: string, name: string, spec: Network['spec']): Promise<Network> {
-  return expectStatus<Network>(await cluster().request('PATCH', `${networksPath(ns)}/${name}`, { spec },
-    { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch Network ${name}`);
-}
-
-async function deleteNetwork(ns: string, name: string): Promise<void> {
-  expectStatus(await cluster().request('DELETE', `${networksPath(ns)}/${name}`), 200, `delete Network ${name}`);
-}
-
-const readyOf = (n: Network | undefined): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined =>
-  n?.status?.conditions?.find((c) => c.type === 'Ready');
-
-/** Waits for Ready=True at `generation` (observedGeneration too). */
-async function waitReady(ns: string, name: string, generation: number): Promise<Network> {
-  return waitFor(`Network ${name} Ready at generation ${generation}`, async () => {
-    const n = await getNetwork(ns, name);
-    const c = readyOf(n);
-    return c?.status === 'True' && c.observedGeneration === generation && n?.status?.observedGeneration === generation ? n : undefined;
-  }, CONVERGE);
-}
-
-async function waitCondition(ns: string, name: string, status: string, reason: string): Promise<Network> {
-  return waitFor(`Network ${name} Ready=${status} ${reason}`, async () => {
-    const n = await getNetwork(ns, name);
-    const c = readyOf(n);
-    return c?.status === status && c.reason === reason ? n : undefined;
-  }, CONVERGE);
-}
-
-interface CoreEvent { type: string; reason: string; message: string; count?: number; metadata: { resourceVersion: string } }
-
-async function eventsFor(ns: string, name: string): Promise<CoreEvent[]> {
-  const sel = encodeURIComponent(`involvedObject.kind=Network,involvedObject.name=${name}`);
-  const list = expectStatus<{ items: CoreEvent[] }>(await cluster().get(`/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`), 200, 'list events');
-  return list.items.sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
-}
-
-// ---- in-process controller (test/helpers/manager.ts's wiring, with Neutron settings) ------------------------------
-
 /** The Network controller in-process (shared harness), connected to the test's neutron-server. */
 function startInProcess(t: TestContext, ns: string, cloudsYaml: string, opts: { resyncPeriodMs?: number; concurrency?: number } = {}): Promise<RunningControllers> {
-  return startControllers(t, {
-    namespace: ns, controllers: ['network'], neutron: { cloudConfig: cloudsYaml, cloud: 'local' },
-    ...(opts.resyncPeriodMs !== undefined ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
-    ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
-  });
+  return bed.startController(t, ns, { cloudsYaml, ...opts });
 }
 
 // ---- neutron-server stop/start keeping its database ---------------------------------------------------------------
@@ -133,34 +75,14 @@ describe('Network controller on a real neutron-server', () => {
   let cloudsYaml: string;
 
   before(async () => {
-    await installCRDs();
-    neutron = await startNeutron();
-    api = neutronApi(neutron.endpoint);
-    proxy = await NeutronProxy.start(neutron.endpoint);
-    cloudsYaml = join(mkdtempSync(join(tmpdir(), 'tscm-net-clouds-')), 'clouds.yaml');
-    writeFileSync(cloudsYaml, `clouds:\n  local:\n    auth_type: none\n    auth:\n      endpoint: ${proxy.endpoint}\n    region_name: RegionOne\n`);
+    bed = await NetworkTestBed.start({ proxy: true, timeoutMs: NEUTRON_START_TIMEOUT });
+    ({ neutron, api, cloudsYaml } = bed);
+    proxy = bed.proxy ?? assert.fail('no proxy');
   }, { timeout: NEUTRON_START_TIMEOUT });
 
-  /** Namespaces of this file's tests: their leftover Networks lose the finalizer at the end (no controller is left). */
-  const namespaces: string[] = [];
-  async function namespace(t: TestContext, prefix: string): Promise<string> {
-    const ns = await testNamespace(t, prefix);
-    namespaces.push(ns);
-    return ns;
-  }
+  after(() => bed?.stop());
 
-  after(async () => {
-    for (const ns of namespaces) {
-      const list = await cluster().get(networksPath(ns));
-      if (list.status !== 200) continue;
-      for (const n of (JSON.parse(list.body) as { items: Network[] }).items) {
-        await cluster().request('PATCH', `${networksPath(ns)}/${n.metadata?.name ?? ''}`, { metadata: { finalizers: null } },
-          { headers: { 'content-type': 'application/merge-patch+json' } });
-      }
-    }
-    await proxy?.close();
-    await neutron?.stop();
-  });
+  const namespace = (t: TestContext, prefix: string): Promise<string> => bed.namespace(t, prefix);
 
   /** Neutron's own view of a Network: networks by tag and by name, subnets of the tagged network. */
   async function inNeutron(ns: string, name: string, uid: string): Promise<{ tagged: Json[]; named: Json[]; subnets: Json[] }> {

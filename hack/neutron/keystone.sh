@@ -8,7 +8,8 @@
 #        hack/neutron/keystone.sh down <dir>
 #
 # State lives in <dir>/keystone: mysql/ (MariaDB data, unix socket only, no TCP), keystone.conf, fernet and credential
-# keys, uwsgi.ini, logs, port. What `up` creates (passwords are fixed test passwords: loopback only):
+# keys, uwsgi.ini, logs, port. What `up` creates (passwords are fixed test passwords: loopback only; the admin API calls
+# are in keystone-admin.py next to this script):
 #   domain Default; region RegionOne; roles admin, member, reader (keystone-manage bootstrap)
 #   project admin   / user admin   / password admin-pw   (role admin)   — also neutron-server's service user
 #   project k8s     / user k8s     / password k8s-pw     (role member)  — the controller's credentials
@@ -21,6 +22,7 @@
 set -euo pipefail
 
 cmd=${1:-}
+here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 log() { printf '[keystone +%ss] %s\n' "$SECONDS" "$*" >&2; }
 die() { printf 'keystone: error: %s\n' "$*" >&2; exit 1; }
@@ -167,40 +169,7 @@ EOF
 
   if [ ! -f "$k/bootstrapped" ]; then
     log "creating projects k8s and other with their users"
-    "$PY" - "$url" <<'EOF' || die "creating projects/users failed"
-import json, sys, time, urllib.error, urllib.request
-url = sys.argv[1]
-def call(method, path, body=None, token=None, tries=4):
-    # Keystone under uwsgi can be slow to answer its first requests on a loaded machine: generous timeout, and
-    # transport failures retried (a retried create that had committed answers 409, handled by ensure()).
-    for attempt in range(tries):
-        req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
-        except urllib.error.HTTPError:
-            raise
-        except OSError:
-            if attempt == tries - 1:
-                raise
-            time.sleep(2)
-def ensure(kind, body, token):
-    # POST /<kind>s, or the existing one of that name (409: created by an earlier, timed-out attempt).
-    try:
-        return call('POST', f'/{kind}s', {kind: body}, token)[1][kind]
-    except urllib.error.HTTPError as e:
-        if e.code != 409:
-            raise
-        return call('GET', f"/{kind}s?name={body['name']}", token=token)[1][kind + 's'][0]
-token, _ = call('POST', '/auth/tokens', {'auth': {'identity': {'methods': ['password'], 'password': {'user': {
-    'name': 'admin', 'domain': {'id': 'default'}, 'password': 'admin-pw'}}}, 'scope': {'project': {'name': 'admin', 'domain': {'id': 'default'}}}}})
-roles = {r['name']: r['id'] for r in call('GET', '/roles', token=token)[1]['roles']}
-for name in ('k8s', 'other'):
-    p = ensure('project', {'name': name, 'domain_id': 'default'}, token)
-    u = ensure('user', {'name': name, 'domain_id': 'default', 'password': name + '-pw', 'default_project_id': p['id']}, token)
-    call('PUT', f"/projects/{p['id']}/users/{u['id']}/roles/{roles['member']}", token=token)
-EOF
+    "$PY" "$here/keystone-admin.py" projects "$url" || die "creating projects/users failed"
     touch "$k/bootstrapped"
   fi
   echo "$url" > "$k/url"
@@ -210,41 +179,7 @@ EOF
 # register <dir> <neutron-url>: the network service and its public/internal/admin endpoints (replacing old ones).
 register() {
   local dir=$1 nurl=$2
-  "$PY" - "$(cat "$dir/keystone/url")" "$nurl" <<'EOF' || die "registering the network endpoint failed"
-import json, sys, time, urllib.error, urllib.request
-url, nurl = sys.argv[1], sys.argv[2]
-def call(method, path, body=None, token=None, tries=4):
-    # Keystone under uwsgi can be slow to answer its first requests on a loaded machine: generous timeout, and
-    # transport failures retried (a retried create that had committed answers 409, handled by ensure()).
-    for attempt in range(tries):
-        req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={'content-type': 'application/json', **({'x-auth-token': token} if token else {})})
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.headers.get('x-subject-token'), (json.loads(r.read() or b'null'))
-        except urllib.error.HTTPError:
-            raise
-        except OSError:
-            if attempt == tries - 1:
-                raise
-            time.sleep(2)
-def ensure(kind, body, token):
-    # POST /<kind>s, or the existing one of that name (409: created by an earlier, timed-out attempt).
-    try:
-        return call('POST', f'/{kind}s', {kind: body}, token)[1][kind]
-    except urllib.error.HTTPError as e:
-        if e.code != 409:
-            raise
-        return call('GET', f"/{kind}s?name={body['name']}", token=token)[1][kind + 's'][0]
-token, _ = call('POST', '/auth/tokens', {'auth': {'identity': {'methods': ['password'], 'password': {'user': {
-    'name': 'admin', 'domain': {'id': 'default'}, 'password': 'admin-pw'}}}, 'scope': {'project': {'name': 'admin', 'domain': {'id': 'default'}}}}})
-services = [s for s in call('GET', '/services?type=network', token=token)[1]['services']]
-sid = services[0]['id'] if services else call('POST', '/services', {'service': {'type': 'network', 'name': 'neutron'}}, token)[1]['service']['id']
-for e in call('GET', f'/endpoints?service_id={sid}', token=token)[1]['endpoints']:
-    call('DELETE', f"/endpoints/{e['id']}", token=token)
-for iface in ('public', 'internal', 'admin'):
-    call('POST', '/endpoints', {'endpoint': {'service_id': sid, 'interface': iface, 'region_id': 'RegionOne', 'url': nurl}}, token)
-EOF
+  "$PY" "$here/keystone-admin.py" register "$(cat "$dir/keystone/url")" "$nurl" || die "registering the network endpoint failed"
 }
 
 case "$cmd" in

@@ -19,6 +19,10 @@
 #                          `local` (user k8s in project k8s), `other` (user other, project other) and `admin`.
 #                          First use installs keystone + mariadb-server; setting up costs about a minute.
 #   KEYSTONE_TOKEN_EXPIRATION  with NEUTRON_AUTH=keystone: token lifetime in seconds (default 3600)
+#   NEUTRON_TOKEN_CACHE_TIME   with NEUTRON_AUTH=keystone: keystonemiddleware's token_cache_time in seconds (default -1:
+#                          every request is validated by Keystone, so a revoked token fails at once); 300 is
+#                          keystonemiddleware's own default and what clouds run (with memcached; here in-process
+#                          per neutron-server worker) — Keystone then sees one validation per token and worker
 #   NEUTRON_OVERLAPPING_IPS  true (default here) or false (Neutron's own default, and most clouds'): with false, no two
 #                          subnets in the whole server may overlap (allow_overlapping_ips)
 #   NEUTRON_PAGE_LIMIT     a number: pagination_max_limit, the server's cap on page size (Neutron's default: none);
@@ -211,7 +215,8 @@ driver = noop
 root_helper =
 EOF
 if [ "$auth_mode" = keystone ]; then
-  # keystonemiddleware validates every token with Keystone; no validation cache, so a revoked token fails at once.
+  # By default keystonemiddleware validates every token with Keystone (no validation cache: a revoked token fails at
+  # once); NEUTRON_TOKEN_CACHE_TIME sets the cache as clouds run it.
   cat >> "$dir/neutron.conf" <<EOF
 
 [keystone_authtoken]
@@ -224,7 +229,7 @@ project_name = admin
 username = admin
 password = admin-pw
 region_name = RegionOne
-token_cache_time = -1
+token_cache_time = ${NEUTRON_TOKEN_CACHE_TIME:--1}
 EOF
 fi
 

@@ -23,13 +23,12 @@
  * Concurrency: stateless between requests apart from the Authenticator's token cache and the cached extension probe;
  * safe to share across workers.
  */
-import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import type { Clock } from '../util/clock.ts';
 import { describeCloud, loadCloudConfig, type CloudConfig, type LoadCloudOptions } from './clouds.ts';
 import { decodeError, NeutronBadRequestError, NeutronNotFoundError, NeutronUnavailableError, parseRetryAfter } from './errors.ts';
-import { DEFAULT_TIMEOUT_MS, dispatcherFor, send } from './http.ts';
+import { DEFAULT_TIMEOUT_MS, proxyEnv, send, Transport } from './http.ts';
 import { authenticatorFor, type Authenticator } from './keystone.ts';
 
 export interface Network {
@@ -167,7 +166,8 @@ export interface NeutronClientOptions {
   /** Default per-request timeout (10 s). */
   timeoutMs?: number;
   logger?: Logger;
-  dispatcher?: Dispatcher;
+  /** TLS and proxy settings of the cloud (see http.ts `Transport`). */
+  transport?: Transport;
   userAgent?: string;
   /**
    * Extra headers on every Neutron request, e.g. `X-User-Id`/`X-Project-Id`/`X-Roles` for a neutron-server whose
@@ -182,6 +182,8 @@ export interface FromCloudOptions {
   clock?: Clock;
   userAgent?: string;
   headers?: Record<string, string>;
+  /** The proxy environment (HTTP(S)_PROXY, NO_PROXY); default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -225,7 +227,7 @@ export class NeutronClient {
   private readonly auth: Authenticator;
   private readonly timeoutMs: number;
   private readonly logger: Logger;
-  private readonly dispatcher: Dispatcher | undefined;
+  private readonly transport: Transport | undefined;
   private readonly userAgent: string;
   private readonly extraHeaders: Record<string, string>;
   private extensions: Promise<Set<string>> | undefined;
@@ -234,18 +236,23 @@ export class NeutronClient {
     this.auth = opts.auth;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.logger = opts.logger ?? silentLogger;
-    this.dispatcher = opts.dispatcher;
+    this.transport = opts.transport;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.extraHeaders = { ...opts.headers };
   }
 
-  /** A client for a validated cloud (Keystone or none), honouring its TLS settings. */
+  /**
+   * A client for a validated cloud (Keystone or none), honouring its TLS settings and the proxy environment for
+   * Keystone and Neutron alike. Reads the TLS files now: an unreadable one throws CloudConfigError.
+   */
   static fromCloud(cloud: CloudConfig, opts: FromCloudOptions = {}): NeutronClient {
-    const dispatcher = dispatcherFor(cloud);
+    const env = opts.env ?? process.env;
+    const transport = new Transport(cloud, env);
     const logger = opts.logger ?? silentLogger;
-    const auth = authenticatorFor(cloud, { ...opts, logger, ...(dispatcher && { dispatcher }) });
-    logger.debug({ cloud: describeCloud(cloud) }, 'neutron client configured');
-    return new NeutronClient({ ...opts, auth, logger, ...(dispatcher && { dispatcher }) });
+    const auth = authenticatorFor(cloud, { ...opts, logger, transport });
+    const proxy = proxyEnv(env);
+    logger.debug({ cloud: describeCloud(cloud), proxied: proxy.httpProxy !== '' || proxy.httpsProxy !== '', noProxy: proxy.noProxy }, 'neutron client configured');
+    return new NeutronClient({ ...opts, auth, logger, transport });
   }
 
   /** Loads clouds.yaml (see clouds.ts for the lookup order) and builds a client. Throws CloudConfigError. */
@@ -458,7 +465,7 @@ export class NeutronClient {
       const started = performance.now();
       const res = await send({
         method, url: auth.endpoint + suffix, headers, body, timeoutMs: spec.timeoutMs ?? this.timeoutMs,
-        signal: spec.signal, dispatcher: this.dispatcher,
+        signal: spec.signal, transport: this.transport,
       });
       this.logger.debug({ method, path, status: res.status, ms: Math.round(performance.now() - started) }, 'neutron request');
       if (spec.ok.includes(res.status)) return res.text;

@@ -161,6 +161,15 @@ clouds:
     assert.equal(c.cacert, join(p, '..', 'ca.pem'));
     assert.match(loadErr(`${full}    verify: maybe\n`), /verify must be true or false/);
   });
+
+  it('resolves cert and key next to the file; a key needs a cert', () => {
+    const p = file(`${full}    cert: tls/client.crt\n    key: /abs/client.key\n`);
+    const c = loadCloudConfig({ path: p, env: {} });
+    assert.equal(c.cert, join(p, '..', 'tls', 'client.crt'));
+    assert.equal(c.key, '/abs/client.key');
+    assert.equal(load(`${full}    cert: both.pem\n`).key, undefined);
+    assert.match(loadErr(`${full}    key: client.key\n`), /\.key is set without .*\.cert/);
+  });
 });
 
 describe('clouds.yaml: v3applicationcredential', () => {

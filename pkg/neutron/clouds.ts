@@ -19,7 +19,9 @@
  *  - `none` / `noauth`: no Keystone; the network endpoint must be explicit: `auth.endpoint` (keystoneauth's `none`
  *    plugin form, written by hack/neutron/up.sh), or `network_endpoint_override`, or `endpoint_override`.
  * Also read: `region_name`, `interface` (or legacy `endpoint_type`; public/internal/admin, default public),
- * `network_endpoint_override`/`endpoint_override` (skip the catalog even with Keystone auth), `verify`, `cacert`.
+ * `network_endpoint_override`/`endpoint_override` (skip the catalog even with Keystone auth), and TLS for Keystone and
+ * Neutron alike: `verify` (false: no certificate check), `cacert` (CA bundle), `cert` and `key` (client certificate;
+ * `cert` alone may hold certificate and key in one PEM file) — file paths relative to the clouds.yaml.
  * If `auth_type` is absent it is inferred: application credential fields → v3applicationcredential; `auth.endpoint`
  * without `auth.auth_url` → none; otherwise password.
  *
@@ -120,6 +122,10 @@ export interface CloudConfig {
   readonly verify: boolean;
   /** Path of a CA bundle for TLS. */
   readonly cacert?: string;
+  /** Path of a client certificate (PEM) presented to Keystone and Neutron. */
+  readonly cert?: string;
+  /** Path of the client certificate's key (PEM); absent when `cert` holds both. */
+  readonly key?: string;
 }
 
 export interface LoadCloudOptions {
@@ -268,8 +274,14 @@ export function cloudFromSettings(name: string, settings: unknown, source: strin
     throw new CloudConfigError(`${where}.verify must be true or false`);
   }
   const verify = verifyRaw === undefined ? true : verifyRaw === true || verifyRaw === 'true';
-  const cacertRaw = s('cacert');
-  const cacert = cacertRaw === undefined ? undefined : resolve(dirname(source), cacertRaw);
+  const file = (k: string): string | undefined => {
+    const v = s(k);
+    return v === undefined ? undefined : resolve(dirname(source), v);
+  };
+  const cacert = file('cacert');
+  const cert = file('cert');
+  const key = file('key');
+  if (key !== undefined && cert === undefined) throw new CloudConfigError(`${where}.key is set without ${where}.cert`);
 
   const type = normaliseAuthType(s('auth_type'), authRaw);
   const missing = (what: string): CloudConfigError => new CloudConfigError(`${aw}.${what} is required for auth_type ${type}`);
@@ -346,6 +358,8 @@ export function cloudFromSettings(name: string, settings: unknown, source: strin
     ...(regionName !== undefined && { regionName }),
     ...(networkEndpoint !== undefined && { networkEndpoint }),
     ...(cacert !== undefined && { cacert }),
+    ...(cert !== undefined && { cert }),
+    ...(key !== undefined && { key }),
   };
 }
 

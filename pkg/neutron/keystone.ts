@@ -20,13 +20,12 @@
  *
  * `StaticAuth`: auth_type none — a fixed endpoint and no token.
  */
-import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import { realClock, type Clock } from '../util/clock.ts';
 import { Secret, type ApplicationCredentialAuth, type CloudConfig, type PasswordAuth } from './clouds.ts';
 import { decodeError, isRetryable, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
-import { DEFAULT_TIMEOUT_MS, send } from './http.ts';
+import { DEFAULT_TIMEOUT_MS, send, type Transport } from './http.ts';
 
 export interface AuthResult {
   /** Neutron's base URL, without a trailing slash or `/v2.0`. */
@@ -71,7 +70,8 @@ export interface KeystoneAuthOptions {
   /** Renew this long before expiry at most (default 5 min; capped at half the token's lifetime). */
   refreshMarginMs?: number;
   logger?: Logger;
-  dispatcher?: Dispatcher;
+  /** TLS and proxy settings of the cloud (see http.ts `Transport`). */
+  transport?: Transport;
   userAgent?: string;
 }
 
@@ -167,7 +167,7 @@ export class KeystoneAuth implements Authenticator {
   private readonly timeoutMs: number;
   private readonly refreshMarginMs: number;
   private readonly logger: Logger;
-  private readonly dispatcher: Dispatcher | undefined;
+  private readonly transport: Transport | undefined;
   private readonly userAgent: string;
   private cached: CachedToken | undefined;
   private inflight: Promise<CachedToken> | undefined;
@@ -182,7 +182,7 @@ export class KeystoneAuth implements Authenticator {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.refreshMarginMs = opts.refreshMarginMs ?? 5 * 60_000;
     this.logger = opts.logger ?? silentLogger;
-    this.dispatcher = opts.dispatcher;
+    this.transport = opts.transport;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
   }
 
@@ -206,7 +206,7 @@ export class KeystoneAuth implements Authenticator {
     const sentAt = this.clock.now();
     this.tokenRequests++;
     const res = await send({
-      method: 'POST', url, timeoutMs: this.timeoutMs, dispatcher: this.dispatcher,
+      method: 'POST', url, timeoutMs: this.timeoutMs, transport: this.transport,
       headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': this.userAgent },
       body: JSON.stringify(tokenRequestBody(this.auth)),
     });

@@ -45,6 +45,8 @@ export interface StartNeutronOptions {
   auth?: NeutronAuthMode;
   /** With keystone: token lifetime in seconds (KEYSTONE_TOKEN_EXPIRATION). */
   tokenExpirationSeconds?: number;
+  /** With keystone: keystonemiddleware's token_cache_time (NEUTRON_TOKEN_CACHE_TIME); default none (-1). */
+  tokenCacheSeconds?: number;
   /** allow_overlapping_ips (NEUTRON_OVERLAPPING_IPS); default true. false is Neutron's own default. */
   overlappingIps?: boolean;
   /** pagination_max_limit (NEUTRON_PAGE_LIMIT); default none. */
@@ -97,6 +99,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
     ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
     ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
     ...(opts.tokenExpirationSeconds !== undefined && { KEYSTONE_TOKEN_EXPIRATION: String(opts.tokenExpirationSeconds) }),
+    ...(opts.tokenCacheSeconds !== undefined && { NEUTRON_TOKEN_CACHE_TIME: String(opts.tokenCacheSeconds) }),
   };
   const res = await run(upScript, [], env, opts.timeoutMs ?? 15 * 60_000);
   const m = /^export NEUTRON_CLOUD_CONFIG=(.+)$/m.exec(res.stdout);

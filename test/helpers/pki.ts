@@ -18,12 +18,22 @@ function pemKey(der: ArrayBuffer): string {
   return `-----BEGIN PRIVATE KEY-----\n${b64}\n-----END PRIVATE KEY-----\n`;
 }
 
-export interface TestCA {
-  cert: string;
-  issue(dnsNames: string[], commonName?: string): Promise<{ cert: string; key: string }>;
+export interface IssueOptions {
+  /** IP addresses in the subjectAltName (e.g. 127.0.0.1 for a server reached by IP). */
+  ips?: string[];
+  /** A client certificate (extendedKeyUsage clientAuth) instead of a serving one. */
+  client?: boolean;
 }
 
-/** A CA valid for a day that issues serving certificates (serverAuth, the given DNS names) valid for an hour. */
+export interface TestCA {
+  cert: string;
+  issue(dnsNames: string[], commonName?: string, opts?: IssueOptions): Promise<{ cert: string; key: string }>;
+}
+
+/**
+ * A CA valid for a day that issues certificates valid for an hour: serving ones (serverAuth, the given DNS names and
+ * IPs) or client ones (clientAuth).
+ */
 export async function createCA(name: string): Promise<TestCA> {
   const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const now = Date.now();
@@ -38,7 +48,7 @@ export async function createCA(name: string): Promise<TestCA> {
   }, webcrypto);
   return {
     cert: ca.toString('pem') + '\n',
-    async issue(dnsNames: string[], commonName = dnsNames[0] ?? 'server') {
+    async issue(dnsNames: string[], commonName = dnsNames[0] ?? 'server', opts: IssueOptions = {}) {
       const leafKeys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
       const leaf = await x509.X509CertificateGenerator.create({
         serialNumber: serial(), subject: [{ CN: [commonName] }], issuer: ca.subject,
@@ -47,8 +57,11 @@ export async function createCA(name: string): Promise<TestCA> {
         extensions: [
           new x509.BasicConstraintsExtension(false, undefined, true),
           new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-          new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns' as const, value }))),
+          new x509.ExtendedKeyUsageExtension([opts.client ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth]),
+          new x509.SubjectAlternativeNameExtension([
+            ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
+            ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+          ]),
           await x509.AuthorityKeyIdentifierExtension.create(ca, false, webcrypto),
         ],
       }, webcrypto);
