@@ -150,10 +150,12 @@ http-socket = 127.0.0.1:$kport
 wsgi-file = /usr/bin/keystone-wsgi-public
 plugins = python3
 master = true
-# One process loading the app before it serves (not lazily per worker: under load a second worker's first request
-# took longer than a short test token lives).
-processes = 1
-threads = 8
+# Single-threaded workers: Keystone's dependencies import eventlet, and eventlet with uwsgi threads fails at random
+# ("greenlet.error: cannot switch to a different thread", then a hung request). The app is loaded once in the master
+# before the workers fork (no lazy-apps: under load a lazily loading worker's first request took longer than a short
+# test token lives).
+processes = 4
+threads = 1
 buffer-size = 65535
 add-header = Connection: close
 die-on-term = true
