@@ -95,6 +95,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
       result = await setup.setup({
         factory, rest: guarded, recorder: events.recorderFor(`${name}-controller`), logger: log, registry,
         concurrency: opts.concurrency[name], gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
+        queue: { priorityQueue: opts.priorityQueue, maxQueueWaitMs: opts.maxQueueWaitMs },
         namespaces: opts.watchNamespaces,
         neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud },
       });

@@ -26,6 +26,8 @@ export interface ControllerContext {
   registry: Registry;
   /** Workers (--<name>-concurrency). */
   concurrency: number;
+  /** The Controller's `priorityQueue` and `maxQueueWaitMs` (--priority-queue, --max-queue-wait); unset = defaults. */
+  queue?: { priorityQueue?: boolean; maxQueueWaitMs?: number };
   gracefulShutdownTimeoutMs: number;
   /** Namespaces in scope ([] = all). */
   namespaces: readonly string[];

@@ -78,6 +78,7 @@ export const deploymentControllerSetup: ControllerSetup = {
       logger: ctx.logger,
       registry: ctx.registry,
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
+      ...ctx.queue,
     });
     const enqueue = (d: Deployment, priority?: number): void => controller.enqueue(metaNamespaceKey(d), priority);
     const registration = deployments.addEventHandler({

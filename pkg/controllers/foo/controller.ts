@@ -106,6 +106,7 @@ export const fooControllerSetup: ControllerSetup = {
       logger: ctx.logger,
       registry: ctx.registry,
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
+      ...ctx.queue,
     });
     // Priorities: the initial list and resyncs are low, real changes normal (priority.ts).
     const enqueueFoo = (foo: Foo, priority: number): void => controller.enqueue(metaNamespaceKey(foo), priority);

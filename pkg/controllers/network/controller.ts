@@ -458,6 +458,7 @@ export const networkControllerSetup: ControllerSetup = {
       logger: ctx.logger,
       registry: ctx.registry,
       gracefulShutdownTimeoutMs: ctx.gracefulShutdownTimeoutMs,
+      ...ctx.queue,
     });
     const reg = informer.addEventHandler({
       onAdd: (n, initial) => controller.enqueue(metaNamespaceKey(n), addPriority(initial)),
