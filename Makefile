@@ -74,6 +74,7 @@ bench: deps tools ## Benchmarks on private control planes (+ a local neutron-ser
 	$(NODE) bench/scale.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/foo-scale.ts
 	$(NODE) bench/network-scale.ts
+	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
 
 ##@ Deployment
 
