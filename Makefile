@@ -75,6 +75,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/foo-scale.ts
 	$(NODE) bench/network-scale.ts
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
+	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
 
 ##@ Deployment
 

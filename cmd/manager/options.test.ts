@@ -38,6 +38,8 @@ test('defaults match the documented flag defaults', () => {
   assert.equal(o.gracefulShutdownTimeoutMs, 30_000);
   assert.deepEqual(o.controllers, ['foo', 'network', 'deployment']);
   assert.deepEqual(o.concurrency, { foo: 1, network: 1, deployment: 1 });
+  assert.equal(o.priorityQueue, true);
+  assert.equal(o.maxQueueWaitMs, 30_000);
   assert.equal(o.logLevel, 'info');
   assert.deepEqual(o.watchNamespaces, []);
 });
@@ -58,6 +60,7 @@ test('both --flag=value and --flag value forms, booleans, last one wins', () => 
     '--cache-sync-timeout', '30s',
     '--controllers', 'foo,deployment',
     '--foo-concurrency=4', '--network-concurrency', '2',
+    '--priority-queue=false', '--max-queue-wait', '1m',
     '--log-level=debug', '--log-level', 'warn',
     '--neutron-cloud-config=/c.yaml', '--neutron-cloud', 'local',
   ]);
@@ -75,6 +78,8 @@ test('both --flag=value and --flag value forms, booleans, last one wins', () => 
   assert.equal(o.cacheSyncTimeoutMs, 30_000);
   assert.deepEqual(o.controllers, ['foo', 'deployment']);
   assert.deepEqual(o.concurrency, { foo: 4, network: 2, deployment: 1 });
+  assert.equal(o.priorityQueue, false);
+  assert.equal(o.maxQueueWaitMs, 60_000);
   assert.equal(o.logLevel, 'warn');
   assert.equal(o.neutronCloudConfig, '/c.yaml');
   assert.equal(o.neutronCloud, 'local');
@@ -85,6 +90,13 @@ test('--leader-elect=false and "0" addresses', () => {
   assert.equal(o.leaderElect, false);
   assert.equal(o.metricsBindAddress, '0');
   assert.equal(o.healthProbeBindAddress, '0');
+});
+
+test('--priority-queue: a boolean like the others (bare = true; false turns the priority queue off)', () => {
+  assert.equal(parse(['--priority-queue=false']).priorityQueue, false);
+  assert.equal(parse(['--priority-queue=false', '--priority-queue']).priorityQueue, true);
+  assert.equal(parse(['--priority-queue=0']).priorityQueue, false);
+  assert.equal(parse(['--max-queue-wait=500ms']).maxQueueWaitMs, 500);
 });
 
 test('--help short-circuits validation', () => {
@@ -99,7 +111,8 @@ test('help text lists every flag with its default and the environment', () => {
     '--kubeconfig', '--metrics-bind-address', '--metrics-secure', '--metrics-cert-dir', '--health-probe-bind-address',
     '--leader-elect ', '--leader-election-id', '--leader-election-namespace', '--leader-elect-lease-duration',
     '--leader-elect-renew-deadline', '--leader-elect-retry-period', '--graceful-shutdown-timeout', '--controllers',
-    '--foo-concurrency', '--network-concurrency', '--deployment-concurrency', '--log-level', '--neutron-cloud-config',
+    '--foo-concurrency', '--network-concurrency', '--deployment-concurrency', '--priority-queue ', '--max-queue-wait=',
+    '--log-level', '--neutron-cloud-config',
     '--neutron-cloud=', '--help', 'WATCH_NAMESPACE', 'KUBECONFIG', 'POD_NAMESPACE',
   ]) {
     assert.ok(h.includes(f), `help mentions ${f}`);
@@ -108,6 +121,8 @@ test('help text lists every flag with its default and the environment', () => {
   assert.match(h, /--metrics-secure\s.*\(default "true"\)/);
   assert.match(h, /--leader-elect-lease-duration=DURATION\s.*\(default "15s"\)/);
   assert.match(h, /--cache-sync-timeout=DURATION\s.*\(default "2m"\)/);
+  assert.match(h, /--priority-queue\s.*\(default "true"\)/);
+  assert.match(h, /--max-queue-wait=DURATION\s.*\(default "30s"\)/);
   assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
 });
 
@@ -258,6 +273,10 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--network-concurrency=-1'], message: /for --network-concurrency: want a positive integer/ },
   { argv: ['--deployment-concurrency=2.5'], message: /for --deployment-concurrency: want a positive integer/ },
   { argv: ['--deployment-concurrency', 'lots'], message: /"lots" for --deployment-concurrency/ },
+  { argv: ['--priority-queue=off'], message: /^invalid value "off" for --priority-queue: want true or false$/ },
+  { argv: ['--priority-queue', 'false'], message: /^unexpected argument "false"/ },
+  { argv: ['--max-queue-wait=0'], message: /^invalid value for --max-queue-wait: must be greater than 0$/ },
+  { argv: ['--max-queue-wait=30'], message: /^invalid value for --max-queue-wait: invalid duration "30"/ },
   { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },
   { argv: ['--metrics-secure=false', '--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
   { argv: ['--leader-election-id=Bad_Name'], message: /--leader-election-id: not a DNS-1123 subdomain/ },

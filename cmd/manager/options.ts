@@ -68,6 +68,10 @@ export interface Options {
   controllers: ControllerName[];
   /** Workers per controller (1..maxConcurrency). */
   concurrency: Record<ControllerName, number>;
+  /** `--priority-queue`: every controller's work queue orders keys by priority (false = plain FIFO). */
+  priorityQueue: boolean;
+  /** `--max-queue-wait`: aging bound of the priority queue (a key waiting this long goes first). */
+  maxQueueWaitMs: number;
   logLevel: LogLevel;
   /** `--neutron-cloud-config`, else `$NEUTRON_CLOUD_CONFIG`. */
   neutronCloudConfig: string | undefined;
@@ -111,6 +115,8 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net). 0 disables resync; otherwise at least 1s.' },
   { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
   ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
+  { name: 'priority-queue', kind: 'bool', def: 'true', help: 'Priority work queues: objects of the initial list and of resyncs are queued at low priority, real changes go first. false = plain FIFO queues.' },
+  { name: 'max-queue-wait', kind: 'duration', def: '30s', help: 'Aging bound of the priority queue: a key that has waited this long goes before younger keys whatever their priority (no starvation).' },
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
   { name: 'neutron-cloud-config', kind: 'string', help: 'Path to a clouds.yaml for the network controller. Default: $NEUTRON_CLOUD_CONFIG.' },
   { name: 'neutron-cloud', kind: 'string', help: 'Cloud name inside clouds.yaml. Default: $OS_CLOUD.' },
@@ -387,6 +393,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   const concurrency = Object.fromEntries(
     knownControllers.map((c) => [c, parseIntFlag(`${c}-concurrency`, get(`${c}-concurrency`) ?? '1')]),
   ) as Record<ControllerName, number>;
+  const priorityQueue = parseBool('priority-queue', get('priority-queue') ?? 'true');
+  const maxQueueWaitMs = duration('max-queue-wait');
 
   const level = get('log-level') ?? 'info';
   if (!(logLevelChoices as readonly string[]).includes(level)) {
@@ -444,6 +452,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     syncPeriodMs,
     controllers,
     concurrency,
+    priorityQueue,
+    maxQueueWaitMs,
     logLevel: level as LogLevel,
     neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),
     neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),

@@ -42,6 +42,8 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     },
     gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
     cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs,
+    priorityQueue: opts.priorityQueue,
+    maxQueueWaitMs: opts.maxQueueWaitMs,
   });
   // Controllers first: their informers must exist before the factory starts listing.
   for (const name of opts.controllers) {

@@ -13,6 +13,13 @@
  *    worker at a time, so a key is never reconciled twice concurrently; an event that arrives during its reconcile
  *    makes it run again after this one finishes (level-triggered: the reconciler reads current cache state).
  *  - A worker never dies: sync throws, rejections and non-Error throws are all caught and turned into results.
+ *  - Workers yield: between two keys a worker gives the event loop a turn (setImmediate) when more keys are queued.
+ *    A reconcile that does no I/O (a converged object, read from the cache) resolves through microtasks only, and
+ *    the event loop handles I/O only once the microtask queue is empty: without the turn, workers draining a
+ *    backlog of such keys would hold every watch event, probe and scrape until the queue was empty — a new
+ *    object's event would be enqueued only after the whole initial-list backlog, whatever its priority (measured:
+ *    10 000 converged Foos, the new Foo reconciled 3.2 s after ready, when the backlog was done). With it, an event
+ *    that arrives during a backlog waits at most one reconcile per worker before it is enqueued.
  *
  * Result handling (in this order, as controller-runtime's reconcileHandler):
  *  - threw a TerminalError (or one in the `cause` chain) → error + terminal counted, key forgotten, NOT requeued;
@@ -40,6 +47,7 @@
  * random UUID), passed to the reconciler as `ctx.log`; errors are logged at error level as "Reconciler error".
  */
 import { randomUUID } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
@@ -269,6 +277,9 @@ export class Controller<Req = Request> {
       const next = await this.queue.get();
       if (next.shutdown) return;
       await this.processItem(next.item);
+      // A turn of the event loop before the next key (see "Concurrency contract"): I/O waiting meanwhile — watch
+      // events and the priorities they carry, probes, scrapes — is handled first.
+      if (this.queue.len() > 0) await yieldToEventLoop();
     }
   }
 

@@ -33,6 +33,32 @@ describe('controller priority queue', () => {
     assert.deepEqual(await order(false, adds), ['ns/backlog-1', 'ns/backlog-2', 'ns/new']);
   });
 
+  // Found by bench/priority.ts (10 000 converged Foos): reconciles that do no I/O resolve as microtasks only, so
+  // workers that never gave the event loop a turn kept the informer's watch events (and /metrics, /readyz) waiting
+  // until the whole backlog was done — the new Foo came last whatever its priority.
+  for (const workers of [1, 8]) {
+    it(`workers yield to the event loop between reconciles (${workers} worker${workers > 1 ? 's' : ''}): an event during a CPU-only backlog goes first`, async () => {
+      const backlog = 2000;
+      const seen: string[] = [];
+      const ac = new AbortController();
+      const ctl = new Controller({
+        name: `pq-yield-${workers}`, registry: new Registry(), maxConcurrentReconciles: workers,
+        reconciler: ({ name }) => {
+          seen.push(name);
+          if (seen.length === backlog + 1) ac.abort();
+          return Promise.resolve(); // converged: no I/O
+        },
+      });
+      for (let i = 0; i < backlog; i++) ctl.enqueue(`ns/backlog-${i}`, PriorityLow);
+      const started = ctl.start(ac.signal);
+      // An informer event arrives from I/O: a macrotask, after the workers started on the backlog.
+      setImmediate(() => ctl.enqueue('ns/new', PriorityNormal));
+      await started;
+      const at = seen.indexOf('new');
+      assert.ok(at >= 0 && at <= 2 * workers, `the new key was reconciled after ${at} of ${backlog} backlog keys`);
+    });
+  }
+
   it('event priorities: initial list and resyncs are low, real changes normal', () => {
     assert.equal(addPriority(true), PriorityLow);
     assert.equal(addPriority(false), PriorityNormal);

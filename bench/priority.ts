@@ -1,0 +1,455 @@
+/**
+ * Priority-queue benchmark (issue 17): the manager restarts over a converged backlog, and one new object is created
+ * the moment its `/readyz` turns 200. Measured with the priority queue on (`--priority-queue=true`, the default) and
+ * off (`--priority-queue=false`: plain FIFO) in the same run, on the same objects, in ABBA order (on, off, off, on, …)
+ * so drift of the machine's load hits both alike:
+ *
+ *  - new object: ready → the new Foo's Deployment exists and its status is written (GET polled every 10 ms), or
+ *    ready → the new Network's Neutron network exists (Neutron's API polled by name every 10 ms);
+ *  - drain: ready → the backlog is worked off: `workqueue_depth` 0 (every priority), no active worker, and at least
+ *    as many reconciles as objects cached at the restart (the manager's /metrics polled every 20 ms);
+ *  - anchor: once drained, one more object of the same kind is created on the now idle manager: create → the same
+ *    effect. That is what the new object costs by itself on this machine at this moment;
+ *  - writes: the manager's non-GET API requests (`rest_client_requests_total`, the new objects' included), and the
+ *    backlog objects changed by the restart — Foos, Deployments, Networks, their Events (count) and their Neutron
+ *    networks and subnets (revision_number), compared before and after. A converged restart changes none.
+ *
+ * Rows:
+ *  (a) `--foos` Foos (default 10 000) in one namespace, converged once by the manager (`--controllers=foo`), then
+ *      restarted with `--foo-concurrency` workers (default 8, as bench/scale.ts);
+ *  (b)/(c) `--networks N:W,…` (default 90:1,1000:4): N Networks converged once by the manager against a private real
+ *      neutron-server (noauth; hack/neutron/up.sh; the network and subnet quotas lifted, Neutron's default is 100
+ *      a project), then restarted with `--network-concurrency W`.
+ * One private minimal control plane (etcd + kube-apiserver) serves every row; each row has its own namespace and the
+ * manager watches only it (WATCH_NAMESPACE). The manager runs from dist/ (built first) with the image's Node flags,
+ * as its own process, log level warn.
+ *
+ *   node bench/priority.ts [--foos 10000] [--foo-concurrency 8] [--networks 90:1,1000:4] [--repeats 2] [--quick]
+ *                          [--debug-logs DIR]   (restarts at log level debug, their logs kept in DIR)
+ *
+ * --quick: 1 000 Foos, 30:1 and 100:4 Networks, one restart per mode. Progress (and each restart's numbers) goes to
+ * stderr, the table to stdout. Converging (not measured) uses at least 8 Network workers.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Registry } from 'prom-client';
+import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
+import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
+import { KubeConfig } from '../pkg/client/kubeconfig.ts';
+import { RestClient } from '../pkg/client/rest.ts';
+import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
+import { fooResource } from '../pkg/controllers/foo/desired.ts';
+import { networkResource } from '../pkg/controllers/network/desired.ts';
+import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
+import { collectionPath, objectPath } from '../pkg/informerfactory/resource.ts';
+import { ControlPlane } from '../test/cluster/controlplane.ts';
+import { distMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
+import { startNeutron, type NeutronInstance } from '../test/helpers/neutron.ts';
+import { log, runAll } from './common.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    foos: { type: 'string' },
+    'foo-concurrency': { type: 'string', default: '8' },
+    networks: { type: 'string' },
+    repeats: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    'timeout-seconds': { type: 'string', default: '1800' },
+    'debug-logs': { type: 'string' },
+  },
+});
+/** --debug-logs DIR: restarts run at log level debug and their log lines go to DIR/<namespace>-<new object>.jsonl. */
+const debugLogs = args['debug-logs'];
+const quick = args.quick ?? false;
+const fooCount = Number(args.foos ?? (quick ? 1000 : 10_000));
+const fooWorkers = Number(args['foo-concurrency']);
+const networkRows = (args.networks ?? (quick ? '30:1,100:4' : '90:1,1000:4')).split(',').filter(Boolean).map((s) => {
+  const [n, w] = s.split(':').map(Number);
+  return { n: n ?? 0, workers: w ?? 1 };
+});
+const repeats = Number(args.repeats ?? (quick ? 1 : 2));
+const timeoutMs = Number(args['timeout-seconds']) * 1000;
+const repo = join(import.meta.dirname, '..');
+const clients = 32;
+/** Goals of issue 17. */
+const goal = { networkMs: 2000, fooMs: 1000, drainRatio: 1.1 };
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Sum of every sample of `name` whose labels include `labels`. */
+function sumMetric(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== '{' && rest[0] !== ' ') continue;
+    const labelText = rest[0] === '{' ? rest.slice(1, rest.indexOf('}')) : '';
+    if (Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+function writesIn(metrics: string): number {
+  let n = 0;
+  for (const line of metrics.split('\n')) {
+    if (line.startsWith('rest_client_requests_total{') && !/method="GET"/.test(line)) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return n;
+}
+
+/** Backlog state from the manager's /metrics: drained once nothing is queued or running and `backlog` reconciles ran. */
+function drained(metrics: string, controller: string, backlog: number): boolean {
+  return sumMetric(metrics, 'workqueue_depth', { controller }) === 0 &&
+    sumMetric(metrics, 'controller_runtime_active_workers', { controller }) === 0 &&
+    sumMetric(metrics, 'controller_runtime_reconcile_total', { controller }) >= backlog;
+}
+
+interface Measurement {
+  mode: 'on' | 'off';
+  readyMs: number;
+  /** ready → the new object's effect (Deployment / Neutron network). */
+  newMs: number | undefined;
+  /** ready → the new Foo's status written (Foo rows only). */
+  newStatusMs?: number | undefined;
+  drainMs: number | undefined;
+  /** The same kind of new object created once the backlog drained (idle manager): create → effect. The anchor. */
+  idleMs: number | undefined;
+  reconciles: number;
+  /** The manager's non-GET API requests, all objects. */
+  writes: number;
+  /** Backlog objects (and their Events, and their Neutron networks/subnets) changed during the restart. */
+  backlogChanges: number;
+}
+
+interface Row { label: string; backlog: number; controller: string; runs: Measurement[]; goalMs: number }
+
+/**
+ * One restart: start the manager, create the new object at ready, measure until both the new object's effect and
+ * the drain were seen (or the deadline passed).
+ */
+async function restart(opts: {
+  mode: 'on' | 'off'; managerArgs: string[]; env: NodeJS.ProcessEnv; controller: string; backlog: number;
+  /** Creates the object `name`; `done(name)` tells whether its effect exists, `statusDone(name)` its status. */
+  create: (name: string) => Promise<void>; done: (name: string) => Promise<boolean>; statusDone?: (name: string) => Promise<boolean>;
+  newName: string; idleName: string;
+  /** Versions of everything that belongs to the backlog (keys containing "/new-" or "/idle-" are ignored). */
+  snapshot: () => Promise<Map<string, string>>;
+}): Promise<Measurement> {
+  const before = await opts.snapshot();
+  const t0 = performance.now();
+  const mgr = await ManagerProcess.start({
+    script: distMainScript, collectLogs: debugLogs !== undefined,
+    args: [...opts.managerArgs, `--priority-queue=${opts.mode === 'on'}`, `--log-level=${debugLogs !== undefined ? 'debug' : 'warn'}`], env: opts.env,
+  });
+  try {
+    const deadline = t0 + timeoutMs;
+    while ((await mgr.probe('/readyz')).status !== 200) {
+      if (!mgr.running) throw new Error(`manager exited before ready: ${mgr.stderr.join('')}`);
+      if (performance.now() > deadline) throw new Error('manager not ready in time');
+      await sleep(5);
+    }
+    const tReady = performance.now();
+    await opts.create(opts.newName);
+    const m: Measurement = {
+      mode: opts.mode, readyMs: tReady - t0, newMs: undefined, drainMs: undefined, idleMs: undefined, reconciles: 0, writes: 0, backlogChanges: 0,
+    };
+    const watchNew = (async () => {
+      while (performance.now() < deadline && m.newMs === undefined) {
+        if (await opts.done(opts.newName)) m.newMs = performance.now() - tReady;
+        else await sleep(10);
+      }
+      if (opts.statusDone) {
+        while (performance.now() < deadline && !(await opts.statusDone(opts.newName))) await sleep(10);
+        m.newStatusMs = performance.now() - tReady;
+      }
+    })();
+    const watchDrain = (async () => {
+      while (performance.now() < deadline) {
+        const text = await mgr.metrics();
+        if (drained(text, opts.controller, opts.backlog)) {
+          m.drainMs = performance.now() - tReady;
+          return;
+        }
+        await sleep(20);
+      }
+    })();
+    await Promise.all([watchNew, watchDrain]);
+    // The new object's last writes may trail its visible effect: wait until its reconciles are done too.
+    for (;;) {
+      const text = await mgr.metrics();
+      if (drained(text, opts.controller, opts.backlog) || performance.now() > deadline) {
+        m.reconciles = sumMetric(text, 'controller_runtime_reconcile_total', { controller: opts.controller });
+        m.writes = writesIn(text);
+        break;
+      }
+      await sleep(50);
+    }
+    // Anchor: the same kind of object on the now idle manager (no backlog), same process, same moment.
+    const i0 = performance.now();
+    await opts.create(opts.idleName);
+    while (performance.now() < deadline && !(await (opts.statusDone ?? opts.done)(opts.idleName))) await sleep(10);
+    m.idleMs = performance.now() - i0;
+    const after = await opts.snapshot();
+    m.backlogChanges = [...after].filter(([k, v]) => !/\/(new|idle)-/.test(k) && before.get(k) !== v).length;
+    log(`  ${opts.mode}: ready ${(m.readyMs / 1000).toFixed(2)} s; new object ${sec(m.newMs)} s; drained ${sec(m.drainMs)} s; ` +
+      `idle anchor ${sec(m.idleMs)} s; ${m.reconciles} reconciles, ${m.writes} writes, ${m.backlogChanges} backlog objects changed`);
+    return m;
+  } finally {
+    await mgr.stop('SIGTERM', 60_000);
+    if (debugLogs !== undefined) {
+      mkdirSync(debugLogs, { recursive: true });
+      writeFileSync(join(debugLogs, `${opts.env['WATCH_NAMESPACE'] ?? ''}-${opts.newName}.jsonl`), mgr.logs.map((l) => JSON.stringify(l)).join('\n'));
+    }
+  }
+}
+
+/** Modes in ABBA order: on, off, off, on, on, off, … */
+function modes(): ('on' | 'off')[] {
+  const out: ('on' | 'off')[] = [];
+  for (let i = 0; i < repeats; i++) out.push(...(i % 2 === 0 ? ['on', 'off'] as const : ['off', 'on'] as const));
+  return out;
+}
+
+async function newNamespace(rest: RestClient, name: string): Promise<string> {
+  await rest.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
+  return name;
+}
+
+/** Waits (polling) until `probe` holds; throws after the deadline. */
+async function until(what: string, probe: () => boolean, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!probe()) {
+    if (performance.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Runs the manager until its queue has drained after everything converged, then stops it. */
+async function converge(mgrArgs: string[], env: NodeJS.ProcessEnv, controller: string, n: number, done: () => boolean): Promise<void> {
+  const t0 = performance.now();
+  const mgr = await ManagerProcess.start({ script: distMainScript, collectLogs: false, args: [...mgrArgs, '--log-level=warn'], env });
+  try {
+    await until(`${n} objects converged`, () => {
+      if (!mgr.running) throw new Error(`manager exited: ${mgr.stderr.join('')}`);
+      return done();
+    }, timeoutMs);
+    for (;;) {
+      if (drained(await mgr.metrics(), controller, n)) break;
+      await sleep(200);
+    }
+    log(`  converged in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  } finally {
+    await mgr.stop('SIGTERM', 60_000);
+  }
+}
+
+/** Events of `ns` keyed by `event/<involved object name>/<event name>`, valued by their count (a repeat PATCHes it). */
+async function eventVersions(rest: RestClient, ns: string, into: Map<string, string>): Promise<void> {
+  const events = await rest.json<{ items: { metadata?: { name?: string }; involvedObject?: { name?: string }; count?: number }[] }>('GET', `/api/v1/namespaces/${ns}/events`);
+  for (const e of events.items) into.set(`event/${e.involvedObject?.name ?? ''}/${e.metadata?.name ?? ''}`, String(e.count ?? 1));
+}
+
+async function fooRow(cp: ControlPlane, rest: RestClient): Promise<Row> {
+  const ns = await newNamespace(rest, 'prio-foo');
+  log(`Foos: creating ${fooCount} in ${ns}`);
+  const created = await runAll(fooCount, clients, (i) => rest.json('POST', collectionPath(fooResource, ns), {
+    body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
+  }));
+  log(`  created in ${(created / 1000).toFixed(1)} s; converging with the manager (${fooWorkers} workers)`);
+  const env = { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns };
+  const mgrArgs = ['--controllers=foo', `--foo-concurrency=${fooWorkers}`];
+  const factory = new SharedInformerFactory({ client: rest, namespaces: [ns] });
+  const foos = factory.informerFor<Foo>(fooResource);
+  const ac = new AbortController();
+  const informers = factory.run(ac.signal);
+  try {
+    await factory.waitForCacheSync({ timeoutMs: 120_000 });
+    await converge(mgrArgs, env, 'foo', fooCount, () => {
+      const all = foos.lister().list(ns);
+      return all.length >= fooCount && all.every((f) => f.status?.availableReplicas !== undefined);
+    });
+  } finally {
+    ac.abort();
+    await informers;
+  }
+  const versions = async (path: string, prefix: string, into: Map<string, string>): Promise<void> => {
+    for (const o of (await rest.json<{ items: { metadata?: { name?: string; resourceVersion?: string } }[] }>('GET', path)).items) {
+      into.set(`${prefix}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? '');
+    }
+  };
+  const snapshot = async (): Promise<Map<string, string>> => {
+    const out = new Map<string, string>();
+    await versions(collectionPath(fooResource, ns), 'foo', out);
+    await versions(collectionPath(deploymentResource, ns), 'deployment', out);
+    await eventVersions(rest, ns, out);
+    return out;
+  };
+  const runs: Measurement[] = [];
+  for (const [k, mode] of modes().entries()) {
+    const newName = `new-${k}-${mode}`;
+    log(`Foos: restart over ${fooCount + 2 * k} converged Foos, priority queue ${mode}; new Foo ${newName} at ready`);
+    runs.push(await restart({
+      mode, managerArgs: mgrArgs, env, controller: 'foo', backlog: fooCount + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
+      create: async (name) => {
+        await rest.json('POST', collectionPath(fooResource, ns), {
+          body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name }, spec: { deploymentName: name, replicas: 1 } },
+        });
+      },
+      done: async (name) => {
+        const res = await rest.request('GET', objectPath(deploymentResource, ns, name));
+        await res.dump();
+        return res.status === 200;
+      },
+      statusDone: async (name) => (await rest.json<Foo>('GET', objectPath(fooResource, ns, name))).status?.availableReplicas !== undefined,
+    }));
+  }
+  return { label: `(a) ${fooCount} Foos, ${fooWorkers} workers`, backlog: fooCount, controller: 'foo', runs, goalMs: goal.fooMs };
+}
+
+async function networkRow(cp: ControlPlane, rest: RestClient, neutron: NeutronInstance, n: number, workers: number, letter: string): Promise<Row> {
+  const ns = await newNamespace(rest, `prio-net-${n}-w${workers}`);
+  log(`Networks: creating ${n} in ${ns}`);
+  const cidr = (i: number): string => `10.${100 + Math.floor(i / 256)}.${i % 256}`;
+  await runAll(n, clients, (i) => rest.json('POST', collectionPath(networkResource, ns), {
+    body: { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: `net-${i}` }, spec: { cidr: `${cidr(i)}.0/24`, gateway: `${cidr(i)}.1` } },
+  }));
+  const env = { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns };
+  const neutronArgs = ['--controllers=network', `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local'];
+  const mgrArgs = [...neutronArgs, `--network-concurrency=${workers}`];
+  const factory = new SharedInformerFactory({ client: rest, namespaces: [ns] });
+  const networks = factory.informerFor<Network>(networkResource);
+  const ac = new AbortController();
+  const informers = factory.run(ac.signal);
+  const convergeWorkers = Math.max(workers, 8); // converging is not measured: as fast as this Neutron allows
+  log(`  converging with the manager (${convergeWorkers} workers)`);
+  try {
+    await factory.waitForCacheSync({ timeoutMs: 120_000 });
+    await converge([...neutronArgs, `--network-concurrency=${convergeWorkers}`], env, 'network', n, () => {
+      const all = networks.lister().list(ns);
+      return all.length >= n && all.every((x) => x.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    });
+  } finally {
+    ac.abort();
+    await informers;
+  }
+  const snapshot = async (): Promise<Map<string, string>> => {
+    const out = new Map<string, string>();
+    for (const o of (await rest.json<{ items: Network[] }>('GET', collectionPath(networkResource, ns))).items) {
+      out.set(`network/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? '');
+    }
+    await eventVersions(rest, ns, out);
+    // Neutron: every network and subnet of this namespace (named "<ns>/<name>") with its revision_number.
+    for (const kind of ['networks', 'subnets'] as const) {
+      const res = await fetch(`${neutron.endpoint}/v2.0/${kind}?fields=name&fields=revision_number`, { signal: AbortSignal.timeout(120_000) });
+      const body = (await res.json()) as Record<string, { name?: string; revision_number?: number }[] | undefined>;
+      for (const o of body[kind] ?? []) if (o.name?.startsWith(`${ns}/`)) out.set(`neutron-${kind}/${o.name}`, String(o.revision_number));
+    }
+    return out;
+  };
+  const runs: Measurement[] = [];
+  for (const [k, mode] of modes().entries()) {
+    const newName = `new-${k}-${mode}`;
+    log(`Networks: restart over ${n + 2 * k} converged Networks (${workers} workers), priority queue ${mode}; new Network ${newName} at ready`);
+    runs.push(await restart({
+      mode, managerArgs: mgrArgs, env, controller: 'network', backlog: n + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
+      create: async (name) => {
+        const third = name.startsWith('new-') ? 250 : 251;
+        await rest.json('POST', collectionPath(networkResource, ns), {
+          body: { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name }, spec: { cidr: `10.${third}.${k}.0/24`, gateway: `10.${third}.${k}.1` } },
+        });
+      },
+      done: async (name) => {
+        const res = await fetch(`${neutron.endpoint}/v2.0/networks?name=${encodeURIComponent(`${ns}/${name}`)}&fields=id`, { signal: AbortSignal.timeout(30_000) });
+        const body = (await res.json()) as { networks?: unknown[] };
+        return (body.networks?.length ?? 0) > 0;
+      },
+    }));
+  }
+  return { label: `(${letter}) ${n} Networks, ${workers} worker${workers > 1 ? 's' : ''}`, backlog: n, controller: 'network', runs, goalMs: goal.networkMs };
+}
+
+const sec = (ms: number | undefined): string => (ms === undefined ? 'timeout' : (ms / 1000).toFixed(2));
+const median = (xs: number[]): number | undefined => {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+
+function table(rows: Row[]): string {
+  const out = [
+    '| row | queue | restart → ready s | ready → new object s | anchor: new object on the idle manager s | ready → backlog drained s | reconciles | manager writes | backlog objects changed |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const verdicts: string[] = [];
+  for (const r of rows) {
+    const isFoo = r.controller === 'foo';
+    for (const m of r.runs) {
+      const newText = isFoo ? `${sec(m.newMs)} (status ${sec(m.newStatusMs)})` : sec(m.newMs);
+      out.push(`| ${r.label} | ${m.mode} | ${sec(m.readyMs)} | ${newText} | ${sec(m.idleMs)} | ${sec(m.drainMs)} | ${m.reconciles} | ${m.writes} | ${m.backlogChanges} |`);
+    }
+    const of = (mode: 'on' | 'off', pick: (m: Measurement) => number | undefined): number | undefined =>
+      median(r.runs.filter((m) => m.mode === mode).map(pick).filter((x): x is number => x !== undefined));
+    const newOn = of('on', (m) => (isFoo ? m.newStatusMs : m.newMs));
+    const newOff = of('off', (m) => (isFoo ? m.newStatusMs : m.newMs));
+    const idle = median(r.runs.map((m) => m.idleMs).filter((x): x is number => x !== undefined));
+    const drainOn = of('on', (m) => m.drainMs);
+    const drainOff = of('off', (m) => m.drainMs);
+    const changes = r.runs.map((m) => m.backlogChanges);
+    const what = isFoo ? 'new Foo reconciled (status written)' : 'new Network\'s Neutron network exists';
+    verdicts.push(`- ${r.label}: ${what} ${sec(newOn)} s after ready with the priority queue, ${sec(newOff)} s without, ` +
+      `${sec(idle)} s on an idle manager (anchor; medians) — goal ≤ ${r.goalMs / 1000} s: ${newOn !== undefined && newOn <= r.goalMs ? 'met' : '**missed**'}; ` +
+      `backlog drained ${sec(drainOn)} s on vs ${sec(drainOff)} s off (${drainOn && drainOff ? (drainOn / drainOff).toFixed(2) : '–'}×) — goal ≤ ${goal.drainRatio}×: ` +
+      `${drainOn !== undefined && drainOff !== undefined && drainOn <= goal.drainRatio * drainOff ? 'met' : '**missed**'}; ` +
+      `backlog objects changed by the restarts: ${changes.join(', ')} — goal 0: ${changes.every((w) => w === 0) ? 'met' : '**missed**'}`);
+  }
+  return `${out.join('\n')}\n\n${verdicts.join('\n')}`;
+}
+
+async function main(): Promise<void> {
+  execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  const dir = mkdtempSync(join(tmpdir(), 'tscm-prio-'));
+  log(`starting a private minimal control plane in ${dir}`);
+  const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
+  let neutron: NeutronInstance | undefined;
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfig);
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'priority-bench' });
+  const load: number[] = [];
+  const sampler = setInterval(() => load.push(loadavg()[0] ?? 0), 10_000);
+  try {
+    const kubectl = join(cp.k8sBinDir, 'kubectl');
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repo, stdio: 'ignore' });
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io'], { stdio: 'ignore' });
+    const rows: Row[] = [];
+    if (fooCount > 0) rows.push(await fooRow(cp, rest));
+    if (networkRows.length > 0) {
+      log('starting a private neutron-server (noauth)');
+      neutron = await startNeutron({ auth: 'noauth', timeoutMs: 20 * 60_000 });
+      // Neutron's default quota is 100 networks and 100 subnets a project (noauth: every request is fake_project_id).
+      const quota = await fetch(`${neutron.endpoint}/v2.0/quotas/fake_project_id`, {
+        method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ quota: { network: -1, subnet: -1 } }),
+      });
+      if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${await quota.text()}`);
+      for (const [i, r] of networkRows.entries()) rows.push(await networkRow(cp, rest, neutron, r.n, r.workers, String.fromCharCode(98 + i)));
+    }
+    const range = load.length ? `${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}` : loadavg()[0]?.toFixed(1);
+    process.stdout.write(`\n${table(rows)}\n\n(Node ${process.version}, ${cpus().length} CPUs, 1-min load average ${range} during the run; ` +
+      `manager: dist/, the image's Node flags, one namespace per row, log level warn; "on" = --priority-queue=true (default), ` +
+      `"off" = --priority-queue=false in the same run; manager writes = its non-GET API requests, the new and idle objects' included; ` +
+      `backlog objects changed = Foos/Deployments/Networks, their Events and Neutron networks/subnets whose version changed)\n`);
+  } finally {
+    clearInterval(sampler);
+    await rest.close();
+    await neutron?.stop();
+    await cp.stop();
+  }
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  process.stderr.write(`priority bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
