@@ -1,35 +1,22 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { afterEach, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { eventually, restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { FakeApiServer } from '../../test/fakeapiserver/server.ts';
-import { newLogger, type Logger } from '../log/logger.ts';
+import { captureLogs, type LogLine as BaseLogLine } from '../log/capture.ts';
 import { FakeClock } from '../util/clock.ts';
 import { HANDLER_ERROR_LOG_INTERVAL_MS, HandlerErrorReporter, handlerErrorsCounter } from './handlererrors.ts';
 import { coreResources } from './resource.ts';
 import { SharedIndexInformer } from './sharedinformer.ts';
 import { WatchCounter } from './watchcounter.ts';
 
-interface LogLine {
-  level: string;
-  msg: string;
+interface LogLine extends BaseLogLine {
   handler?: string;
   notification?: string;
   suppressed?: number;
   err?: { message?: string };
 }
 
-function captureLogs(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb): void {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as LogLine);
-      cb();
-    },
-  });
-  return { logger: newLogger({ level: 'debug', destination }), lines };
-}
 
 async function counterValue(registry: Registry, labels: Record<string, string>): Promise<number> {
   const m = await registry.getSingleMetric('informer_handler_errors_total')?.get();
@@ -46,7 +33,7 @@ describe('HandlerErrorReporter', () => {
   it('counts every failure and logs the first at once, then at most one line per interval with the number suppressed', async () => {
     const registry = new Registry();
     const clock = new FakeClock();
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogs<LogLine>();
     const r = new HandlerErrorReporter({
       counter: handlerErrorsCounter(registry), resource: 'foos.example.com/v1', handler: 'foo', clock, logger,
     });
@@ -80,7 +67,7 @@ describe('SharedIndexInformer with a handler that throws', () => {
     for (let i = 0; i < 50; i++) server.create({ metadata: { name: `cm-${i}`, namespace: 'default' } });
 
     const registry = new Registry();
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogs<LogLine>();
     const informer = new SharedIndexInformer({
       resource, client: restClientFor(server.url), registry, logger, watchCounter: new WatchCounter(),
       reflector: { config: { backoffInitialMs: 20, backoffMaxMs: 100 } },

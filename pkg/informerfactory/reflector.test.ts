@@ -4,10 +4,10 @@
  * piling up while the fake clock stands still.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { afterEach, describe, it } from 'node:test';
 import { ApiError } from '../client/rest.ts';
-import { newLogger, type Logger } from '../log/logger.ts';
+import { captureLogs, type LogLine as BaseLogLine } from '../log/capture.ts';
+import type { Logger } from '../log/logger.ts';
 import { FakeClock } from '../util/clock.ts';
 import type { ListPage, ListRequest, ListWatcher, WatchRequest } from './listwatch.ts';
 import type { KubeObject } from './object.ts';
@@ -100,24 +100,11 @@ function cm(name: string, rv: string): KubeObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: rv } };
 }
 
-interface LogLine {
-  level: string;
-  msg: string;
+interface LogLine extends BaseLogLine {
   skipped?: number;
   err?: { message?: string };
 }
 
-/** A debug-level logger whose lines (parsed pino JSON) land in `lines`. */
-function captureLogs(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb): void {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as LogLine);
-      cb();
-    },
-  });
-  return { logger: newLogger({ level: 'debug', destination }), lines };
-}
 
 const gone = (): ApiError => new ApiError(410, 'Expired', 'too old resource version: 5 (9)', undefined);
 
@@ -167,7 +154,7 @@ describe('Reflector driver: a sink that throws never wedges the reflector', () =
     const sink = new RecordingSink();
     let failures = 2;
     sink.failReplace = () => (failures-- > 0 ? new Error('object has no metadata.name') : undefined);
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogs<LogLine>();
     const r = start(lw, sink, clock, { logger });
     await settle();
     assert.equal(r.currentState().phase.name, 'Backoff', 'not silently "Watching" with nothing in flight');
@@ -220,7 +207,7 @@ describe('Reflector driver: a sink that throws never wedges the reflector', () =
     );
     const sink = new RecordingSink();
     sink.failAdd = (o) => (o.metadata?.name === 'bad' ? new Error('cannot key object') : undefined);
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogs<LogLine>();
     const r = start(lw, sink, clock, { logger, config: { minWatchDurationMs: 0 } });
     await settle();
     assert.deepEqual(sink.deltas, ['add:good']);
@@ -241,7 +228,7 @@ describe('Reflector driver: watch events of unknown types', () => {
         return 'hang';
       },
     );
-    const { logger, lines } = captureLogs();
+    const { logger, lines } = captureLogs<LogLine>();
     const r = start(lw, new RecordingSink(), clock, { logger });
     await settle();
     const report = watch?.onUnknownEventType;
