@@ -2,32 +2,23 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '../../client/kubeconfig.ts';
-import { newLogger } from '../../log/logger.ts';
+import { captureLogs, type LogLine as Line } from '../../log/capture.ts';
 import { ControllerManager } from '../../runtime/manager.ts';
 import type { ControllerSettings } from '../setup.ts';
 import { networkControllerSetup } from './controller.ts';
 
-interface Line { level: string; msg: string; [k: string]: unknown }
-
 /** A real ControllerManager (nothing is contacted before start) and the log lines it writes. */
 function context(neutron: ControllerSettings['neutron']): { mgr: ControllerManager; settings: ControllerSettings; lines: Line[]; informers: () => string[] } {
-  const lines: Line[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Line);
-      cb();
-    },
-  });
+  const { logger, lines } = captureLogs('info');
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }],
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
   });
-  const mgr = new ControllerManager({ kubeConfig, registry: new Registry(), logger: newLogger({ level: 'info', destination }) });
+  const mgr = new ControllerManager({ kubeConfig, registry: new Registry(), logger });
   const informers = (): string[] => mgr.factory.informers().map((i) => i.resource.resource);
   return { mgr, settings: { concurrency: 1, neutron }, lines, informers };
 }
