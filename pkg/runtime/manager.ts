@@ -71,7 +71,10 @@ export interface ControllerManagerOptions {
   userAgent?: string;
   /** "host:port" or ":port" for /healthz and /readyz; "0" or undefined = no probe server. */
   healthProbeBindAddress?: string;
-  /** Metrics server; undefined or bindAddress "0" = none (metrics still go to `registry`). */
+  /**
+   * Metrics server; undefined or bindAddress "0" = none (metrics still go to `registry`). `secure` defaults to true as
+   * in kubebuilder v4: HTTPS (certificate from `certDir`, else generated) with TokenReview/SubjectAccessReview checks.
+   */
   metrics?: { bindAddress: string; secure?: boolean; certDir?: string };
   /** One deadline for the whole graceful shutdown (ms). Default 30 s. */
   gracefulShutdownTimeoutMs?: number;
@@ -171,10 +174,11 @@ export class ControllerManager {
     const probes = newHealthProbeServer(opts.healthProbeBindAddress ?? '0', this.health, { logger: log });
     if (probes) this.manager.add(probes);
     const m = opts.metrics;
+    const secure = m?.secure ?? true;
     const metrics = m && newMetricsServer({
-      bindAddress: m.bindAddress, registry, secure: m.secure ?? false, logger: log,
+      bindAddress: m.bindAddress, registry, secure, logger: log,
       ...(m.certDir ? { certDir: m.certDir } : {}),
-      ...(m.secure ? { reviewer: new KubeAccessReviewer(this.reader) } : {}),
+      ...(secure ? { reviewer: new KubeAccessReviewer(this.reader) } : {}),
     });
     if (metrics) this.manager.add(metrics);
   }
