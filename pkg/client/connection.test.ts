@@ -27,6 +27,10 @@ before(async () => {
       stream.write('{"type":"ADDED"}\n');
       return;
     }
+    if (path.startsWith('/reset')) {
+      stream.close(0); // RST_STREAM NO_ERROR before any response: the client sees a close without an error
+      return;
+    }
     if (path.startsWith('/big')) {
       stream.respond({ ':status': 200 });
       stream.end(Buffer.alloc(4 << 20, 'x'));
@@ -139,4 +143,15 @@ test('a TLS server without HTTP/2 (ALPN http/1.1 only) is spoken to over HTTP/1.
     h1.closeAllConnections();
     await new Promise<void>((r) => h1.close(() => r()));
   }
+});
+
+test('a stream closed without an error and without a response rejects (it used to wait forever, deaf to aborts)', async () => {
+  const c = new Connection(`https://127.0.0.1:${port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  const outcome = await Promise.race([
+    c.send(get('/reset')).then(() => 'resolved', (err: Error) => err.message),
+    new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5_000).unref()),
+  ]);
+  assert.match(outcome, /closed before a complete response/);
+  assert.equal(await pathOf((await c.send(get('/after-reset'))).body), '/after-reset', 'the connection still serves');
+  c.close();
 });

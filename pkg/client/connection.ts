@@ -239,6 +239,11 @@ export class Connection {
       // Errors before the response reject; later ones reach whoever reads the body (and are harmless otherwise,
       // e.g. an abort after the body was read).
       stream.on('error', reject);
+      // A stream can also close WITHOUT an error and without a (complete) response — its session was destroyed while
+      // connecting (the peer accepted and closed the TCP connection), or reset with NO_ERROR. Without this the caller
+      // would wait forever, and a later abort could not end the wait (the stream is already gone). After a resolve
+      // this is a no-op.
+      stream.once('close', () => reject(new Error(`HTTP/2 stream to ${this.origin.host} closed before a complete response (RST code ${stream.rstCode ?? 'none'})`)));
     });
   }
 
