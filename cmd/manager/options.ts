@@ -68,6 +68,8 @@ export interface Options {
   controllers: ControllerName[];
   /** Workers per controller (1..maxConcurrency). */
   concurrency: Record<ControllerName, number>;
+  /** `--sharding`: every replica is a shard; the leader assigns objects (needs leaderElect). */
+  sharding: boolean;
   /** `--priority-queue`: every controller's work queue orders keys by priority (false = plain FIFO). */
   priorityQueue: boolean;
   /** `--max-queue-wait`: aging bound of the priority queue (a key waiting this long goes first). */
@@ -115,6 +117,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'sync-period', kind: 'duration', def: '10h', help: 'Resync period: how often every cached object is re-delivered to the controllers (level-triggered safety net). 0 disables resync; otherwise at least 1s.' },
   { name: 'controllers', kind: 'controllers', def: '*', help: `Controllers to run: "*" = all, "name" enables one, "-name" disables one (e.g. "*,-network"). Known: ${knownControllers.join(', ')}.` },
   ...knownControllers.map((c): FlagSpec => ({ name: `${c}-concurrency`, kind: 'int', def: '1', help: `Number of concurrent reconciles (workers) of the ${c} controller (1..${maxConcurrency}).` })),
+  { name: 'sharding', kind: 'bool', def: 'false', help: 'Shard the controllers across all replicas (active-active; needs --leader-elect): each replica holds its own shard Lease and reconciles the objects the elected sharder assigned to it by label.' },
   { name: 'priority-queue', kind: 'bool', def: 'true', help: 'Priority work queues: objects of the initial list and of resyncs are queued at low priority, real changes go first. false = plain FIFO queues.' },
   { name: 'max-queue-wait', kind: 'duration', def: '30s', help: 'Aging bound of the priority queue: a key that has waited this long goes before younger keys whatever their priority (no starvation).' },
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
@@ -394,6 +397,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     knownControllers.map((c) => [c, parseIntFlag(`${c}-concurrency`, get(`${c}-concurrency`) ?? '1')]),
   ) as Record<ControllerName, number>;
   const priorityQueue = parseBool('priority-queue', get('priority-queue') ?? 'true');
+  const sharding = parseBool('sharding', get('sharding') ?? 'false');
+  if (sharding && !leaderElect) throw new UsageError('--sharding needs --leader-elect (the sharder is the holder of the leader Lease)');
   const maxQueueWaitMs = duration('max-queue-wait');
 
   const level = get('log-level') ?? 'info';
@@ -453,6 +458,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     controllers,
     concurrency,
     priorityQueue,
+    sharding,
     maxQueueWaitMs,
     logLevel: level as LogLevel,
     neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),

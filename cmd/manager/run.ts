@@ -24,7 +24,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
   log.info({
     version: packageVersion(), node: process.version, credentials: kube.source, server: kube.kubeConfig.getCurrentCluster()?.server,
     watchNamespaces: opts.watchNamespaces.length ? opts.watchNamespaces : 'all', controllers: opts.controllers,
-    leaderElect: opts.leaderElect, identity,
+    leaderElect: opts.leaderElect, sharding: opts.sharding, identity,
   }, 'starting ts-controller-manager');
 
   const mgr = new ControllerManager({
@@ -34,6 +34,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
         id: opts.leaderElectionId, namespace: opts.leaderElectionNamespace ?? '', leaseDurationMs: opts.leaseDurationMs,
         renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs,
       },
+      sharding: opts.sharding,
     } : {}),
     healthProbeBindAddress: opts.healthProbeBindAddress,
     metrics: {

@@ -24,7 +24,18 @@
  * two controllers is listed and cached once.
  *
  * Contract: declare before `mgr.start`; handlers only map and enqueue (no I/O); the reconcile reads from listers
- * (`mgr.informer(type).lister()`) and writes through `mgr.client`. The controller runs only on the leader.
+ * (`builder.informer()` and `builder.informerOf(type)`) and writes through `mgr.client`. Without sharding the
+ * controller runs only on the leader.
+ *
+ * Sharding (`mgr` built with `sharding`; pkg/sharding/assignment.ts has the protocol): the controller shards by its
+ * primary object. Its primary informer and the informers of the types it `owns` select only objects labelled
+ * `shard.ts-controller-manager.io/<controller>=<this shard>` (types only `watches`ed stay unfiltered), the sharder is
+ * told the primary and owned types, and every reconcile first looks at the primary in the cache: labelled to drain →
+ * no reconcile; this shard acknowledges instead (removes its labels, JSON-patch `test`ed so a stale acknowledgement
+ * changes nothing). The queue never hands a key to two workers, so the acknowledgement happens after the key's
+ * in-flight reconcile finished — the drain handshake's "after any in-flight reconcile". Updates that change the
+ * shard or drain label always enqueue (the `update` predicate cannot hide a drain request). Objects a reconcile
+ * creates for an owner must carry `inheritedShardLabels(owner)` (pkg/sharding/shard.ts) to be in this shard's cache.
  */
 import { controllerOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
@@ -32,10 +43,13 @@ import { addPriority, PriorityNormal, updatePriority } from '../controller/prior
 import { requestKey, type Request } from '../controller/request.ts';
 import type { InformerForOptions } from '../informerfactory/factory.ts';
 import { deletionHandlingKey, objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
-import { resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import { objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import { ApiError } from '../client/rest.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
+import { acknowledgePatch, drainLabel, shardLabel, shardView } from '../sharding/assignment.ts';
+import { reportShardObjects } from '../sharding/shard.ts';
 import type { ControllerManager } from './manager.ts';
 
 /** Maps an object of a watched type to the requests (or "namespace/name" keys) to reconcile. */
@@ -73,6 +87,8 @@ interface Source {
 export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private primary: { resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined } | undefined;
   private readonly sources = new Map<string, Source>();
+  /** resourceIds of the owned types (sharded like the primary). */
+  private readonly owned = new Map<string, ResourceType>();
   private options: BuilderOptions = {};
   private completed = false;
   private readonly mgr: ControllerManager;
@@ -87,8 +103,28 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   for<T extends KubeObject>(resource: ResourceType, opts: ForOptions<T> = {}): ControllerBuilder<T> {
     if (this.primary) throw new Error(`controller ${this.name}: for() called twice`);
     const self = this as unknown as ControllerBuilder<T>;
-    self.primary = { resource, informer: this.mgr.informer<T>(resource, opts.informer), update: opts.update };
+    const informerOpts = this.shardSelector === undefined ? opts.informer : {
+      ...opts.informer, labelSelector: [opts.informer?.labelSelector, this.shardSelector].filter(Boolean).join(','),
+    };
+    self.primary = { resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update };
     return self;
+  }
+
+  /** With sharding: the label selector of this shard's objects of this controller; undefined without sharding. */
+  private get shardSelector(): string | undefined {
+    const shard = this.mgr.shardName;
+    return shard === undefined ? undefined : `${shardLabel(this.name)}=${shard}`;
+  }
+
+  /**
+   * The informer this controller uses for `resource`: with sharding, a type it `owns` is cached for this shard only
+   * (call after `owns`); otherwise the manager's shared informer.
+   */
+  informerOf<T extends KubeObject>(resource: ResourceType): SharedIndexInformer<T> {
+    const selector = this.shardSelector;
+    return selector !== undefined && this.owned.has(resourceId(resource))
+      ? this.mgr.informer<T>(resource, { labelSelector: selector })
+      : this.mgr.informer<T>(resource);
   }
 
   /** The primary's informer (shared), e.g. to add an index before `complete`. */
@@ -101,6 +137,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const primary = this.requirePrimary('owns()');
     const group = primary.resource.group;
     const owners = primary.informer.lister();
+    this.owned.set(resourceId(resource), resource);
     this.source(resource).mappers.push((obj, enqueue) => {
       const ref = controllerOf(obj);
       if (!ref || ref.kind !== primary.resource.kind || groupOf(ref.apiVersion) !== group) return;
@@ -131,9 +168,10 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     this.completed = true;
     const o = this.options;
     const maxQueueWaitMs = o.maxQueueWaitMs ?? this.mgr.opts.maxQueueWaitMs;
+    const shard = this.mgr.shardName;
     const controller = new Controller({
       name: this.name,
-      reconciler: reconcile,
+      reconciler: shard === undefined ? reconcile : this.drainAware(reconcile, primary, shard),
       maxConcurrentReconciles: o.concurrency ?? 1,
       logger: this.mgr.logger,
       registry: this.mgr.registry,
@@ -149,7 +187,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const registrations = [primary.informer.addEventHandler({
       onAdd: (obj, initial) => enqueue(obj, addPriority(initial)),
       onUpdate: (old, obj) => {
-        if (!update || update(old, obj)) enqueue(obj, updatePriority(old, obj));
+        if (!update || update(old, obj) || (shard !== undefined && placementChanged(this.name, old, obj))) enqueue(obj, updatePriority(old, obj));
       },
       onDelete: (obj: P | DeletedFinalStateUnknown<P>) => controller.enqueue(deletionHandlingKey(obj)),
     }, { name: this.name })];
@@ -160,7 +198,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
         for (const obj of objs) for (const m of source.mappers) m(obj, (k) => keys.add(k));
         for (const k of keys) controller.enqueue(k, priority);
       };
-      registrations.push(this.mgr.informer(source.resource).addEventHandler({
+      registrations.push(this.informerOf(source.resource).addEventHandler({
         onAdd: (obj, initial) => map(addPriority(initial), obj),
         onUpdate: (old, obj) => {
           if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
@@ -177,7 +215,36 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); } }
       : controller;
     this.mgr.add(runnable, registrations.map((r) => () => r.hasSynced()));
+    if (shard !== undefined) {
+      this.mgr.sharder?.register({ name: this.name, primary: primary.resource, owned: [...this.owned.values()] });
+      reportShardObjects(this.mgr.registry, this.name, () => primary.informer.getIndexer().size);
+    }
     return controller;
+  }
+
+  /** Wraps `reconcile` for a shard: a primary labelled to drain is acknowledged, not reconciled (file comment). */
+  private drainAware(reconcile: Reconciler, primary: NonNullable<ControllerBuilder<P>['primary']>, shard: string): Reconciler {
+    const client = this.mgr.client;
+    const name = this.name;
+    const path = (l: string): string => `/metadata/labels/${l.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    return async (req, signal, ctx) => {
+      const obj = primary.informer.lister().get(req.namespace, req.name);
+      if (!obj || shardView(obj.metadata?.labels, name, shard) !== 'draining') return reconcile(req, signal, ctx);
+      const m = obj.metadata ?? {};
+      try {
+        await client.json('PATCH', objectPath(primary.resource, m.namespace ?? '', m.name ?? ''), {
+          body: [
+            { op: 'test', path: path(shardLabel(name)), value: shard },
+            ...Object.keys(acknowledgePatch(name)).map((l) => ({ op: 'remove', path: path(l) })),
+          ],
+          contentType: 'application/json-patch+json', signal,
+        });
+        ctx.log.info('drained: handed over to another shard');
+      } catch (err) {
+        // 404: gone; 422: the test failed (no longer ours — already acknowledged).
+        if (!(err instanceof ApiError && (err.status === 404 || err.status === 422))) throw err;
+      }
+    };
   }
 
   private requirePrimary(what: string): NonNullable<ControllerBuilder<P>['primary']> {
@@ -191,6 +258,13 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     if (!s) this.sources.set(id, (s = { resource, mappers: [] }));
     return s;
   }
+}
+
+/** Whether an update changed this controller's shard or drain label. */
+function placementChanged(controller: string, a: KubeObject, b: KubeObject): boolean {
+  const la = a.metadata?.labels;
+  const lb = b.metadata?.labels;
+  return la?.[shardLabel(controller)] !== lb?.[shardLabel(controller)] || la?.[drainLabel(controller)] !== lb?.[drainLabel(controller)];
 }
 
 /** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */

@@ -43,6 +43,8 @@ import { KubeAccessReviewer, newMetricsServer } from '../manager/metricsserver.t
 import { runnable, type Runnable } from '../manager/runnable.ts';
 import { installSignalHandlers } from '../manager/signals.ts';
 import { globalRegistry } from '../metrics/registry.ts';
+import { Sharder } from '../sharding/sharder.ts';
+import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
 import { ControllerBuilder } from './builder.ts';
 
 export interface LeaderElectionOptions {
@@ -65,6 +67,12 @@ export interface ControllerManagerOptions {
   syncPeriodMs?: number;
   /** Leader election; undefined = off (controllers start once the caches synced). */
   leaderElection?: LeaderElectionOptions;
+  /**
+   * Sharding (pkg/sharding): every replica is a shard holding its own shard Lease (leaderElection's timings, in its
+   * namespace), the controllers run on every shard over the objects assigned to it, and the replica holding the
+   * leader Lease is the sharder that assigns them. Needs `leaderElection`. Default false.
+   */
+  sharding?: boolean;
   /** Identity in the Lease and the User-Agent. Default `hostname_uuid` (unique per process). */
   identity?: string;
   /** User-Agent of every API request. Default `ts-controller-manager/<version> (<identity>)`. */
@@ -114,7 +122,12 @@ export class ControllerManager {
   readonly logger: Logger;
   readonly health: HealthChecks;
   readonly identity: string;
+  /** The Lease the controllers are gated on: the leader Lease, or with sharding this replica's shard Lease. */
   readonly elector: LeaderElector | undefined;
+  /** With sharding: this replica's shard name (the shard label value of its objects); else undefined. */
+  readonly shardName: string | undefined;
+  /** With sharding: the sharder (active while this replica holds the leader Lease); else undefined. */
+  readonly sharder: Sharder | undefined;
   readonly opts: Readonly<ControllerManagerOptions>;
 
   private readonly manager: Manager;
@@ -138,13 +151,29 @@ export class ControllerManager {
     this.health = new HealthChecks({ logger: log });
 
     const le = opts.leaderElection;
-    const elector = (this.elector = le
-      ? new LeaderElector({
-        lock: new RestLeaseClient(this.reader, le.namespace, le.id), name: le.id, identity: this.identity,
-        leaseDurationMs: le.leaseDurationMs ?? 15_000, renewDeadlineMs: le.renewDeadlineMs ?? 10_000,
-        retryPeriodMs: le.retryPeriodMs ?? 2_000, logger: log, registry,
-      })
-      : undefined);
+    const timing = le && {
+      leaseDurationMs: le.leaseDurationMs ?? 15_000, renewDeadlineMs: le.renewDeadlineMs ?? 10_000, retryPeriodMs: le.retryPeriodMs ?? 2_000,
+    };
+    const leaderElector = le && timing
+      ? new LeaderElector({ lock: new RestLeaseClient(this.reader, le.namespace, le.id), name: le.id, identity: this.identity, ...timing, logger: log, registry })
+      : undefined;
+    if (opts.sharding && !(le && timing && leaderElector)) throw new Error('sharding needs leaderElection (the sharder is elected with the leader Lease)');
+    let elector = leaderElector;
+    if (opts.sharding && le && timing && leaderElector) {
+      // Controllers are gated on this replica's own shard Lease; the leader Lease elects the sharder (pkg/sharding).
+      const shard = (this.shardName = shardNameOf(this.identity));
+      const leaseName = shardLeaseName(le.id, shard);
+      elector = new LeaderElector({
+        lock: labelledLeaseClient(new RestLeaseClient(this.reader, le.namespace, leaseName), le.id), name: leaseName, identity: shard,
+        ...timing, logger: log, registry,
+      });
+      this.sharder = new Sharder({
+        elector: leaderElector, group: le.id, leaseNamespace: le.namespace, reader: this.reader,
+        writer: new RestClient({ kubeConfig, registry, userAgent, writeGate: leaderElector.leadership }),
+        namespaces: opts.namespaces ?? [], logger: log, registry,
+      });
+    }
+    this.elector = elector;
     if (elector) this.health.addHealthzCheck('leaderElection', () => elector.watchdog());
     this.client = elector ? new RestClient({ kubeConfig, registry, userAgent, writeGate: elector.leadership }) : this.reader;
     this.events = new EventBroadcaster({
@@ -181,6 +210,14 @@ export class ControllerManager {
       ...(secure ? { reviewer: new KubeAccessReviewer(this.reader) } : {}),
     });
     if (metrics) this.manager.add(metrics);
+    if (this.sharder) this.manager.add(this.sharder);
+    const shardElector = this.shardName !== undefined ? elector : undefined;
+    if (shardElector) {
+      // /readyz per shard: a replica is ready once it holds its shard Lease (and its caches synced, above).
+      this.health.addReadyzCheck('shard', () => {
+        if (!shardElector.isLeader()) throw new Error(`shard ${this.shardName} does not hold its shard Lease`);
+      });
+    }
   }
 
   /** The shared informer of `resource` (one per type for the whole manager). */

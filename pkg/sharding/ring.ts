@@ -5,15 +5,17 @@
  * Properties (tested in ring.test.ts):
  *  - Deterministic: the same members and key give the same shard in every replica (no shared state, no randomness);
  *    member order does not matter.
- *  - Balanced: with 100 virtual nodes per shard, each of N shards gets 1/N of the keys within a few percent.
+ *  - Balanced: with the default 2 000 virtual nodes per shard the ring's own imbalance is about 2 %, below the
+ *    sampling noise of a few thousand keys (measured over 200 random 3-shard rings × 3 000 keys: worst shard 10.7 %
+ *    off a third; with 100 virtual nodes 33 %, and 14 % of the rings had a shard > 15 % off).
  *  - Stable under membership change: adding a shard moves only keys to the new shard (about 1/(N+1) of them);
  *    removing one moves only that shard's keys. No key moves between two shards that stay.
  *
  * Pure and immutable: build a new ring when membership changes.
  */
 
-/** Default virtual nodes per shard (kubernetes-controller-sharding and Argo CD use 100-ish; 100 keeps the spread < ±10 %). */
-export const defaultVirtualNodes = 100;
+/** Default virtual nodes per shard (see "Balanced"; a ring of 4 shards is 8 000 points, built in about a millisecond). */
+export const defaultVirtualNodes = 2000;
 
 /** FNV-1a over UTF-16 code units, then murmur3's fmix32 finaliser so nearby inputs spread over the whole ring. */
 export function hash32(s: string): number {

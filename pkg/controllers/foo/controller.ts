@@ -11,7 +11,8 @@
  * to the garbage collector; an empty deploymentName gets one Warning Event per Foo generation (upstream only logs).
  */
 import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
-import type { RestClient } from '../../client/rest.ts';
+import { isAlreadyExists, type RestClient } from '../../client/rest.ts';
+import { inheritedShardLabels } from '../../sharding/shard.ts';
 import { TerminalError, type Reconciler } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { IndexerReader } from '../../informerfactory/indexer.ts';
@@ -62,7 +63,20 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
     let changed = false;
     let deployment = deployments.get(namespace, deploymentName);
     if (!deployment) {
-      deployment = await rest.json<Deployment>('POST', collectionPath(deploymentResource, namespace), { body: newDeployment(foo), signal });
+      // With sharding the Deployment carries the Foo's shard label, so it is in this shard's cache at once.
+      const body = newDeployment(foo);
+      const shardLabels = inheritedShardLabels(foo);
+      if (Object.keys(shardLabels).length > 0) body.metadata = { ...body.metadata, labels: shardLabels };
+      try {
+        deployment = await rest.json<Deployment>('POST', collectionPath(deploymentResource, namespace), { body, signal });
+      } catch (err) {
+        // Not in the cache but there: someone else's Deployment of that name (with sharding the cache holds only
+        // this shard's Deployments), or one the cache has not caught up with. Same Warning as upstream's check below.
+        if (!isAlreadyExists(err)) throw err;
+        const msg = messageResourceExists(deploymentName);
+        recorder.event(fooRef(foo), 'Warning', ErrResourceExists, msg);
+        throw new Error(msg, { cause: err });
+      }
       log.info({ deployment: deploymentName }, 'Created Deployment');
       changed = true;
     }
@@ -100,12 +114,11 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
 export const fooControllerSetup: ControllerSetup = {
   name: fooControllerName,
   setup(mgr, { concurrency }) {
-    const deployments = mgr.informer<Deployment>(deploymentResource);
-    const builder = mgr.controller(fooControllerName).for<Foo>(fooResource);
+    const builder = mgr.controller(fooControllerName).for<Foo>(fooResource).owns(deploymentResource);
     const foos = builder.informer();
     foos.addIndexers({ [FOO_BY_DEPLOYMENT_INDEX]: fooDeploymentIndexFunc });
+    const deployments = builder.informerOf<Deployment>(deploymentResource);
     return builder
-      .owns(deploymentResource)
       .watches<Deployment>(deploymentResource, (d) => foosWanting(foos.getIndexer(), d))
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(fooReconciler({

@@ -1,0 +1,342 @@
+/**
+ * Sharder: the one elected replica that assigns every object of every sharded controller to a live shard
+ * (assignment.ts is the protocol and its invariant; this file drives it). A Runnable every replica runs, NOT gated
+ * by the shard Lease: it campaigns for the leader Lease and works only while it holds it.
+ *
+ *   shard Leases (label lease-of=<group>) ──▶ membership.ts observe/liveShards ──▶ HashRing ──┐
+ *   primaries + owned objects (metadata only, every shard's) ──▶ queue "ns/name" per controller ─┴▶ decide ──▶ label patch
+ *
+ * Contracts
+ *  - Acts only as leader: its writes go through `writer`, whose write gate is the leader Lease's leadership signal
+ *    (refused from the instant this process can no longer prove it leads). Losing the Lease rejects `start` (the
+ *    Manager then exits the process, as on a lost shard or leader Lease): two sharders never patch at once, so a
+ *    replica judged dead by one sharder is never given work by another.
+ *  - Every patch carries the object's resourceVersion: a decision taken on a stale view fails with 409 and is taken
+ *    again from the newer cache state (the informer's update event re-queues the object).
+ *  - Caches hold metadata only (name, namespace, uid, resourceVersion, labels, ownerReferences, deletionTimestamp):
+ *    the sharder watches every object but stores a few hundred bytes of each.
+ *  - Membership is what THIS process observed (membership.ts): a new sharder treats every shard Lease it sees as live
+ *    for one lease duration, so it never reassigns the objects of a shard that may still act. A membership change
+ *    re-decides every object; an object event re-decides that object; objects being deleted are assigned too (a
+ *    Network's finalizer needs a shard to remove it).
+ *  - Owned objects follow their owner: before an owner is assigned to shard d its owned objects are labelled d; an
+ *    owner settled on a shard has its owned objects' labels corrected to that shard (e.g. a Deployment created by
+ *    hand with an ownerReference). Drains are for owners only.
+ *  - Workers: `concurrency` decisions at once (label patches are the only I/O); the API server's write rate bounds how
+ *    fast a membership change converges.
+ *
+ * Metrics: sharding_members (live shards), sharding_objects{controller,shard} (assignments in the sharder's view,
+ * "" = unassigned), sharding_reassignments_total{controller,reason=new|drained|dead}, sharding_drain_duration_seconds
+ * {controller} (drain label set → acknowledgement seen).
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { controllerOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { isConflict, isNotFound, type RestClient } from '../client/rest.ts';
+import { Controller, type Reconciler } from '../controller/controller.ts';
+import { SharedInformerFactory } from '../informerfactory/factory.ts';
+import { objectPath, type ResourceType } from '../informerfactory/resource.ts';
+import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
+import type { Logger } from '../log/logger.ts';
+import type { LeaderElector } from '../manager/leaderelection.ts';
+import type { Runnable } from '../manager/runnable.ts';
+import { getOrCreate } from '../metrics/registry.ts';
+import { decide, labelPatch, placementOf, shardLabel, drainLabel } from './assignment.ts';
+import { liveShards, nextExpiry, observe, type Observation, type ShardLease } from './membership.ts';
+import { HashRing } from './ring.ts';
+import { leaseOfLabel } from './shard.ts';
+
+/** A controller that shards: its name (the label suffix), its primary type and the types it owns. */
+export interface ShardedController {
+  name: string;
+  primary: ResourceType;
+  owned: readonly ResourceType[];
+}
+
+export interface SharderOptions {
+  /** Campaigns for the leader Lease (the sharding group's name is its lease name). */
+  elector: LeaderElector;
+  /** Sharding group: the leader Lease's name; shard Leases carry lease-of=<group>. */
+  group: string;
+  /** Namespace of the shard Leases. */
+  leaseNamespace: string;
+  /** Ungated client for the sharder's informers. */
+  reader: RestClient;
+  /** Client gated by `elector.leadership`: the label patches. */
+  writer: RestClient;
+  /** Namespaces of the sharded objects ([] = all). */
+  namespaces: readonly string[];
+  /** Concurrent decisions per controller. Default 8. */
+  concurrency?: number;
+  logger: Logger;
+  registry: Registry;
+}
+
+const leaseResource: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true };
+const ownerIndex = 'sharding-owner';
+
+/** The metadata the sharder keeps of an object. */
+function metadataOnly(obj: KubeObject): KubeObject {
+  const m = obj.metadata ?? {};
+  return {
+    apiVersion: obj.apiVersion, kind: obj.kind,
+    metadata: {
+      name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels,
+      ownerReferences: m.ownerReferences, deletionTimestamp: m.deletionTimestamp,
+    },
+  };
+}
+
+function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? '' : apiVersion.slice(0, i);
+}
+
+interface Metrics {
+  members: Gauge;
+  objects: Gauge<'controller' | 'shard'>;
+  reassignments: Counter<'controller' | 'reason'>;
+  drains: Histogram<'controller'>;
+}
+
+export class Sharder implements Runnable {
+  readonly name = 'sharder';
+  readonly needLeaderElection = false;
+  private readonly opts: SharderOptions;
+  private readonly controllers: ShardedController[] = [];
+  private readonly log: Logger;
+  private readonly metrics: Metrics;
+  /** While leading: the caches, the ring and the per-controller decision queues. */
+  private state: {
+    primaries: Map<string, SharedIndexInformer<KubeObject>>;
+    owned: Map<string, SharedIndexInformer<KubeObject>[]>;
+    queues: Map<string, Controller>;
+    ring: HashRing;
+    live: Set<string>;
+  } | undefined;
+  /** controller/key → when its drain label was set (for the drain duration). */
+  private readonly drainStarted = new Map<string, number>();
+
+  constructor(opts: SharderOptions) {
+    this.opts = opts;
+    this.log = opts.logger.child({ component: 'sharder' });
+    const registry = opts.registry;
+    const objects = getOrCreate(registry, 'sharding_objects', () => new Gauge({
+      name: 'sharding_objects', help: 'Objects of each sharded controller per assigned shard, as the sharder sees them ("" = unassigned). Only the sharder (leader) reports it.',
+      labelNames: ['controller', 'shard'] as const, registers: [registry],
+    }));
+    this.metrics = {
+      members: getOrCreate(registry, 'sharding_members', () => new Gauge({
+        name: 'sharding_members', help: 'Live shards (valid shard Leases) as the sharder sees them; 0 when this replica is not the sharder.', registers: [registry],
+      })),
+      objects,
+      reassignments: getOrCreate(registry, 'sharding_reassignments_total', () => new Counter({
+        name: 'sharding_reassignments_total', help: 'Objects assigned to a shard, by reason: new (never assigned), drained (moved from a live shard after its acknowledgement), dead (moved from a shard whose Lease expired).',
+        labelNames: ['controller', 'reason'] as const, registers: [registry],
+      })),
+      drains: getOrCreate(registry, 'sharding_drain_duration_seconds', () => new Histogram({
+        name: 'sharding_drain_duration_seconds', help: 'From setting the drain label to seeing the old shard\'s acknowledgement.',
+        labelNames: ['controller'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry],
+      })),
+    };
+  }
+
+  /** Adds a sharded controller (before `start`). */
+  register(c: ShardedController): void {
+    if (this.state) throw new Error('Sharder.register after start');
+    this.controllers.push(c);
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    // The campaign is stopped only after the decision workers stopped, so the release never races a patch.
+    const campaign = new AbortController();
+    let leading: Promise<void> | undefined;
+    let leadErr: unknown;
+    const onAbort = (): void => {
+      void (leading ?? Promise.resolve()).finally(() => campaign.abort());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = await this.opts.elector.run(campaign.signal, {
+        onStartedLeading: (leadership) => {
+          const stop = AbortSignal.any([signal, leadership]);
+          leading = this.lead(stop).catch((err: unknown) => {
+            leadErr = err;
+            campaign.abort();
+          });
+        },
+        mayRelease: () => true,
+      });
+      await leading;
+      if (leadErr !== undefined) throw leadErr instanceof Error ? leadErr : new Error('sharder failed', { cause: leadErr });
+      if (result === 'lost') throw new Error(`sharder lost the leader Lease ${this.opts.leaseNamespace}/${this.opts.group}`);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.metrics.members.set(0);
+    }
+  }
+
+  /** Works as the sharder until `signal` aborts (shutdown or lost leadership). */
+  private async lead(signal: AbortSignal): Promise<void> {
+    const o = this.opts;
+    this.log.info({ controllers: this.controllers.map((c) => c.name) }, 'became the sharder');
+    const factory = new SharedInformerFactory({
+      client: o.reader, namespaces: o.namespaces, defaultResyncPeriodMs: 0, logger: o.logger, registry: o.registry,
+    });
+    const leases = factory.informerFor<ShardLease & KubeObject>(leaseResource, {
+      namespaces: [o.leaseNamespace], labelSelector: `${leaseOfLabel}=${o.group}`,
+    });
+    const state: NonNullable<Sharder['state']> = this.state = {
+      primaries: new Map(), owned: new Map(), queues: new Map(), ring: new HashRing([]), live: new Set(),
+    };
+    for (const c of this.controllers) {
+      const primary = factory.informerFor(c.primary, { transform: metadataOnly });
+      state.primaries.set(c.name, primary);
+      const owned = c.owned.map((r) => {
+        const inf = factory.informerFor(r, { transform: metadataOnly });
+        if (!inf.getIndexer().hasIndex(ownerIndex)) {
+          inf.addIndexers({ [ownerIndex]: (obj) => {
+            const ref = controllerOf(obj);
+            return ref ? [`${groupOf(ref.apiVersion)}/${ref.kind}/${keyOf(obj.metadata?.namespace, ref.name)}`] : [];
+          } });
+        }
+        return inf;
+      });
+      state.owned.set(c.name, owned);
+      const queue = new Controller({
+        name: `sharder-${c.name}`, reconciler: this.decider(c, primary, owned), maxConcurrentReconciles: o.concurrency ?? 8,
+        logger: o.logger, registry: o.registry, priorityQueue: false,
+      });
+      state.queues.set(c.name, queue);
+      const labelsChanged = (a: KubeObject, b: KubeObject): boolean =>
+        a.metadata?.labels?.[shardLabel(c.name)] !== b.metadata?.labels?.[shardLabel(c.name)] ||
+        a.metadata?.labels?.[drainLabel(c.name)] !== b.metadata?.labels?.[drainLabel(c.name)];
+      primary.addEventHandler({
+        onAdd: (obj) => queue.enqueue(metaNamespaceKey(obj)),
+        onUpdate: (old, obj) => { if (labelsChanged(old, obj)) queue.enqueue(metaNamespaceKey(obj)); },
+      }, { name: 'sharder' });
+      for (const inf of owned) {
+        const toOwner = (obj: KubeObject): void => {
+          const ref = controllerOf(obj);
+          if (ref && ref.kind === c.primary.kind && groupOf(ref.apiVersion) === c.primary.group) {
+            queue.enqueue(keyOf(c.primary.namespaced ? obj.metadata?.namespace : undefined, ref.name));
+          }
+        };
+        inf.addEventHandler({ onAdd: toOwner, onUpdate: (old, obj) => { if (labelsChanged(old, obj)) toOwner(obj); } }, { name: 'sharder' });
+      }
+    }
+
+    // Membership: re-observed on every Lease event and when the earliest live Lease may expire.
+    let observations = new Map<string, Observation>();
+    let expiryTimer: NodeJS.Timeout | undefined;
+    const remember = (): void => {
+      const now = performance.now();
+      observations = observe(observations, leases.getIndexer().list(), now);
+      const live = liveShards(observations, now);
+      const changed = live.size !== state.live.size || [...live].some((s) => !state.live.has(s));
+      if (changed) {
+        this.log.info({ shards: [...live].sort(), before: [...state.live].sort() }, 'shard membership changed');
+        state.live = live;
+        state.ring = new HashRing(live);
+        this.metrics.members.set(live.size);
+        for (const c of this.controllers) {
+          const q = state.queues.get(c.name);
+          for (const obj of state.primaries.get(c.name)?.getIndexer().list() ?? []) q?.enqueue(metaNamespaceKey(obj));
+        }
+      }
+      clearTimeout(expiryTimer);
+      const next = nextExpiry(observations, now);
+      if (next !== undefined && !signal.aborted) expiryTimer = setTimeout(remember, Math.max(1, next - now + 1));
+    };
+    leases.addEventHandler({ onAdd: remember, onUpdate: remember, onDelete: remember }, { name: 'sharder' });
+
+    const collect = (): void => {
+      const g = this.metrics.objects;
+      g.reset();
+      for (const c of this.controllers) {
+        const counts = new Map<string, number>();
+        for (const obj of state.primaries.get(c.name)?.getIndexer().list() ?? []) {
+          const s = placementOf(obj.metadata?.labels, c.name).shard ?? '';
+          counts.set(s, (counts.get(s) ?? 0) + 1);
+        }
+        for (const [shard, n] of counts) g.set({ controller: c.name, shard }, n);
+      }
+    };
+    const collectTimer = setInterval(collect, 5_000);
+    collectTimer.unref();
+
+    const informers = factory.run(signal);
+    try {
+      if (!(await factory.waitForCacheSync({ signal }))) return;
+      remember();
+      await Promise.all([...state.queues.values()].map((q) => q.start(signal)));
+    } finally {
+      clearTimeout(expiryTimer);
+      clearInterval(collectTimer);
+      this.metrics.objects.reset();
+      this.state = undefined;
+      await informers;
+    }
+  }
+
+  /** The decision for one object of controller `c` (assignment.ts `decide`), carried out by label patches. */
+  private decider(c: ShardedController, primary: SharedIndexInformer<KubeObject>, owned: SharedIndexInformer<KubeObject>[]): Reconciler {
+    const writer = this.opts.writer;
+    const patch = async (r: ResourceType, obj: KubeObject, labels: Record<string, string | null>, signal: AbortSignal): Promise<void> => {
+      const m = obj.metadata ?? {};
+      await writer.json('PATCH', objectPath(r, m.namespace ?? '', m.name ?? ''), {
+        body: { metadata: { resourceVersion: m.resourceVersion, labels } }, contentType: 'application/merge-patch+json', signal,
+      });
+    };
+    /** Labels every owned object of `owner` that is not on `shard` with `shard`. */
+    const follow = async (owner: KubeObject, shard: string, signal: AbortSignal): Promise<void> => {
+      const ownerKey = `${c.primary.group}/${c.primary.kind}/${metaNamespaceKey(owner)}`;
+      for (const [i, inf] of owned.entries()) {
+        for (const obj of inf.getIndexer().byIndex(ownerIndex, ownerKey)) {
+          if (obj.metadata?.labels?.[shardLabel(c.name)] === shard) continue;
+          await patch(c.owned[i] as ResourceType, obj, { [shardLabel(c.name)]: shard }, signal);
+        }
+      }
+    };
+    return async ({ namespace, name }, signal) => {
+      const state = this.state;
+      if (!state) return;
+      const key = keyOf(namespace, name);
+      const drainKey = `${c.name}/${key}`;
+      const obj = primary.lister().get(namespace, name);
+      if (!obj) {
+        this.drainStarted.delete(drainKey);
+        return;
+      }
+      const placement = placementOf(obj.metadata?.labels, c.name);
+      const d = decide(placement, state.ring.lookup(key), state.live);
+      try {
+        switch (d.kind) {
+          case 'none':
+            if (placement.shard !== undefined && !placement.drain && state.live.has(placement.shard)) await follow(obj, placement.shard, signal);
+            return;
+          case 'drain':
+            await patch(c.primary, obj, labelPatch(d, c.name) ?? {}, signal);
+            this.drainStarted.set(drainKey, performance.now());
+            this.log.debug({ controller: c.name, key, from: d.from, to: d.to }, 'draining');
+            return;
+          case 'assign': {
+            await follow(obj, d.shard, signal);
+            await patch(c.primary, obj, labelPatch(d, c.name) ?? {}, signal);
+            const started = this.drainStarted.get(drainKey);
+            this.drainStarted.delete(drainKey);
+            const reason = d.from !== undefined ? 'dead' : started !== undefined ? 'drained' : 'new';
+            if (started !== undefined && d.from === undefined) this.metrics.drains.observe({ controller: c.name }, (performance.now() - started) / 1000);
+            this.metrics.reassignments.inc({ controller: c.name, reason });
+            return;
+          }
+        }
+      } catch (err) {
+        // Deleted meanwhile (404): nothing to assign. A stale view (409): decide again from the newer cache state
+        // (with backoff; the informer may not have delivered the newer version yet).
+        if (isNotFound(err)) return;
+        if (isConflict(err)) return { requeue: true };
+        throw err;
+      }
+    };
+  }
+}

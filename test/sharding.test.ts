@@ -1,0 +1,238 @@
+/**
+ * Sharding on a real control plane (issue 13): manager replicas with `--sharding` on a private minimal control plane
+ * whose kube-apiserver writes an audit log of every write to Foos and Deployments (with the request body, and the
+ * writer's User-Agent, which names its identity and so its shard).
+ *
+ *  1. 3 replicas, N Foos (3 000 by default; TSCM_SHARDING_FOOS): every Foo gets its Deployment; each replica caches
+ *     a third of the Foos (±15 %), and the Deployment observer is sharded too.
+ *  2. A fourth replica joins: about a quarter of the Foos move to it, every one through a drain (drain label set by
+ *     the sharder, acknowledged by the old shard), and the moved Foos are served by the new shard.
+ *  3. kill -9 of a replica that is not the sharder: its Foos are reassigned and a change to each of them is applied
+ *     within lease duration + 10 s of the kill.
+ *  4. From the audit log alone: every write a shard made to a Foo or its Deployment lies inside that shard's
+ *     assignment interval of the Foo (after the sharder's assigning patch was received, before its acknowledgement
+ *     completed — or, for a dead shard, before the reassigning patch was received): never two shards acting on one
+ *     object.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadYaml } from '@kubernetes/client-node';
+import { RestClient } from '../pkg/client/rest.ts';
+import { drainLabel, shardLabel } from '../pkg/sharding/assignment.ts';
+import { shardNameOf } from '../pkg/sharding/shard.ts';
+import { ControlPlane } from './cluster/controlplane.ts';
+import { adminKubeConfig, expectStatus, waitFor } from './helpers/cluster.ts';
+import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
+
+const N = Number(process.env['TSCM_SHARDING_FOOS'] ?? 3000);
+const leaseMs = 6_000;
+const renewMs = 4_000;
+const retryMs = 1_000;
+const ns = 'sharding';
+const group = 'sharding-test';
+const fooLabel = shardLabel('foo');
+
+interface AuditEvent {
+  verb: string;
+  userAgent?: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+  requestObject?: unknown;
+  requestReceivedTimestamp: string;
+  stageTimestamp: string;
+}
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "apps", resources: ["deployments"]}, {group: "samplecontroller.k8s.io", resources: ["foos", "foos/status"]}]
+- level: None
+`;
+
+function micros(ts: string): number {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
+  if (!m) throw new Error(`bad timestamp ${ts}`);
+  return Date.parse(`${m[1]}Z`) * 1000 + Number((m[2] ?? '').padEnd(6, '0').slice(0, 6));
+}
+
+interface Foo { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
+interface Deployment { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
+
+describe('sharding', () => {
+  test(`3 replicas, ${N} Foos: a third each; a fourth takes a quarter through drains; kill -9 → reassigned within lease + 10 s; no overlapping writers`, { timeout: 900_000 }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tscm-sharding-'));
+    const auditLog = join(dir, 'audit.log');
+    writeFileSync(join(dir, 'audit-policy.yaml'), auditPolicy);
+    const cp = await ControlPlane.start({
+      mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
+    });
+    t.after(() => cp.stop());
+    const crd = loadYaml<{ metadata: { name: string } }>(readFileSync(join(import.meta.dirname, '..', 'config', 'crd', 'bases', 'samplecontroller.k8s.io_foos.yaml'), 'utf8'));
+    expectStatus(await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd), 201, 'CRD');
+    await waitFor('CRD established', async () => {
+      const got = expectStatus<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        await cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`), 200, 'CRD');
+      return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    });
+    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
+    const api = new RestClient({ kubeConfig: adminKubeConfig(cp), userAgent: 'sharding-test' });
+    const foosPath = `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`;
+    const deploymentsPath = `/apis/apps/v1/namespaces/${ns}/deployments`;
+    const listFoos = async (): Promise<Foo[]> => (await api.json<{ items: Foo[] }>('GET', foosPath)).items;
+    const listDeployments = async (): Promise<Deployment[]> => (await api.json<{ items: Deployment[] }>('GET', deploymentsPath)).items;
+
+    const replicas: { mgr: ManagerProcess; shard: string }[] = [];
+    t.after(async () => {
+      await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
+      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
+    });
+    t.diagnostic(`logs and audit log: ${dir}`);
+    const startReplica = async (): Promise<{ mgr: ManagerProcess; shard: string }> => {
+      const mgr = await ManagerProcess.start({
+        args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo,deployment', '--foo-concurrency=4', '--leader-elect', '--sharding',
+          `--leader-election-namespace=${ns}`, `--leader-election-id=${group}`, `--leader-elect-lease-duration=${leaseMs}ms`,
+          `--leader-elect-renew-deadline=${renewMs}ms`, `--leader-elect-retry-period=${retryMs}ms`],
+        env: { WATCH_NAMESPACE: ns },
+      });
+      const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
+      await mgr.waitReady({ timeoutMs: 60_000 });
+      const r = { mgr, shard: shardNameOf(String(line['identity'])) };
+      replicas.push(r);
+      return r;
+    };
+    const live = (): { mgr: ManagerProcess; shard: string }[] => replicas.filter((r) => r.mgr.running);
+    const sharder = (): { mgr: ManagerProcess; shard: string } | undefined => live().find((r) => r.mgr.logs.some((l) => l.msg === 'became the sharder'));
+    const cached = async (r: { mgr: ManagerProcess }, controller: string): Promise<number> =>
+      metricValue(await r.mgr.metrics(), 'sharding_shard_objects', { controller }) ?? -1;
+    /** Every Foo on a live shard, not draining, and its Deployment labelled alike; resolves the Foos. */
+    const settled = async (what: string, timeoutMs: number): Promise<Foo[]> => waitFor(what, async () => {
+      const shards = new Set(live().map((r) => r.shard));
+      const foos = await listFoos();
+      if (foos.length !== N) return undefined;
+      if (!foos.every((f) => shards.has(f.metadata.labels?.[fooLabel] ?? '') && f.metadata.labels?.[drainLabel('foo')] === undefined)) return undefined;
+      const deployments = new Map((await listDeployments()).map((d) => [d.metadata.name, d]));
+      const ok = foos.every((f) => {
+        const d = deployments.get(f.metadata.name.replace('foo-', 'd-'));
+        return d !== undefined && d.metadata.labels?.[fooLabel] === f.metadata.labels?.[fooLabel] && shards.has(d.metadata.labels?.[shardLabel('deployment')] ?? '');
+      });
+      return ok ? foos : undefined;
+    }, { timeoutMs, intervalMs: 500 });
+
+    // 1. Three replicas, N Foos.
+    for (let i = 0; i < 3; i++) await startReplica();
+    let next = 0;
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      for (let i = next++; i < N; i = next++) {
+        await api.json('POST', foosPath, {
+          body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `d-${i}`, replicas: 1 } },
+        });
+      }
+    }));
+    const t1 = Date.now();
+    await settled(`${N} Foos assigned, their Deployments created and labelled`, 600_000);
+    t.diagnostic(`3 replicas: ${N} Foos converged ${((Date.now() - t1) / 1000).toFixed(1)} s after the last create`);
+    for (const r of live()) {
+      const foos = await waitFor(`${r.shard} reports its cache`, async () => {
+        const n = await cached(r, 'foo');
+        return n >= 0 ? n : undefined;
+      });
+      assert.ok(Math.abs(foos / (N / 3) - 1) <= 0.15, `replica ${r.shard} caches ${foos} Foos, not a third (±15 %) of ${N}`);
+      const deployments = await cached(r, 'deployment');
+      assert.ok(Math.abs(deployments / (N / 3) - 1) <= 0.15, `replica ${r.shard}: the Deployment observer caches ${deployments} Deployments, not a third (±15 %) of ${N}`);
+    }
+    const sums = await Promise.all(live().map((r) => cached(r, 'foo')));
+    assert.equal(sums.reduce((a, b) => a + b, 0), N, 'every Foo cached by exactly one replica');
+
+    // 2. A fourth replica: about a quarter moves, each through a drain.
+    const before = new Map((await listFoos()).map((f) => [f.metadata.name, f.metadata.labels?.[fooLabel]]));
+    const fourth = await startReplica();
+    const after = await settled('Foos settled on 4 shards', 300_000);
+    const moved = after.filter((f) => before.get(f.metadata.name) !== f.metadata.labels?.[fooLabel]);
+    assert.ok(moved.every((f) => f.metadata.labels?.[fooLabel] === fourth.shard), 'only moves to the new shard');
+    assert.ok(Math.abs(moved.length / (N / 4) - 1) <= 0.15, `${moved.length} of ${N} Foos moved to the fourth shard (expected a quarter ±15 %)`);
+    const leader = sharder();
+    assert.ok(leader, 'one replica is the sharder');
+    const metrics = await leader.mgr.metrics();
+    assert.ok((metricValue(metrics, 'sharding_reassignments_total', { controller: 'foo', reason: 'drained' }) ?? 0) >= moved.length,
+      `every move was a drain (${metricValue(metrics, 'sharding_reassignments_total', { controller: 'foo', reason: 'drained' })} drained, ${moved.length} moved)`);
+    // The new shard serves what moved to it.
+    await Promise.all(moved.slice(0, 50).map((f) => api.json('PATCH', `${foosPath}/${f.metadata.name}`, { body: { spec: { replicas: 3 } }, contentType: 'application/merge-patch+json' })));
+    await waitFor('the moved Foos reconciled by the fourth shard', async () => {
+      const ds = new Map((await listDeployments()).map((d) => [d.metadata.name, d]));
+      return moved.slice(0, 50).every((f) => ds.get(f.metadata.name.replace('foo-', 'd-'))?.spec?.replicas === 3);
+    }, { timeoutMs: 60_000 });
+
+    // 3. kill -9 a replica that is not the sharder: its Foos move and converge within lease duration + 10 s.
+    const victim = live().find((r) => r !== leader && r !== fourth);
+    assert.ok(victim);
+    const victims = after.filter((f) => f.metadata.labels?.[fooLabel] === victim.shard);
+    const killedAt = Date.now();
+    await victim.mgr.stop('SIGKILL');
+    await Promise.all(victims.map((f) => api.json('PATCH', `${foosPath}/${f.metadata.name}`, { body: { spec: { replicas: 2 } }, contentType: 'application/merge-patch+json' })));
+    await waitFor(`the ${victims.length} Foos of the killed shard reconciled elsewhere`, async () => {
+      const ds = new Map((await listDeployments()).map((d) => [d.metadata.name, d]));
+      return victims.every((f) => ds.get(f.metadata.name.replace('foo-', 'd-'))?.spec?.replicas === 2);
+    }, { timeoutMs: leaseMs + 10_000 + 30_000, intervalMs: 200 });
+    const converged = Date.now() - killedAt;
+    t.diagnostic(`kill -9: ${victims.length} Foos reassigned and converged in ${(converged / 1000).toFixed(1)} s (lease ${leaseMs / 1000} s)`);
+    assert.ok(converged <= leaseMs + 10_000, `converged ${converged} ms after the kill, more than lease duration + 10 s`);
+    await settled('Foos settled on the 3 remaining shards', 120_000);
+
+    // 4. The audit log: no write outside its writer's assignment interval.
+    const events = readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent)
+      .filter((e) => (e.responseStatus?.code ?? 0) < 300 && (e.userAgent ?? '').startsWith('ts-controller-manager/'));
+    const shardOf = (e: AuditEvent): string => shardNameOf(/\(([^)]+)\)$/.exec(e.userAgent ?? '')?.[1] ?? '');
+    /**
+     * Per controller and primary ("foo|foo-1", "deployment|d-1"): the shards' assignment intervals, from the
+     * sharder's assigning patch (received: it commits, and the watch event goes out, before the audit log's
+     * completion time) to the shard's acknowledgement (completed) or, for a dead shard, to the next assigning
+     * patch (received). The previous interval always ends before the next begins (drain: acknowledged before the
+     * sharder even decides to reassign; dead: the reassigning patch).
+     */
+    const intervals = new Map<string, { shard: string; from: number; to: number }[]>();
+    const writes: { key: string; shard: string; received: number; completed: number; what: string }[] = [];
+    for (const e of events.sort((a, b) => micros(a.stageTimestamp) - micros(b.stageTimestamp))) {
+      const name = e.objectRef?.name ?? '';
+      const resource = e.objectRef?.resource;
+      const body = e.requestObject as { metadata?: { labels?: Record<string, string | null> } } | { op: string; path: string }[] | undefined;
+      const labels = Array.isArray(body) ? undefined : body?.metadata?.labels;
+      const labelOnly = !Array.isArray(body) && body !== undefined && e.verb === 'patch' && Object.keys(body).length === 1 && labels !== undefined;
+      const what = `${e.verb} ${resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${name}`;
+      const timeline = (key: string): { shard: string; from: number; to: number }[] => {
+        const list = intervals.get(key) ?? [];
+        intervals.set(key, list);
+        return list;
+      };
+      const controller = resource === 'foos' ? 'foo' : 'deployment';
+      const assigned = labels?.[shardLabel(controller)];
+      if (labelOnly && typeof assigned === 'string') {
+        const list = timeline(`${controller}|${name}`);
+        const open = list.at(-1);
+        if (open && open.to === Infinity) open.to = micros(e.requestReceivedTimestamp); // a dead shard's interval
+        list.push({ shard: assigned, from: micros(e.requestReceivedTimestamp), to: Infinity });
+      } else if (Array.isArray(body)) {
+        // An acknowledgement: itself a write of the acknowledging shard, which ends its interval.
+        const ack = ['foo', 'deployment'].find((c) => body.some((op) => op.op === 'remove' && op.path.endsWith(shardLabel(c).replace('/', '~1'))));
+        assert.ok(ack, `unexpected JSON patch ${what}`);
+        const key = `${ack}|${name}`;
+        writes.push({ key, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what });
+        const open = timeline(key).at(-1);
+        if (open && open.shard === shardOf(e) && open.to === Infinity) open.to = micros(e.stageTimestamp);
+      } else if (!labelOnly && e.verb !== 'delete') {
+        // The Foo controller's own writes: Foo status, its Deployment (create, replicas).
+        writes.push({ key: `foo|${name.replace(/^d-/, 'foo-')}`, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what });
+      }
+    }
+    assert.ok(writes.length >= N, `audit log holds the shards' writes (${writes.length})`);
+    const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && w.completed <= i.to));
+    assert.deepEqual(outside.slice(0, 5), [], `${outside.length} writes outside the writer's assignment interval`);
+    t.diagnostic(`audit: ${writes.length} shard writes, all inside their shard's assignment interval; ${moved.length} drains`);
+  });
+});
