@@ -71,7 +71,7 @@ describe('sharding', () => {
     writeFileSync(join(dir, 'audit-policy.yaml'), auditPolicy);
     const cp = await ControlPlane.start({
       mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-batch-max-wait=1s'] },
     });
     t.after(() => cp.stop());
     const crd = loadYaml<{ metadata: { name: string } }>(readFileSync(join(import.meta.dirname, '..', 'config', 'crd', 'bases', 'samplecontroller.k8s.io_foos.yaml'), 'utf8'));

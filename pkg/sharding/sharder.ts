@@ -65,7 +65,9 @@ export interface SharderOptions {
   writer: RestClient;
   /** Namespaces of the sharded objects ([] = all). */
   namespaces: readonly string[];
-  /** Concurrent decisions per controller. Default 8. */
+  /** Delete a shard Lease this long after it was released or expired (ms). Default 10 min. */
+  leaseGcAfterMs?: number;
+  /** Concurrent decisions per controller. Default 16. */
   concurrency?: number;
   logger: Logger;
   registry: Registry;
@@ -203,7 +205,7 @@ export class Sharder implements Runnable {
       });
       state.owned.set(c.name, owned);
       const queue = new Controller({
-        name: `sharder-${c.name}`, reconciler: this.decider(c, primary, owned), maxConcurrentReconciles: o.concurrency ?? 8,
+        name: `sharder-${c.name}`, reconciler: this.decider(c, primary, owned), maxConcurrentReconciles: o.concurrency ?? 16,
         logger: o.logger, registry: o.registry, priorityQueue: false,
       });
       state.queues.set(c.name, queue);
@@ -243,11 +245,30 @@ export class Sharder implements Runnable {
           for (const obj of state.primaries.get(c.name)?.getIndexer().list() ?? []) q?.enqueue(metaNamespaceKey(obj));
         }
       }
+      collectGarbage(now);
       clearTimeout(expiryTimer);
       const next = nextExpiry(observations, now);
       if (next !== undefined && !signal.aborted) expiryTimer = setTimeout(remember, Math.max(1, next - now + 1));
     };
     leases.addEventHandler({ onAdd: remember, onUpdate: remember, onDelete: remember }, { name: 'sharder' });
+    // Every restarted replica is a new shard with a new Lease: delete the Leases of shards gone for a while (released,
+    // or not renewed for leaseGcAfterMs past their expiry as observed here), preconditioned on the version judged.
+    const gcAfterMs = o.leaseGcAfterMs ?? 600_000;
+    const deleting = new Set<string>();
+    const collectGarbage = (now: number): void => {
+      for (const [name, ob] of observations) {
+        if (deleting.has(name) || now < ob.observedAt + Math.max(ob.holder === '' ? 0 : ob.durationMs, 0) + gcAfterMs) continue;
+        const lease = leases.getIndexer().getByKey(keyOf(o.leaseNamespace, name));
+        const rv = lease?.metadata?.resourceVersion;
+        if (!rv) continue;
+        deleting.add(name);
+        void o.writer.json('DELETE', objectPath(leaseResource, o.leaseNamespace, name), {
+          body: { preconditions: { resourceVersion: rv } }, signal,
+        }).then(() => this.log.info({ lease: name, shard: ob.holder }, 'deleted the Lease of a departed shard'), (err: unknown) => {
+          if (!isNotFound(err) && !isConflict(err) && !signal.aborted) this.log.warn({ err, lease: name }, 'could not delete a departed shard\'s Lease');
+        }).finally(() => deleting.delete(name));
+      }
+    };
 
     const collect = (): void => {
       const g = this.metrics.objects;
