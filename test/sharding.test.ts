@@ -13,6 +13,10 @@
  *     assignment interval of the Foo (after the sharder's assigning patch was received, before its acknowledgement
  *     completed — or, for a dead shard, before the reassigning patch was received): never two shards acting on one
  *     object.
+ *  5. Networks on a real neutron-server (300; TSCM_SHARDING_NETWORKS) on the shared control plane: a fourth replica
+ *     joins and a replica is killed while they converge (drains and dead-shard moves with Neutron calls in flight):
+ *     all Ready, every Network has exactly one Neutron network (counted through Neutron's API by UID tag), and after
+ *     the deletes nothing is left in Neutron.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,10 +28,12 @@ import { RestClient } from '../pkg/client/rest.ts';
 import { drainLabel, shardLabel } from '../pkg/sharding/assignment.ts';
 import { shardNameOf } from '../pkg/sharding/shard.ts';
 import { ControlPlane } from './cluster/controlplane.ts';
-import { adminKubeConfig, expectStatus, waitFor } from './helpers/cluster.ts';
+import { adminKubeConfig, cluster, expectStatus, waitFor } from './helpers/cluster.ts';
+import { NetworkTestBed, networksPath } from './helpers/network.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
 const N = Number(process.env['TSCM_SHARDING_FOOS'] ?? 3000);
+const NETWORKS = Number(process.env['TSCM_SHARDING_NETWORKS'] ?? 300);
 const leaseMs = 6_000;
 const renewMs = 4_000;
 const retryMs = 1_000;
@@ -175,10 +181,17 @@ describe('sharding', () => {
     const victims = after.filter((f) => f.metadata.labels?.[fooLabel] === victim.shard);
     const killedAt = Date.now();
     await victim.mgr.stop('SIGKILL');
-    await Promise.all(victims.map((f) => api.json('PATCH', `${foosPath}/${f.metadata.name}`, { body: { spec: { replicas: 2 } }, contentType: 'application/merge-patch+json' })));
-    await waitFor(`the ${victims.length} Foos of the killed shard reconciled elsewhere`, async () => {
+    // Every one of them must move (Foo and Deployment relabelled); a sample is also changed, to see the new shards act.
+    const sample = victims.slice(0, 100);
+    await Promise.all(sample.map((f) => api.json('PATCH', `${foosPath}/${f.metadata.name}`, { body: { spec: { replicas: 2 } }, contentType: 'application/merge-patch+json' })));
+    const victimNames = new Set(victims.map((f) => f.metadata.name));
+    await waitFor(`the ${victims.length} Foos of the killed shard reassigned, and the changed ones reconciled elsewhere`, async () => {
       const ds = new Map((await listDeployments()).map((d) => [d.metadata.name, d]));
-      return victims.every((f) => ds.get(f.metadata.name.replace('foo-', 'd-'))?.spec?.replicas === 2);
+      const moved = (await listFoos()).filter((f) => victimNames.has(f.metadata.name)).every((f) => {
+        const shard = f.metadata.labels?.[fooLabel];
+        return shard !== undefined && shard !== victim.shard && ds.get(f.metadata.name.replace('foo-', 'd-'))?.metadata.labels?.[fooLabel] === shard;
+      });
+      return moved && sample.every((f) => ds.get(f.metadata.name.replace('foo-', 'd-'))?.spec?.replicas === 2);
     }, { timeoutMs: leaseMs + 10_000 + 30_000, intervalMs: 200 });
     const converged = Date.now() - killedAt;
     t.diagnostic(`kill -9: ${victims.length} Foos reassigned and converged in ${(converged / 1000).toFixed(1)} s (lease ${leaseMs / 1000} s)`);
@@ -234,5 +247,87 @@ describe('sharding', () => {
     const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && w.completed <= i.to));
     assert.deepEqual(outside.slice(0, 5), [], `${outside.length} writes outside the writer's assignment interval`);
     t.diagnostic(`audit: ${writes.length} shard writes, all inside their shard's assignment interval; ${moved.length} drains`);
+  });
+
+  test(`3 replicas, ${NETWORKS} Networks on a real neutron-server, a fourth joining and one killed while they converge: all Ready, all deleted, zero duplicate or leaked Neutron networks`, { timeout: 900_000 }, async (t) => {
+    const bed = await NetworkTestBed.start();
+    t.after(() => bed.stop());
+    // Neutron's default quota is 100 networks and 100 subnets a project (noauth: every request is fake_project_id).
+    const quota = await bed.api.request('PUT', '/v2.0/quotas/fake_project_id', { quota: { network: -1, subnet: -1 } });
+    assert.equal(quota.status, 200, `raising the Neutron quota: ${JSON.stringify(quota.body)}`);
+    const netNs = await bed.namespace(t, 'shard-net');
+    const replicas: ManagerProcess[] = [];
+    t.after(async () => {
+      await Promise.all(replicas.map((m) => m.stop('SIGKILL')));
+    });
+    const startReplica = async (): Promise<ManagerProcess> => {
+      const mgr = await ManagerProcess.start({
+        args: [`--kubeconfig=${cluster().kubeconfig}`, '--controllers=network', '--network-concurrency=4', '--leader-elect', '--sharding',
+          `--leader-election-namespace=${netNs}`, `--leader-election-id=net-shards`, `--leader-elect-lease-duration=${leaseMs}ms`,
+          `--leader-elect-renew-deadline=${renewMs}ms`, `--leader-elect-retry-period=${retryMs}ms`,
+          `--neutron-cloud-config=${bed.cloudsYaml}`, '--neutron-cloud=local'],
+        env: { WATCH_NAMESPACE: netNs }, metrics: false,
+      });
+      await mgr.waitReady({ timeoutMs: 60_000 });
+      replicas.push(mgr);
+      return mgr;
+    };
+    for (let i = 0; i < 3; i++) await startReplica();
+    const api = new RestClient({ kubeConfig: adminKubeConfig(cluster()), userAgent: 'sharding-test' });
+    const path = networksPath(netNs);
+    type Net = { metadata: { name: string; uid: string; labels?: Record<string, string> }; status?: { conditions?: { type: string; status: string }[] } };
+    const list = async (): Promise<Net[]> => (await api.json<{ items: Net[] }>('GET', path)).items;
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = next++; i < NETWORKS; i = next++) {
+        await api.json('POST', path, {
+          body: { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: `net-${i}` }, spec: { cidr: `10.${i >> 8}.${i & 255}.0/24` } },
+        });
+      }
+    }));
+    // While they converge (Neutron calls in flight): a fourth replica joins (drains), then one that is not the
+    // sharder is killed (its Networks move at once when its Lease expires, in-flight creates and all).
+    const ready = (n: Net): boolean => (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+    await waitFor('a third of the Networks Ready', async () => (await list()).filter(ready).length >= NETWORKS / 3, { timeoutMs: 600_000, intervalMs: 500 });
+    await startReplica();
+    await waitFor('half of the Networks Ready', async () => (await list()).filter(ready).length >= NETWORKS / 2, { timeoutMs: 600_000, intervalMs: 500 });
+    const victim = replicas.find((m, i) => i > 0 && i < 3 && !m.logs.some((l) => l.msg === 'became the sharder'));
+    assert.ok(victim);
+    await victim.stop('SIGKILL');
+    await waitFor(`all ${NETWORKS} Networks Ready, each on a live shard and none left draining`, async () => {
+      const nets = await list();
+      const shards = new Set(await Promise.all(replicas.filter((m) => m.running).map(async (m) =>
+        shardNameOf(String((await m.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager'))['identity'])))));
+      return nets.length === NETWORKS && nets.every((n) => ready(n) && shards.has(n.metadata.labels?.[shardLabel('network')] ?? '') &&
+        n.metadata.labels?.[drainLabel('network')] === undefined);
+    }, { timeoutMs: 900_000, intervalMs: 1000 });
+
+    /** Neutron networks per Network UID (tag), and untagged networks with our description. */
+    const census = async (): Promise<{ perUid: Map<string, number>; untagged: number; total: number }> => {
+      const nets = await bed.api.networks();
+      const perUid = new Map<string, number>();
+      let untagged = 0;
+      for (const n of nets) {
+        const tags = Array.isArray(n['tags']) ? (n['tags'] as string[]) : [];
+        const tag = tags.find((x) => x.startsWith('k8s-uid:'));
+        if (tag) perUid.set(tag, (perUid.get(tag) ?? 0) + 1);
+        else untagged++;
+      }
+      return { perUid, untagged, total: nets.length };
+    };
+    const c1 = await census();
+    const dups = [...c1.perUid.values()].filter((n) => n > 1).length;
+    t.diagnostic(`${NETWORKS} Networks Ready on shards that changed twice: ${c1.total} Neutron networks, ${dups} duplicated UIDs, ${c1.untagged} untagged`);
+    assert.equal(dups, 0, 'no Network has two Neutron networks');
+    assert.equal(c1.perUid.size, NETWORKS, 'every Network has its Neutron network');
+
+    await api.json('DELETE', path);
+    await waitFor('every Network deleted (finalizers removed by the shards)', async () => (await list()).length === 0, { timeoutMs: 600_000, intervalMs: 1000 });
+    // A late duplicate is swept within the create settle time; leaks are whatever is left after that.
+    const left = await waitFor('Neutron empty', async () => {
+      const c = await census();
+      return c.total === 0 ? c : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 1000 }).catch(async () => census());
+    assert.equal(left.total, 0, `leaked Neutron networks: ${left.total}`);
   });
 });

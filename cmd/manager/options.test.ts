@@ -305,3 +305,15 @@ test('--metrics-secure=false with an address serves plain metrics; --metrics-cer
   assert.equal(certs.metricsSecure, true);
   assert.equal(certs.metricsCertDir, '/certs');
 });
+
+test('--sharding: off by default, a boolean, and only with --leader-elect (the sharder holds the leader Lease)', () => {
+  assert.equal(parse([]).sharding, false);
+  assert.equal(parse(['--leader-elect', '--leader-election-namespace=x', '--sharding']).sharding, true);
+  assert.equal(parse(['--leader-elect', '--leader-election-namespace=x', '--sharding=false']).sharding, false);
+  assert.throws(() => parse(['--sharding']), (err: unknown) => {
+    assert.ok(err instanceof UsageError);
+    assert.equal(err.message, '--sharding needs --leader-elect (the sharder is the holder of the leader Lease)');
+    return true;
+  });
+  assert.throws(() => parse(['--leader-elect', '--leader-election-namespace=x', '--sharding=maybe']), UsageError);
+});

@@ -4,7 +4,7 @@
  * by the shard Lease: it campaigns for the leader Lease and works only while it holds it.
  *
  *   shard Leases (label lease-of=<group>) ──▶ membership.ts observe/liveShards ──▶ HashRing ──┐
- *   primaries + owned objects (metadata only, every shard's) ──▶ queue "ns/name" per controller ─┴▶ decide ──▶ label patch
+ *   primaries + owned objects (metadata only, every shard's) ──▶ one queue "controller|ns/name" ─┴▶ decide ──▶ label patch
  *
  * Contracts
  *  - Acts only as leader: its writes go through `writer`, whose write gate is the leader Lease's leadership signal
@@ -22,19 +22,22 @@
  *  - Owned objects follow their owner: before an owner is assigned to shard d its owned objects are labelled d; an
  *    owner settled on a shard has its owned objects' labels corrected to that shard (e.g. a Deployment created by
  *    hand with an ownerReference). Drains are for owners only.
- *  - Workers: `concurrency` decisions at once (label patches are the only I/O); the API server's write rate bounds how
- *    fast a membership change converges.
+ *  - One FIFO queue of "controller|namespace/name" for all controllers, `concurrency` decisions at once (label
+ *    patches are the only I/O): the API server's write rate bounds how fast a membership change converges. On a
+ *    membership change the objects of controllers that own other types are queued first, so an owned object that is
+ *    also another controller's primary (a Foo's Deployment) gets both assignments in one patch (`follow`).
  *
  * Metrics: sharding_members (live shards), sharding_objects{controller,shard} (assignments in the sharder's view,
  * "" = unassigned), sharding_reassignments_total{controller,reason=new|drained|dead}, sharding_drain_duration_seconds
  * {controller} (drain label set → acknowledgement seen).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { controllerOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { controllerOf, keyOf, metaNamespaceKey, splitKey, type KubeObject } from '../apis/meta/types.ts';
+import type { RequestCodec } from '../controller/request.ts';
 import { isConflict, isNotFound, type RestClient } from '../client/rest.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { SharedInformerFactory } from '../informerfactory/factory.ts';
-import { objectPath, type ResourceType } from '../informerfactory/resource.ts';
+import { objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { LeaderElector } from '../manager/leaderelection.ts';
@@ -72,6 +75,17 @@ export interface SharderOptions {
   logger: Logger;
   registry: Registry;
 }
+
+/** A sharder work item: one object of one sharded controller. */
+interface ShardRequest { controller: string; namespace: string; name: string }
+
+const shardRequestCodec: RequestCodec<ShardRequest> = {
+  key: (r) => `${r.controller}|${keyOf(r.namespace, r.name)}`,
+  parse: (key) => {
+    const bar = key.indexOf('|');
+    return { controller: key.slice(0, bar), ...splitKey(key.slice(bar + 1)) };
+  },
+};
 
 const leaseResource: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true };
 const ownerIndex = 'sharding-owner';
@@ -111,7 +125,7 @@ export class Sharder implements Runnable {
   private state: {
     primaries: Map<string, SharedIndexInformer<KubeObject>>;
     owned: Map<string, SharedIndexInformer<KubeObject>[]>;
-    queues: Map<string, Controller>;
+    queue: Controller<ShardRequest>;
     ring: HashRing;
     live: Set<string>;
   } | undefined;
@@ -188,8 +202,17 @@ export class Sharder implements Runnable {
       namespaces: [o.leaseNamespace], labelSelector: `${leaseOfLabel}=${o.group}`,
     });
     const state: NonNullable<Sharder['state']> = this.state = {
-      primaries: new Map(), owned: new Map(), queues: new Map(), ring: new HashRing([]), live: new Set(),
+      primaries: new Map(), owned: new Map(), ring: new HashRing([]), live: new Set(),
+      queue: new Controller<ShardRequest>({
+        name: 'sharder', codec: shardRequestCodec, maxConcurrentReconciles: o.concurrency ?? 16, logger: o.logger, registry: o.registry,
+        priorityQueue: false, reconciler: (req, sig, ctx) => {
+          const decider = deciders.get(req.controller);
+          return decider ? decider({ namespace: req.namespace, name: req.name }, sig, ctx) : Promise.resolve();
+        },
+      }),
     };
+    const deciders = new Map<string, Reconciler>();
+    const queue = state.queue;
     for (const c of this.controllers) {
       const primary = factory.informerFor(c.primary, { transform: metadataOnly });
       state.primaries.set(c.name, primary);
@@ -204,23 +227,20 @@ export class Sharder implements Runnable {
         return inf;
       });
       state.owned.set(c.name, owned);
-      const queue = new Controller({
-        name: `sharder-${c.name}`, reconciler: this.decider(c, primary, owned), maxConcurrentReconciles: o.concurrency ?? 16,
-        logger: o.logger, registry: o.registry, priorityQueue: false,
-      });
-      state.queues.set(c.name, queue);
+      deciders.set(c.name, this.decider(c, primary, owned));
+      const enqueue = (key: string): void => queue.enqueue(`${c.name}|${key}`);
       const labelsChanged = (a: KubeObject, b: KubeObject): boolean =>
         a.metadata?.labels?.[shardLabel(c.name)] !== b.metadata?.labels?.[shardLabel(c.name)] ||
         a.metadata?.labels?.[drainLabel(c.name)] !== b.metadata?.labels?.[drainLabel(c.name)];
       primary.addEventHandler({
-        onAdd: (obj) => queue.enqueue(metaNamespaceKey(obj)),
-        onUpdate: (old, obj) => { if (labelsChanged(old, obj)) queue.enqueue(metaNamespaceKey(obj)); },
+        onAdd: (obj) => enqueue(metaNamespaceKey(obj)),
+        onUpdate: (old, obj) => { if (labelsChanged(old, obj)) enqueue(metaNamespaceKey(obj)); },
       }, { name: 'sharder' });
       for (const inf of owned) {
         const toOwner = (obj: KubeObject): void => {
           const ref = controllerOf(obj);
           if (ref && ref.kind === c.primary.kind && groupOf(ref.apiVersion) === c.primary.group) {
-            queue.enqueue(keyOf(c.primary.namespaced ? obj.metadata?.namespace : undefined, ref.name));
+            enqueue(keyOf(c.primary.namespaced ? obj.metadata?.namespace : undefined, ref.name));
           }
         };
         inf.addEventHandler({ onAdd: toOwner, onUpdate: (old, obj) => { if (labelsChanged(old, obj)) toOwner(obj); } }, { name: 'sharder' });
@@ -240,9 +260,10 @@ export class Sharder implements Runnable {
         state.live = live;
         state.ring = new HashRing(live);
         this.metrics.members.set(live.size);
-        for (const c of this.controllers) {
-          const q = state.queues.get(c.name);
-          for (const obj of state.primaries.get(c.name)?.getIndexer().list() ?? []) q?.enqueue(metaNamespaceKey(obj));
+        // Owners first (see the file comment: their owned objects' other assignments ride along).
+        const ordered = [...this.controllers].sort((a, b) => b.owned.length - a.owned.length);
+        for (const c of ordered) {
+          for (const obj of state.primaries.get(c.name)?.getIndexer().list() ?? []) queue.enqueue(`${c.name}|${metaNamespaceKey(obj)}`);
         }
       }
       collectGarbage(now);
@@ -289,7 +310,7 @@ export class Sharder implements Runnable {
     try {
       if (!(await factory.waitForCacheSync({ signal }))) return;
       remember();
-      await Promise.all([...state.queues.values()].map((q) => q.start(signal)));
+      await queue.start(signal);
     } finally {
       clearTimeout(expiryTimer);
       clearInterval(collectTimer);
@@ -297,6 +318,16 @@ export class Sharder implements Runnable {
       this.state = undefined;
       await informers;
     }
+  }
+
+  /** Counts an assignment of `key` for `c` (and the drain it ended, if this sharder started one). */
+  private assigned(c: ShardedController, key: string, from: string | undefined): void {
+    const drainKey = `${c.name}/${key}`;
+    const started = this.drainStarted.get(drainKey);
+    this.drainStarted.delete(drainKey);
+    const reason = from !== undefined ? 'dead' : started !== undefined ? 'drained' : 'new';
+    if (reason === 'drained' && started !== undefined) this.metrics.drains.observe({ controller: c.name }, (performance.now() - started) / 1000);
+    this.metrics.reassignments.inc({ controller: c.name, reason });
   }
 
   /** The decision for one object of controller `c` (assignment.ts `decide`), carried out by label patches. */
@@ -308,13 +339,30 @@ export class Sharder implements Runnable {
         body: { metadata: { resourceVersion: m.resourceVersion, labels } }, contentType: 'application/merge-patch+json', signal,
       });
     };
-    /** Labels every owned object of `owner` that is not on `shard` with `shard`. */
+    /**
+     * Labels every owned object of `owner` that is not on `shard` with `shard`. An owned object that is also the
+     * primary of another sharded controller (a Foo's Deployment for the Deployment observer) gets that controller's
+     * pending assignment in the same patch: one write instead of two when a shard's objects move.
+     */
     const follow = async (owner: KubeObject, shard: string, signal: AbortSignal): Promise<void> => {
+      const state = this.state;
       const ownerKey = `${c.primary.group}/${c.primary.kind}/${metaNamespaceKey(owner)}`;
       for (const [i, inf] of owned.entries()) {
+        const resource = c.owned[i] as ResourceType;
+        const alsoPrimaryOf = this.controllers.filter((c2) => c2 !== c && resourceId(c2.primary) === resourceId(resource));
         for (const obj of inf.getIndexer().byIndex(ownerIndex, ownerKey)) {
           if (obj.metadata?.labels?.[shardLabel(c.name)] === shard) continue;
-          await patch(c.owned[i] as ResourceType, obj, { [shardLabel(c.name)]: shard }, signal);
+          const labels: Record<string, string | null> = { [shardLabel(c.name)]: shard };
+          const assigned: [ShardedController, string | undefined][] = [];
+          for (const c2 of state ? alsoPrimaryOf : []) {
+            const d2 = decide(placementOf(obj.metadata?.labels, c2.name), state?.ring.lookup(metaNamespaceKey(obj)), state?.live ?? new Set());
+            if (d2.kind === 'assign') {
+              Object.assign(labels, labelPatch(d2, c2.name));
+              assigned.push([c2, d2.from]);
+            }
+          }
+          await patch(resource, obj, labels, signal);
+          for (const [c2, from] of assigned) this.assigned(c2, metaNamespaceKey(obj), from);
         }
       }
     };
@@ -343,11 +391,7 @@ export class Sharder implements Runnable {
           case 'assign': {
             await follow(obj, d.shard, signal);
             await patch(c.primary, obj, labelPatch(d, c.name) ?? {}, signal);
-            const started = this.drainStarted.get(drainKey);
-            this.drainStarted.delete(drainKey);
-            const reason = d.from !== undefined ? 'dead' : started !== undefined ? 'drained' : 'new';
-            if (started !== undefined && d.from === undefined) this.metrics.drains.observe({ controller: c.name }, (performance.now() - started) / 1000);
-            this.metrics.reassignments.inc({ controller: c.name, reason });
+            this.assigned(c, key, d.from);
             return;
           }
         }
