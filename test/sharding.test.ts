@@ -24,12 +24,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadYaml } from '@kubernetes/client-node';
 import { RestClient } from '../pkg/client/rest.ts';
 import { drainLabel, shardLabel } from '../pkg/sharding/assignment.ts';
 import { shardNameOf } from '../pkg/sharding/shard.ts';
 import { ControlPlane } from './cluster/controlplane.ts';
-import { adminKubeConfig, cluster, expectStatus, waitFor } from './helpers/cluster.ts';
+import { adminKubeConfig, cluster, waitFor } from './helpers/cluster.ts';
+import { prepareControlPlane } from './helpers/crds.ts';
 import { NetworkTestBed, networksPath } from './helpers/network.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
@@ -81,14 +81,7 @@ describe('sharding', () => {
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-batch-max-wait=1s'] },
     });
     t.after(() => cp.stop());
-    const crd = loadYaml<{ metadata: { name: string } }>(readFileSync(join(import.meta.dirname, '..', 'config', 'crd', 'bases', 'samplecontroller.k8s.io_foos.yaml'), 'utf8'));
-    expectStatus(await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd), 201, 'CRD');
-    await waitFor('CRD established', async () => {
-      const got = expectStatus<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        await cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`), 200, 'CRD');
-      return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    });
-    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
+    await prepareControlPlane(cp, ns);
     const api = new RestClient({ kubeConfig: adminKubeConfig(cp), userAgent: 'sharding-test' });
     const foosPath = `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`;
     const deploymentsPath = `/apis/apps/v1/namespaces/${ns}/deployments`;

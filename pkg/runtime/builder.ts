@@ -37,7 +37,7 @@
  * shard or drain label always enqueue (the `update` predicate cannot hide a drain request). Objects a reconcile
  * creates for an owner must carry `inheritedShardLabels(owner)` (pkg/sharding/shard.ts) to be in this shard's cache.
  */
-import { controllerOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { controllerNameOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { addPriority, PriorityNormal, updatePriority } from '../controller/priority.ts';
 import { requestKey, type Request } from '../controller/request.ts';
@@ -135,14 +135,14 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   /** Objects of `resource` controlled by a primary (controller ownerReference of the primary's kind and group). */
   owns(resource: ResourceType): this {
     const primary = this.requirePrimary('owns()');
-    const group = primary.resource.group;
+    const { kind, group, namespaced } = primary.resource;
     const owners = primary.informer.lister();
     this.owned.set(resourceId(resource), resource);
     this.source(resource).mappers.push((obj, enqueue) => {
-      const ref = controllerOf(obj);
-      if (!ref || ref.kind !== primary.resource.kind || groupOf(ref.apiVersion) !== group) return;
-      const namespace = primary.resource.namespaced ? (obj.metadata?.namespace ?? '') : '';
-      if (owners.get(namespace, ref.name)) enqueue(keyOf(namespace, ref.name));
+      const owner = controllerNameOf(obj, kind, group);
+      if (owner === undefined) return;
+      const namespace = namespaced ? (obj.metadata?.namespace ?? '') : '';
+      if (owners.get(namespace, owner)) enqueue(keyOf(namespace, owner));
     });
     return this;
   }
@@ -267,8 +267,3 @@ function placementChanged(controller: string, a: KubeObject, b: KubeObject): boo
   return la?.[shardLabel(controller)] !== lb?.[shardLabel(controller)] || la?.[drainLabel(controller)] !== lb?.[drainLabel(controller)];
 }
 
-/** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
-function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf('/');
-  return i < 0 ? '' : apiVersion.slice(0, i);
-}

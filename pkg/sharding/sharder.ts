@@ -32,7 +32,7 @@
  * {controller} (drain label set → acknowledgement seen).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { controllerOf, keyOf, metaNamespaceKey, splitKey, type KubeObject } from '../apis/meta/types.ts';
+import { apiGroupOf, controllerNameOf, controllerOf, keyOf, metaNamespaceKey, splitKey, type KubeObject } from '../apis/meta/types.ts';
 import type { RequestCodec } from '../controller/request.ts';
 import { isConflict, isNotFound, type RestClient } from '../client/rest.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
@@ -102,10 +102,6 @@ function metadataOnly(obj: KubeObject): KubeObject {
   };
 }
 
-function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf('/');
-  return i < 0 ? '' : apiVersion.slice(0, i);
-}
 
 interface Metrics {
   members: Gauge;
@@ -221,7 +217,7 @@ export class Sharder implements Runnable {
         if (!inf.getIndexer().hasIndex(ownerIndex)) {
           inf.addIndexers({ [ownerIndex]: (obj) => {
             const ref = controllerOf(obj);
-            return ref ? [`${groupOf(ref.apiVersion)}/${ref.kind}/${keyOf(obj.metadata?.namespace, ref.name)}`] : [];
+            return ref ? [`${apiGroupOf(ref.apiVersion)}/${ref.kind}/${keyOf(obj.metadata?.namespace, ref.name)}`] : [];
           } });
         }
         return inf;
@@ -238,10 +234,8 @@ export class Sharder implements Runnable {
       }, { name: 'sharder' });
       for (const inf of owned) {
         const toOwner = (obj: KubeObject): void => {
-          const ref = controllerOf(obj);
-          if (ref && ref.kind === c.primary.kind && groupOf(ref.apiVersion) === c.primary.group) {
-            enqueue(keyOf(c.primary.namespaced ? obj.metadata?.namespace : undefined, ref.name));
-          }
+          const owner = controllerNameOf(obj, c.primary.kind, c.primary.group);
+          if (owner !== undefined) enqueue(keyOf(c.primary.namespaced ? obj.metadata?.namespace : undefined, owner));
         };
         inf.addEventHandler({ onAdd: toOwner, onUpdate: (old, obj) => { if (labelsChanged(old, obj)) toOwner(obj); } }, { name: 'sharder' });
       }

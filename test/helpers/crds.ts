@@ -32,11 +32,16 @@ export async function installCRDs(): Promise<void> {
 export async function privateControlPlane(t: { after(fn: () => Promise<void>): void }, namespace: string): Promise<ControlPlane> {
   const cp = await ControlPlane.start({ mode: 'minimal', dir: mkdtempSync(join(tmpdir(), 'tscm-private-')), log: () => {} });
   t.after(() => cp.stop());
+  await prepareControlPlane(cp, namespace);
+  return cp;
+}
+
+/** Installs this project's CRDs on `cp` (waiting until Established) and creates `namespace`. */
+export async function prepareControlPlane(cp: ControlPlane, namespace: string): Promise<void> {
   const kubectlBin = join(cp.k8sBinDir, 'kubectl');
   await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot });
   await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s',
     'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io']);
   const res = await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
   if (res.status !== 201) throw new Error(`creating namespace ${namespace}: HTTP ${res.status} ${res.body}`);
-  return cp;
 }

@@ -65,6 +65,21 @@ export interface LabelSelector {
 }
 
 /** The controller ownerReference of an object, if any (metav1.GetControllerOf; at most one has controller: true). */
+/** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
+export function apiGroupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? '' : apiVersion.slice(0, i);
+}
+
+/**
+ * The name of the object of `kind` in API `group` that controls `obj` (its controller ownerReference), if any —
+ * how an owned object (a Deployment) finds its owner (a Foo).
+ */
+export function controllerNameOf(obj: KubeObject, kind: string, group: string): string | undefined {
+  const ref = controllerOf(obj);
+  return ref && ref.kind === kind && apiGroupOf(ref.apiVersion) === group ? ref.name : undefined;
+}
+
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
 }

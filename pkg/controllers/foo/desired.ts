@@ -3,7 +3,7 @@
  * newDeployment), ownership, the Foo index by wanted Deployment name and the Event texts.
  */
 import { apiVersion as fooApiVersion, fooKind, fooPlural, group as fooGroup, version as fooVersion, type Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
-import { controllerOf, newControllerRef, type KubeObject } from '../../apis/meta/types.ts';
+import { controllerNameOf, controllerOf, newControllerRef, type KubeObject } from '../../apis/meta/types.ts';
 import type { ResourceType } from '../../informerfactory/resource.ts';
 import type { Deployment } from '../deployment/types.ts';
 
@@ -66,7 +66,5 @@ export function isControlledBy(obj: KubeObject, owner: KubeObject): boolean {
 
 /** The name of the Foo that controls `obj`, if its controller ownerReference is a Foo of this group. */
 export function owningFooName(obj: KubeObject): string | undefined {
-  const ref = controllerOf(obj);
-  if (!ref || ref.kind !== fooKind || ref.apiVersion.split('/')[0] !== fooGroup) return undefined;
-  return ref.name;
+  return controllerNameOf(obj, fooKind, fooGroup);
 }
