@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
-import type { RequestOptions, Verb } from '../../client/rest.ts';
+import { ApiError, type RequestOptions, type Verb } from '../../client/rest.ts';
 import { isTerminalError } from '../../controller/index.ts';
 import { FakeRecorder } from '../../events/fake.ts';
 import { Indexer } from '../../informerfactory/indexer.ts';
@@ -112,6 +112,38 @@ describe('fooReconciler', () => {
     await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
     assert.equal(recorder.events.length, 2);
     assert.deepEqual(rest.calls, []);
+  });
+
+  test('create answered AlreadyExists with our own Deployment (the cache lags, e.g. a Foo that just moved shards): requeue quietly', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 });
+    foos.add(foo);
+    rest.reply = (c) => {
+      if (c.method === 'POST') throw new ApiError(409, 'AlreadyExists', 'deployments.apps "web" already exists', {});
+      return owned(foo, 2, 0);
+    };
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.deepEqual(rest.calls.map((c) => `${c.method} ${c.path}`), ['POST /apis/apps/v1/namespaces/ns/deployments', 'GET /apis/apps/v1/namespaces/ns/deployments/web']);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('create answered AlreadyExists with someone else\'s Deployment (not in a sharded cache): upstream\'s Warning and a retry', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 });
+    foos.add(foo);
+    rest.reply = (c) => {
+      if (c.method === 'POST') throw new ApiError(409, 'AlreadyExists', 'deployments.apps "web" already exists', {});
+      const d = newDeployment(foo);
+      return { ...d, metadata: { ...d.metadata, uid: 'other', ownerReferences: [] } };
+    };
+    await assert.rejects(reconcile(req, signal, ctx), /Resource "web" already exists and is not managed by Foo/);
+    assert.deepEqual(recorder.events, ['Warning ErrResourceExists Resource "web" already exists and is not managed by Foo']);
+  });
+
+  test('a Foo with shard labels: its Deployment is created with them (never a drain label)', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 });
+    foo.metadata = { ...foo.metadata, labels: { 'shard.ts-controller-manager.io/foo': 's1', 'drain.ts-controller-manager.io/foo': 'true', app: 'x' } };
+    foos.add(foo);
+    await reconcile(req, signal, ctx);
+    assert.deepEqual((rest.calls[0]?.body as Deployment).metadata?.labels, { 'shard.ts-controller-manager.io/foo': 's1' });
   });
 
   test('a deleted or deleting Foo: nothing to do', async () => {

@@ -69,16 +69,19 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
       if (Object.keys(shardLabels).length > 0) body.metadata = { ...body.metadata, labels: shardLabels };
       try {
         deployment = await rest.json<Deployment>('POST', collectionPath(deploymentResource, namespace), { body, signal });
+        log.info({ deployment: deploymentName }, 'Created Deployment');
+        changed = true;
       } catch (err) {
-        // Not in the cache but there: someone else's Deployment of that name (with sharding the cache holds only
-        // this shard's Deployments), or one the cache has not caught up with. Same Warning as upstream's check below.
+        // Not in the cache but there: our own Deployment the cache has not caught up with (with sharding: a Foo that
+        // just moved here, whose relabelled Deployment is on its way in another watch) — look again shortly — or
+        // someone else's (with sharding the cache holds only this shard's Deployments): upstream's Warning below.
         if (!isAlreadyExists(err)) throw err;
-        const msg = messageResourceExists(deploymentName);
-        recorder.event(fooRef(foo), 'Warning', ErrResourceExists, msg);
-        throw new Error(msg, { cause: err });
+        deployment = await rest.json<Deployment>('GET', objectPath(deploymentResource, namespace, deploymentName), { signal });
+        if (isControlledBy(deployment, foo)) {
+          log.debug({ deployment: deploymentName }, 'Deployment exists but is not in the cache yet; looking again');
+          return { requeue: true };
+        }
       }
-      log.info({ deployment: deploymentName }, 'Created Deployment');
-      changed = true;
     }
     if (!isControlledBy(deployment, foo)) {
       const msg = messageResourceExists(deploymentName);
@@ -103,6 +106,7 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
       changed = true;
     }
     if (changed) recorder.event(fooRef(foo), 'Normal', SuccessSynced, MessageResourceSynced);
+    return undefined;
   };
 }
 
