@@ -4,7 +4,10 @@
  *  - the manager, run in-cluster style with the ServiceAccount config/rbac creates (its token from TokenRequest,
  *    the Deployment's own flags: --leader-elect, --metrics-secure, POD_NAMESPACE), reconciles config/samples with
  *    zero 403s — Foo, Deployment rollout events, Network (real neutron-server), the Lease, a secure scrape;
- *  - for every RBAC rule config/rbac grants, the same run with that one rule removed fails (so every rule is needed).
+ *  - for every RBAC rule config/rbac grants, the same run with that one rule removed fails (so every rule is needed);
+ *  - the same for config/sharded (issue 13): with the sharding Role and ClusterRole it adds, the manager run with
+ *    `--sharding` (one replica: both the only shard and the sharder) labels and reconciles the samples with zero 403s,
+ *    and removing any one of the rules the sharding adds makes that run fail.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -18,6 +21,7 @@ import { cluster, expectStatus, suffix, waitFor } from './helpers/cluster.ts';
 import { kubectl } from './helpers/crds.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 import { startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 
 const systemNs = 'ts-controller-manager-system';
 /** The manager's metrics certificate is self-signed: these checks are about authorization, not the chain. */
@@ -38,10 +42,27 @@ interface RbacObject {
   rules: PolicyRule[];
 }
 
+interface RenderedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+}
+
+async function rendered(dir: string): Promise<RenderedObject[]> {
+  return loadAllYaml(await kubectl('kustomize', dir)) as RenderedObject[];
+}
+
 /** The roles config/default installs, as rendered by kustomize. */
 async function renderedRoles(): Promise<RbacObject[]> {
-  const docs = loadAllYaml(await kubectl('kustomize', 'config/default')) as { kind: string }[];
-  return docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role') as RbacObject[];
+  return (await rendered('config/default')).filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role') as RbacObject[];
+}
+
+const identity = (d: RenderedObject): string => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`;
+
+/** The RBAC objects config/sharded adds to config/default (the sharding's roles and their bindings). */
+async function shardingRbac(): Promise<RenderedObject[]> {
+  const base = new Set((await rendered('config/default')).map(identity));
+  return (await rendered('config/sharded')).filter((d) => d.apiVersion.startsWith('rbac.authorization.k8s.io/') && !base.has(identity(d)));
 }
 
 function rolePath(r: RbacObject): string {
@@ -95,17 +116,52 @@ async function podRoot(cp: ControlPlane): Promise<string> {
 
 type Outcome = { ok: true } | { ok: false; why: string };
 
+type Check = [name: string, check: () => Promise<boolean>];
+
+interface Variant {
+  /** Flags added to the Deployment's (e.g. `--sharding`). */
+  extraArgs?: readonly string[];
+  /** Checks added to the scenario's, given its namespace and leader Lease name. */
+  extraChecks?: (ns: string, leaseId: string) => Check[];
+}
+
+/** Whether the object at `path` exists and carries a shard label (`shard.ts-controller-manager.io/<controller>`). */
+async function hasShardLabel(cp: ControlPlane, path: string): Promise<boolean> {
+  const res = await cp.get(path);
+  if (res.status !== 200) return false;
+  const labels = (JSON.parse(res.body) as { metadata: { labels?: Record<string, string> } }).metadata.labels ?? {};
+  return Object.entries(labels).some(([k, v]) => k.startsWith(shardLabelPrefix) && v !== '');
+}
+
+/** `--sharding`, and proof that it is on: the shard Lease is held and the sharder labelled every sample object. */
+function sharded(cp: ControlPlane): Variant {
+  return {
+    extraArgs: ['--sharding'],
+    extraChecks: (ns, leaseId) => [
+      ['a shard Lease of the group is held', async () => {
+        const res = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases?labelSelector=${encodeURIComponent(`sharding.ts-controller-manager.io/lease-of=${leaseId}`)}`);
+        const items = (JSON.parse(res.body) as { items?: { metadata: { name: string }; spec: { holderIdentity?: string } }[] }).items ?? [];
+        return res.status === 200 && items.some((l) => l.metadata.name.startsWith(`${leaseId}-shard-`) && Boolean(l.spec.holderIdentity));
+      }],
+      ['Foo, its Deployment and the Network carry a shard label', async () =>
+        await hasShardLabel(cp, `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos/example-foo`)
+        && await hasShardLabel(cp, `/apis/apps/v1/namespaces/${ns}/deployments/example-foo`)
+        && await hasShardLabel(cp, `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks/example-network`)],
+    ],
+  };
+}
+
 /**
  * One full run of the manager as deployed (its Deployment's flags, in-cluster credentials) through every
  * controller's scenario in a fresh namespace. Resolves ok when every scenario completed with no 403; otherwise with
  * the first failure seen (a 403, or a scenario that did not complete in time).
  */
-async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance, reader: string, leaseId: string): Promise<Outcome> {
+async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance, reader: string, leaseId: string, variant: Variant = {}): Promise<Outcome> {
   const ns = `rbac-${suffix()}`;
   expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
   const mgr = await ManagerProcess.start({
     args: ['--leader-elect', '--metrics-secure', `--leader-election-id=${leaseId}`,
-      `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local'],
+      `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local', ...(variant.extraArgs ?? [])],
     env: {
       KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port,
       POD_NAMESPACE: systemNs, WATCH_NAMESPACE: ns,
@@ -128,7 +184,7 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
   };
   try {
     await kubectl('apply', '-n', ns, '-k', 'config/samples');
-    const checks: [string, () => Promise<boolean>][] = [
+    const checks: Check[] = [
       ['the Lease is held', async () => {
         const l = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases/${leaseId}`);
         return l.status === 200 && Boolean((JSON.parse(l.body) as { spec: { holderIdentity?: string } }).spec.holderIdentity);
@@ -148,6 +204,7 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
         return net.status === 200 && Boolean(st?.networkID) && (st?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
       }],
       ['secure /metrics scrape allowed (TokenReview + SubjectAccessReview)', async () => (await scrape()).status === 200],
+      ...(variant.extraChecks?.(ns, leaseId) ?? []),
     ];
     const pending = new Map(checks);
     const deadline = Date.now() + 60_000;
@@ -182,22 +239,42 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   let neutron: NeutronInstance;
   let root: string;
   let reader: string;
+  /** The sharding RBAC objects as applied (a List), removed again after the suite. */
+  let shardingFile: string | undefined;
   before(async () => {
     neutron = await startNeutron();
   });
   after(async () => {
+    if (shardingFile) await kubectl('delete', '--ignore-not-found', '-f', shardingFile);
     await neutron?.stop();
   });
 
   test('every overlay renders with kubectl kustomize', async () => {
     for (const dir of ['config/crd', 'config/rbac', 'config/manager', 'config/default', 'config/namespaced', 'config/prometheus',
-      'config/certmanager', 'config/network-policy', 'config/samples']) {
+      'config/certmanager', 'config/network-policy', 'config/samples', 'config/sharded']) {
       const out = await kubectl('kustomize', dir);
       assert.ok(out.includes('kind:'), `${dir} renders`);
     }
     const namespaced = loadAllYaml(await kubectl('kustomize', 'config/namespaced')) as { kind: string; metadata: { name: string } }[];
     assert.ok(namespaced.some((d) => d.kind === 'Role' && d.metadata.name === 'ts-controller-manager-manager-role'));
     assert.ok(!namespaced.some((d) => d.kind === 'ClusterRole' && d.metadata.name === 'ts-controller-manager-manager-role'));
+    // config/sharded: config/default with 3 sharding replicas; config/default itself unchanged (1 replica, no sharding).
+    type Dep = RenderedObject & { spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } };
+    const manager = async (dir: string): Promise<Dep> => {
+      const dep = (await rendered(dir)).find((d) => d.kind === 'Deployment' && d.metadata.name === 'ts-controller-manager-controller-manager');
+      assert.ok(dep, `${dir} has the manager Deployment`);
+      return dep as Dep;
+    };
+    const shardedDep = await manager('config/sharded');
+    assert.equal(shardedDep.spec.replicas, 3);
+    assert.deepEqual(shardedDep.spec.template.spec.containers[0]?.args.filter((a) => a === '--leader-elect' || a === '--sharding'), ['--leader-elect', '--sharding']);
+    const defaultDep = await manager('config/default');
+    assert.equal(defaultDep.spec.replicas, 1);
+    assert.ok(!defaultDep.spec.template.spec.containers[0]?.args.includes('--sharding'));
+    assert.deepEqual((await shardingRbac()).map(identity).sort(), [
+      'ClusterRole//ts-controller-manager-sharding-role', 'ClusterRoleBinding//ts-controller-manager-sharding-rolebinding',
+      `Role/${systemNs}/ts-controller-manager-sharding-role`, `RoleBinding/${systemNs}/ts-controller-manager-sharding-rolebinding`,
+    ]);
   });
 
   test('kubectl apply -k config/default creates everything without errors', async (t) => {
@@ -253,5 +330,41 @@ describe('kustomize deployment and least-privilege RBAC', () => {
       }
     }
     assert.ok(checked >= 10, `checked ${checked} rules`);
+  });
+
+  test('config/sharded: with the sharding RBAC as shipped, the manager with --sharding labels and reconciles the samples with zero 403s', async () => {
+    const cp = cluster();
+    const objects = await shardingRbac();
+    shardingFile = join(mkdtempSync(join(tmpdir(), 'tscm-deploy-sharded-')), 'sharding-rbac.json');
+    writeFileSync(shardingFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    await kubectl('apply', '--server-side', '--force-conflicts', '-f', shardingFile);
+    for (const role of objects.filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole') as RbacObject[]) {
+      for (const rule of role.rules) await waitAuthorized(cp, role, rule, true);
+    }
+    const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
+    assert.deepEqual(outcome, { ok: true });
+  });
+
+  test('config/sharded: every rule the sharding adds is needed: removing any one makes the --sharding run fail', async (t) => {
+    const cp = cluster();
+    const roles = (await shardingRbac()).filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole') as RbacObject[];
+    let checked = 0;
+    for (const role of roles) {
+      for (let i = 0; i < role.rules.length; i++) {
+        const rule = role.rules[i] as PolicyRule;
+        await putRole(cp, role, role.rules.filter((_, j) => j !== i));
+        await waitAuthorized(cp, role, rule, false);
+        try {
+          const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
+          t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
+          assert.equal(outcome.ok, false, `rule ${describeRule(rule)} of ${role.kind} ${role.metadata.name} is not needed`);
+        } finally {
+          await putRole(cp, role, role.rules);
+          await waitAuthorized(cp, role, rule, true);
+        }
+        checked++;
+      }
+    }
+    assert.ok(checked >= 2, `checked ${checked} rules`);
   });
 });
