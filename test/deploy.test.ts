@@ -123,6 +123,8 @@ interface Variant {
   extraArgs?: readonly string[];
   /** Checks added to the scenario's, given its namespace and leader Lease name. */
   extraChecks?: (ns: string, leaseId: string) => Check[];
+  /** Runs before the manager starts, given the leader Lease name. */
+  prepare?: (leaseId: string) => Promise<void>;
 }
 
 /** Whether the object at `path` exists and carries a shard label (`shard.ts-controller-manager.io/<controller>`). */
@@ -133,11 +135,23 @@ async function hasShardLabel(cp: ControlPlane, path: string): Promise<boolean> {
   return Object.entries(labels).some(([k, v]) => k.startsWith(shardLabelPrefix) && v !== '');
 }
 
-/** `--sharding`, and proof that it is on: the shard Lease is held and the sharder labelled every sample object. */
+/**
+ * `--sharding`, and proof that it is on: the shard Lease is held, the sharder labelled every sample object, and the
+ * Lease of a departed shard (released: what a shard leaves behind after a clean shutdown) is deleted.
+ */
 function sharded(cp: ControlPlane): Variant {
+  const leases = `/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases`;
   return {
     extraArgs: ['--sharding'],
+    prepare: async (leaseId) => {
+      expectStatus(await cp.request('POST', leases, {
+        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        metadata: { name: `${leaseId}-shard-departed`, labels: { 'sharding.ts-controller-manager.io/lease-of': leaseId } },
+        spec: { holderIdentity: '', leaseDurationSeconds: 1 },
+      }), 201, 'a departed shard\'s Lease');
+    },
     extraChecks: (ns, leaseId) => [
+      ['the departed shard\'s released Lease deleted by the sharder', async () => (await cp.get(`${leases}/${leaseId}-shard-departed`)).status === 404],
       ['a shard Lease of the group is held', async () => {
         const res = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases?labelSelector=${encodeURIComponent(`sharding.ts-controller-manager.io/lease-of=${leaseId}`)}`);
         const items = (JSON.parse(res.body) as { items?: { metadata: { name: string }; spec: { holderIdentity?: string } }[] }).items ?? [];
@@ -159,6 +173,7 @@ function sharded(cp: ControlPlane): Variant {
 async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance, reader: string, leaseId: string, variant: Variant = {}): Promise<Outcome> {
   const ns = `rbac-${suffix()}`;
   expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
+  await variant.prepare?.(leaseId);
   const mgr = await ManagerProcess.start({
     args: ['--leader-elect', '--metrics-secure', `--leader-election-id=${leaseId}`,
       `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local', ...(variant.extraArgs ?? [])],

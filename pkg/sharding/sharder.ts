@@ -68,7 +68,7 @@ export interface SharderOptions {
   writer: RestClient;
   /** Namespaces of the sharded objects ([] = all). */
   namespaces: readonly string[];
-  /** Delete a shard Lease this long after it was released or expired (ms). Default 10 min. */
+  /** Delete a shard Lease this long after it expired (ms; a released one at once). Default 10 min. */
   leaseGcAfterMs?: number;
   /** Concurrent decisions per controller. Default 16. */
   concurrency?: number;
@@ -266,23 +266,32 @@ export class Sharder implements Runnable {
       if (next !== undefined && !signal.aborted) expiryTimer = setTimeout(remember, Math.max(1, next - now + 1));
     };
     leases.addEventHandler({ onAdd: remember, onUpdate: remember, onDelete: remember }, { name: 'sharder' });
-    // Every restarted replica is a new shard with a new Lease: delete the Leases of shards gone for a while (released,
-    // or not renewed for leaseGcAfterMs past their expiry as observed here), preconditioned on the version judged.
+    // Every restarted replica is a new shard with a new Lease: delete the Leases of departed shards, preconditioned on
+    // the version judged. A RELEASED Lease (holder "") at once: its shard released it after it stopped acting, and a
+    // Lease is never re-acquired by a shard that released it (one term per process). A Lease that merely expired
+    // after leaseGcAfterMs more (its holder may be partitioned; if it comes back it creates a new one and rejoins).
+    // A refused or failed delete is tried again no sooner than a minute later (no 403 storm without the RBAC rule).
     const gcAfterMs = o.leaseGcAfterMs ?? 600_000;
-    const deleting = new Set<string>();
+    const notBefore = new Map<string, number>();
     const collectGarbage = (now: number): void => {
       for (const [name, ob] of observations) {
-        if (deleting.has(name) || now < ob.observedAt + Math.max(ob.holder === '' ? 0 : ob.durationMs, 0) + gcAfterMs) continue;
-        const lease = leases.getIndexer().getByKey(keyOf(o.leaseNamespace, name));
-        const rv = lease?.metadata?.resourceVersion;
+        const due = ob.holder === '' ? ob.observedAt : ob.observedAt + ob.durationMs + gcAfterMs;
+        if (now < Math.max(due, notBefore.get(name) ?? 0)) continue;
+        const rv = leases.getIndexer().getByKey(keyOf(o.leaseNamespace, name))?.metadata?.resourceVersion;
         if (!rv) continue;
-        deleting.add(name);
+        notBefore.set(name, Infinity); // one delete in flight
         void o.writer.json('DELETE', objectPath(leaseResource, o.leaseNamespace, name), {
           body: { preconditions: { resourceVersion: rv } }, signal,
         }).then(() => this.log.info({ lease: name, shard: ob.holder }, 'deleted the Lease of a departed shard'), (err: unknown) => {
-          if (!isNotFound(err) && !isConflict(err) && !signal.aborted) this.log.warn({ err, lease: name }, 'could not delete a departed shard\'s Lease');
-        }).finally(() => deleting.delete(name));
+          if (isNotFound(err) || isConflict(err) || signal.aborted) {
+            notBefore.delete(name);
+            return;
+          }
+          this.log.warn({ err, lease: name }, 'could not delete a departed shard\'s Lease; trying again in a minute');
+          notBefore.set(name, performance.now() + 60_000);
+        });
       }
+      for (const name of notBefore.keys()) if (!observations.has(name)) notBefore.delete(name);
     };
 
     const collect = (): void => {
