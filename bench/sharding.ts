@@ -25,6 +25,8 @@
  *    write the API server took in the window and its rate, and the CPU (in cores) that kube-apiserver, etcd, the
  *    replicas together and this process used in the window. "API floor" = those writes at the faster anchor's
  *    write rate: the least time the API server needs for the row's writes on this machine at that moment.
+ *    "Deployments/s after the creates": the Deployments still missing when the last Foo create returned, over the
+ *    time from then to convergence — the replicas' own pace once the bench's creates no longer compete.
  *  - reference (unless `--no-reference`): one replica WITHOUT `--sharding` with `--foo-concurrency` = the largest R —
  *    as many workers as the largest sharded row, on one event loop: what sharding adds beyond more workers.
  *
@@ -167,6 +169,8 @@ interface RowResult {
   workers: number;
   convergedMs: number | undefined;
   createMs: number;
+  /** Deployments that existed when the last Foo create returned. */
+  atCreateEnd: number;
   peakRss: { mib: number; sharder: boolean }[];
   fooCounts: number[];
   sharderPatches: number | undefined;
@@ -228,7 +232,8 @@ async function row(replicas: number, sharding: boolean, workers: number): Promis
     log(`row "${label}": creating ${N} Foos (${clients} in flight)`);
     const t0 = performance.now();
     const createMs = await runAll(N, clients, (i) => env.rest.json('POST', collectionPath(fooResource, ns), { body: fooBody(i) }));
-    log(`row "${label}": ${N} Foos created in ${(createMs / 1000).toFixed(1)} s; ${owned()} Deployments so far`);
+    const atCreateEnd = owned();
+    log(`row "${label}": ${N} Foos created in ${(createMs / 1000).toFixed(1)} s; ${atCreateEnd} Deployments so far`);
     let convergedMs: number | undefined;
     let lastLog = performance.now();
     while (convergedMs === undefined) {
@@ -264,7 +269,7 @@ async function row(replicas: number, sharding: boolean, workers: number): Promis
     const assignments = sharderMetrics === undefined ? undefined
       : sum(['new', 'drained', 'dead'].map((reason) => metricValue(sharderMetrics, 'sharding_reassignments_total', { controller: 'foo', reason }) ?? 0));
     const result: RowResult = {
-      label, replicas, sharding, workers, convergedMs, createMs, peakRss, fooCounts, assignments, cpu, load,
+      label, replicas, sharding, workers, convergedMs, createMs, atCreateEnd, peakRss, fooCounts, assignments, cpu, load,
       sharderPatches: sharding ? writesBetween(writes0, writes1, (k) => k.startsWith('PATCH foos ') || k.startsWith('PATCH deployments ')) : undefined,
       apiWrites: writesBetween(writes0, writes1),
       replicaCpuSeconds: sum(metrics.map((t) => metricValue(t, 'process_cpu_seconds_total') ?? 0)),
@@ -300,21 +305,22 @@ async function main(): Promise<void> {
   const anchorRate = Math.max(before.writes / before.ms, after.writes / after.ms);
   const one = rows.find((r) => r.sharding && r.replicas === 1)?.convergedMs;
   const lines = [
-    `| replicas | converge s | speed-up vs 1 | ÷ anchor | API floor s | per-replica peak RSS MiB (* sharder) | Foos per replica | sharder's writes (label patches) | API writes in window (per s) | CPU cores: apiserver / etcd / replicas / bench | load 1 min |`,
-    '|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|',
-    `| anchor before: ${N} Foo + ${N} Deployment creates by the bench (${clients} in flight) | ${sec(before.ms)} | – | 1.00 | – | – | – | – | ${before.writes} (${Math.round(before.writes / (before.ms / 1000))}) | – | ${before.load.toFixed(1)} |`,
+    `| replicas | converge s | Deployments/s after the creates | speed-up vs 1 | ÷ anchor | API floor s | per-replica peak RSS MiB (* sharder) | Foos per replica | sharder's writes (label patches) | API writes in window (per s) | CPU cores: apiserver / etcd / replicas / bench | load 1 min |`,
+    '|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|---:|',
+    `| anchor before: ${N} Foo + ${N} Deployment creates by the bench (${clients} in flight) | ${sec(before.ms)} | – | – | 1.00 | – | – | – | – | ${before.writes} (${Math.round(before.writes / (before.ms / 1000))}) | – | ${before.load.toFixed(1)} |`,
   ];
   for (const r of rows) {
     const rate = r.convergedMs === undefined ? '–' : String(Math.round(r.apiWrites / (r.convergedMs / 1000)));
-    lines.push(`| ${r.label} | ${sec(r.convergedMs)} | ${r.convergedMs === undefined || one === undefined ? '–' : `${(one / r.convergedMs).toFixed(2)}×`} | ` +
+    const tail = r.convergedMs === undefined || r.convergedMs <= r.createMs ? '–' : ((N - r.atCreateEnd) / ((r.convergedMs - r.createMs) / 1000)).toFixed(1);
+    lines.push(`| ${r.label} | ${sec(r.convergedMs)} | ${tail} | ${r.convergedMs === undefined || one === undefined ? '–' : `${(one / r.convergedMs).toFixed(2)}×`} | ` +
       `${r.convergedMs === undefined ? '–' : (r.convergedMs / anchorMs).toFixed(2)} | ${sec(r.apiWrites / anchorRate)} | ${r.peakRss.map((p) => `${p.mib.toFixed(0)}${p.sharder ? '*' : ''}`).join(' / ')} | ` +
       `${r.sharding ? r.fooCounts.join(' / ') : `${N} (all)`} | ${r.sharderPatches === undefined ? '–' : `${r.sharderPatches} (${r.assignments} assigned)`} | ` +
       `${r.apiWrites} (${rate}) | ${r.cpu.apiserver.toFixed(2)} / ${r.cpu.etcd.toFixed(2)} / ${r.cpu.replicas.toFixed(2)} / ${r.cpu.bench.toFixed(2)} | ${r.load.toFixed(1)} |`);
   }
-  lines.push(`| anchor after | ${sec(after.ms)} | – | ${(after.ms / anchorMs).toFixed(2)} | – | – | – | – | ${after.writes} (${Math.round(after.writes / (after.ms / 1000))}) | – | ${after.load.toFixed(1)} |`);
+  lines.push(`| anchor after | ${sec(after.ms)} | – | – | ${(after.ms / anchorMs).toFixed(2)} | – | – | – | – | ${after.writes} (${Math.round(after.writes / (after.ms / 1000))}) | – | ${after.load.toFixed(1)} |`);
   process.stdout.write(`\n${lines.join('\n')}\n\n` +
     `(${N} Foos; replicas: dist/ manager --controllers=foo --leader-elect --sharding, 1 Foo worker each (default --foo-concurrency); ` +
-    `a fresh minimal control plane per row; times from the first Foo create to a Deployment for every Foo; ÷ anchor = converge / the faster anchor; API floor = the row's API writes in the window at the faster anchor's write rate; ` +
+    `a fresh minimal control plane per row; times from the first Foo create to a Deployment for every Foo; ÷ anchor = converge / the faster anchor; Deployments/s after the creates = the rest of the Deployments over the time from the last Foo create to convergence (only the replicas write then); API floor = the row's API writes in the window at the faster anchor's write rate; ` +
     `Foo creates took ${rows.map((r) => sec(r.createMs)).join(' / ')} s of the rows; replica CPU seconds ${rows.map((r) => r.replicaCpuSeconds.toFixed(0)).join(' / ')}; ` +
     `Node ${process.version}, ${cpus().length} CPUs, load average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${((Date.now() - started) / 60_000).toFixed(1)} min)\n`);
 }
