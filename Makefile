@@ -76,6 +76,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/network-scale.ts
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
 	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
+	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
 
 ##@ Deployment
 
