@@ -179,6 +179,8 @@ interface RowResult {
   cpu: { apiserver: number; etcd: number; replicas: number; bench: number };
   replicaCpuSeconds: number;
   load: number;
+  /** The largest sharded row: kill -9 of a replica that is not the sharder → all its Foos (and their Deployments) relabelled to live shards. */
+  kill?: { moved: number; ms: number | undefined; leaseMs: number };
 }
 
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
@@ -193,6 +195,7 @@ async function row(replicas: number, sharding: boolean, workers: number): Promis
     const factory = new SharedInformerFactory({ client: env.rest, namespaces: [ns] });
     // Sharded rows: only Deployments that carry the Foo shard label (the Foo controller sets it on create).
     const deployments = factory.informerFor<Deployment>(deploymentResource, sharding ? { labelSelector: shardLabel('foo') } : {});
+    const foos = factory.informerFor<Foo>(fooResource);
     informers = factory.run(ac.signal);
     await factory.waitForCacheSync({ timeoutMs: 60_000 });
     const owned = (): number => {
@@ -274,6 +277,27 @@ async function row(replicas: number, sharding: boolean, workers: number): Promis
       apiWrites: writesBetween(writes0, writes1),
       replicaCpuSeconds: sum(metrics.map((t) => metricValue(t, 'process_cpu_seconds_total') ?? 0)),
     };
+    if (sharding && sharder && convergedMs !== undefined && replicas >= 2 && replicas === Math.max(...replicaCounts)) {
+      // kill -9 of a replica that is not the sharder: how long until every Foo it had (and the Foo's Deployment) is
+      // labelled to a live shard — the lease duration (15 s, client-go's default) plus the API server's write rate.
+      const shardOf = (o: { metadata?: { labels?: Record<string, string> } }): string => o.metadata?.labels?.[shardLabel('foo')] ?? '';
+      const before = new Map(foos.lister().list(ns).map((f) => [f.metadata?.name ?? '', shardOf(f)]));
+      const victim = mgrs.find((m) => m !== sharder) as ManagerProcess;
+      const t = performance.now();
+      await victim.stop('SIGKILL');
+      let ms: number | undefined;
+      let moved = 0;
+      while (ms === undefined && performance.now() - t < 300_000) {
+        const shards = new Set(foos.lister().list(ns).map(shardOf));
+        const deps = new Map(deployments.lister().list(ns).map((d) => [d.metadata?.name ?? '', shardOf(d)]));
+        const all = foos.lister().list(ns);
+        moved = all.filter((f) => before.get(f.metadata?.name ?? '') !== shardOf(f)).length;
+        if (shards.size === replicas - 1 && !shards.has('') && all.every((f) => deps.get(f.spec?.deploymentName ?? '') === shardOf(f))) ms = performance.now() - t;
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      result.kill = { moved, ms, leaseMs: 15_000 };
+      log(`row "${label}": kill -9 of a replica: ${moved} Foos moved, converged ${ms === undefined ? 'never' : `${(ms / 1000).toFixed(1)} s`} after the kill`);
+    }
     log(`row "${label}": converged ${convergedMs === undefined ? 'never' : `${(convergedMs / 1000).toFixed(2)} s`}; ` +
       `API writes ${result.apiWrites}; sharder patches ${result.sharderPatches ?? '–'} (assignments ${assignments ?? '–'}); load ${load.toFixed(1)}; ` +
       `writes by kind: ${JSON.stringify(Object.fromEntries([...writes1].map(([k, v]) => [k, v - (writes0.get(k) ?? 0)]).filter(([, v]) => Number(v) > 0)))}`);
@@ -316,6 +340,9 @@ async function main(): Promise<void> {
       `${r.convergedMs === undefined ? '–' : (r.convergedMs / anchorMs).toFixed(2)} | ${sec(r.apiWrites / anchorRate)} | ${r.peakRss.map((p) => `${p.mib.toFixed(0)}${p.sharder ? '*' : ''}`).join(' / ')} | ` +
       `${r.sharding ? r.fooCounts.join(' / ') : `${N} (all)`} | ${r.sharderPatches === undefined ? '–' : `${r.sharderPatches} (${r.assignments} assigned)`} | ` +
       `${r.apiWrites} (${rate}) | ${r.cpu.apiserver.toFixed(2)} / ${r.cpu.etcd.toFixed(2)} / ${r.cpu.replicas.toFixed(2)} / ${r.cpu.bench.toFixed(2)} | ${r.load.toFixed(1)} |`);
+  }
+  for (const r of rows) {
+    if (r.kill) lines.push(`| ${r.label}: kill -9 of a replica (not the sharder) → its ${r.kill.moved} Foos and their Deployments relabelled to live shards | ${sec(r.kill.ms)} | – | – | – | – | – | – | – | – | – | goal: lease ${r.kill.leaseMs / 1000} s + 10 s |`);
   }
   lines.push(`| anchor after | ${sec(after.ms)} | – | – | ${(after.ms / anchorMs).toFixed(2)} | – | – | – | – | ${after.writes} (${Math.round(after.writes / (after.ms / 1000))}) | – | ${after.load.toFixed(1)} |`);
   process.stdout.write(`\n${lines.join('\n')}\n\n` +
