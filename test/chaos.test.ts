@@ -18,6 +18,7 @@ import { describe, test } from 'node:test';
 import { loadYaml } from '@kubernetes/client-node';
 import { ControlPlane } from './cluster/controlplane.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 
@@ -31,15 +32,6 @@ const rounds = 20;
 const ns = 'chaos';
 const leaseName = 'chaos-leader';
 
-interface AuditEvent {
-  stage: string;
-  verb: string;
-  userAgent?: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
-  requestReceivedTimestamp: string;
-  stageTimestamp: string;
-}
 
 interface Replica {
   mgr: ManagerProcess;
@@ -59,13 +51,6 @@ rules:
 - level: None
 `;
 
-function micros(ts: string): number {
-  // RFC 3339 with up to 9 fractional digits → microseconds since the epoch (Date keeps milliseconds only).
-  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
-  if (!m) throw new Error(`bad timestamp ${ts}`);
-  const frac = (m[2] ?? '').padEnd(6, '0').slice(0, 6);
-  return Date.parse(`${m[1]}Z`) * 1000 + Number(frac);
-}
 
 describe('leadership chaos', () => {
   test(`${rounds} rounds of kill -9 / SIGTERM / black-holed leader: no overlapping writers, every Foo converges once`, { timeout: 420_000 }, async (t) => {
@@ -214,10 +199,8 @@ describe('leadership chaos', () => {
     t.diagnostic(`rounds: ${summary.join('; ')}`);
 
     // --- what the API server saw ---
-    const events = readFileSync(auditLog, 'utf8').split('\n').filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as AuditEvent)
+    const events = readAuditLog(auditLog)
       .filter((e) => e.stage === 'ResponseComplete' && e.userAgent?.startsWith('ts-controller-manager/'));
-    const identityOf = (e: AuditEvent): string => /\(([^)]+)\)$/.exec(e.userAgent ?? '')?.[1] ?? '';
     const ok = (e: AuditEvent): boolean => (e.responseStatus?.code ?? 0) >= 200 && (e.responseStatus?.code ?? 0) < 300;
     const leaseWrites = events.filter((e) => e.objectRef?.resource === 'leases' && e.objectRef.name === leaseName && ok(e));
     const acquisitions = new Map<string, number>();

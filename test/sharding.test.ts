@@ -20,7 +20,7 @@
  *     the deletes nothing is left in Neutron.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -31,6 +31,7 @@ import { ControlPlane } from './cluster/controlplane.ts';
 import { adminKubeConfig, cluster, waitFor } from './helpers/cluster.ts';
 import { prepareControlPlane } from './helpers/crds.ts';
 import { NetworkTestBed, networksPath } from './helpers/network.ts';
+import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
 const N = Number(process.env['TSCM_SHARDING_FOOS'] ?? 3000);
@@ -44,15 +45,6 @@ const ns = 'sharding';
 const group = 'sharding-test';
 const fooLabel = shardLabel('foo');
 
-interface AuditEvent {
-  verb: string;
-  userAgent?: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
-  requestObject?: unknown;
-  requestReceivedTimestamp: string;
-  stageTimestamp: string;
-}
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -64,11 +56,6 @@ rules:
 - level: None
 `;
 
-function micros(ts: string): number {
-  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
-  if (!m) throw new Error(`bad timestamp ${ts}`);
-  return Date.parse(`${m[1]}Z`) * 1000 + Number((m[2] ?? '').padEnd(6, '0').slice(0, 6));
-}
 
 interface Foo { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
 interface Deployment { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
@@ -200,9 +187,9 @@ describe('sharding', () => {
     await settled('Foos settled on the 3 remaining shards', 120_000);
 
     // 4. The audit log: no write outside its writer's assignment interval.
-    const events = readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent)
+    const events = readAuditLog(auditLog)
       .filter((e) => (e.responseStatus?.code ?? 0) < 300 && (e.userAgent ?? '').startsWith('ts-controller-manager/'));
-    const shardOf = (e: AuditEvent): string => shardNameOf(/\(([^)]+)\)$/.exec(e.userAgent ?? '')?.[1] ?? '');
+    const shardOf = (e: AuditEvent): string => shardNameOf(identityOf(e));
     /**
      * Per controller and primary ("foo|foo-1", "deployment|d-1"): the shards' assignment intervals, from the
      * sharder's assigning patch (received: it commits, and the watch event goes out, before the audit log's
