@@ -150,6 +150,8 @@ async function neutronReference(endpoint: string, inFlight: number): Promise<{ r
       const r = await call();
       if (r.status === want) return r.body;
       if (r.status !== 500 && r.status !== 409 && r.status !== 503) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+      // Out of VXLAN ids (ml2 vni_ranges): no retry can help.
+      if (JSON.stringify(r.body).includes('NoNetworkAvailable')) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
       failures.byStatus.set(r.status, (failures.byStatus.get(r.status) ?? 0) + 1);
       if (++failures.total > 10 * N) throw new Error(`${what}: too many failures (${describeFailures(failures)})`);
       await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 30)); // a client's backoff before a retry

@@ -267,6 +267,8 @@ token_cache_time = ${NEUTRON_TOKEN_CACHE_TIME:--1}
 EOF
 fi
 
+# vni_ranges: every tenant network takes one VXLAN id; 1:1000 (devstack's) ran out at 1 000 networks, answering 503
+# NoNetworkAvailable (the 1 000-Network benchmark's raw reference holds 2 000 at once).
 cat > "$dir/ml2_conf.ini" <<'EOF'
 [ml2]
 type_drivers = flat,vlan,vxlan
@@ -281,7 +283,7 @@ flat_networks = *
 network_vlan_ranges = physnet1:100:199
 
 [ml2_type_vxlan]
-vni_ranges = 1:1000
+vni_ranges = 1:4096
 
 [securitygroup]
 enable_security_group = true
