@@ -17,8 +17,8 @@
 #                          db). With NEUTRON_AUTH=keystone it is Keystone's MariaDB (<dir>/keystone/mysql), else its
 #                          own (<dir>/mariadb/mysql). What real clouds run Neutron on; use it for load (bench/).
 #   NEUTRON_API_WORKERS    neutron-server's api_workers. Default 0: the API runs in the parent process (with sqlite more
-#                          processes only fight over SQLite's lock; with mariadb 2 workers were measured slower than 0
-#                          on this shared 2-core machine — bench/README.md, "Neutron on SQLite vs MariaDB")
+#                          processes only fight over SQLite's lock; with mariadb 2 workers showed no gain over 0 on
+#                          this shared 2-core machine — bench/README.md, "Neutron on SQLite vs MariaDB")
 #   NEUTRON_PORT           loopback port to bind. Default: the previous run's port if still free, else a free one
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
