@@ -9,12 +9,18 @@
  * first.
  *
  *   node bench/network-scale.ts [--networks 200] [--network-concurrency 8] [--clients 50] [--cluster-dir DIR] [--auth noauth|keystone]
+ *                               [--db sqlite|mariadb] [--neutron-api-workers N]
  *
  * --auth keystone: neutron-server behind a real Keystone (hack/neutron/up.sh NEUTRON_AUTH=keystone); the manager uses
  * the password cloud `local` (project k8s), the raw reference sends a token of the same user, and the k8s project's
  * quota is lifted with an admin token. keystonemiddleware caches validated tokens for 300 s (its default, as clouds run
  * it: NEUTRON_TOKEN_CACHE_TIME=300); without the cache every Neutron request waited for a Keystone validation, which
  * took 35-40 s on this 2-core machine under load (see bench/README.md).
+ *
+ * --db: neutron-server's database (hack/neutron/up.sh NEUTRON_DB). Default: mariadb with --auth keystone — real clouds
+ * run Neutron on MySQL/MariaDB, never on SQLite, and SQLite takes one writer at a time, answering concurrent writes
+ * with 500/409 "database is locked" — and sqlite otherwise (the fast default of the tests).
+ * --neutron-api-workers: neutron-server's api_workers (NEUTRON_API_WORKERS); default up.sh's (0: the API in the parent process).
  *
  * Cluster: --cluster-dir, else $TSCM_CLUSTER_DIR / $CLUSTER_DIR when they hold a running control plane, else a fresh
  * full-mode control plane in a temporary directory (stopped at the end). Each --network-concurrency value (comma list)
@@ -25,6 +31,7 @@
  * deletes, leaks (every network and subnet of the project that was not there before the Networks were created).
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -47,13 +54,26 @@ const { values: args } = parseArgs({
     'cluster-dir': { type: 'string' },
     'timeout-seconds': { type: 'string', default: '1800' },
     auth: { type: 'string', default: 'noauth' },
+    db: { type: 'string' },
+    'neutron-api-workers': { type: 'string' },
   },
 });
+/** Malformed flags: one line, exit 2. */
+function usage(message: string): never {
+  process.stderr.write(`network-scale: ${message}\n`);
+  process.exit(2);
+}
+if (args.auth !== 'noauth' && args.auth !== 'keystone') usage(`--auth must be noauth or keystone, not '${args.auth}'`);
 const N = Number(args.networks);
 const clients = Number(args.clients);
 const workerCounts = (args['network-concurrency'] ?? '8').split(',').map(Number);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
 const auth = args.auth === 'keystone' ? 'keystone' : 'noauth';
+const dbFlag = args.db ?? (auth === 'keystone' ? 'mariadb' : 'sqlite');
+if (dbFlag !== 'sqlite' && dbFlag !== 'mariadb') usage(`--db must be sqlite or mariadb, not '${dbFlag}'`);
+const db: 'sqlite' | 'mariadb' = dbFlag;
+const apiWorkers = args['neutron-api-workers'] === undefined ? undefined : Number(args['neutron-api-workers']);
+if (apiWorkers !== undefined && !(Number.isInteger(apiWorkers) && apiWorkers >= 0)) usage(`--neutron-api-workers must be a number, not '${args['neutron-api-workers']}'`);
 /** Headers of every raw request (a Keystone token with --auth keystone). */
 let rawHeaders: Record<string, string> = {};
 
@@ -109,19 +129,32 @@ async function raw<T>(endpoint: string, method: string, path: string, body?: unk
   return { status: res.status, body: parsed as T };
 }
 
+/** Retryable answers of the raw reference, counted per status. */
+interface Failures { total: number; byStatus: Map<number, number> }
+
+function describeFailures(f: Failures): string {
+  if (f.total === 0) return '0 requests answered 500/409/503';
+  return `${f.total} requests answered ${[...f.byStatus].map(([s, c]) => `${s}: ${c}`).join(', ')} and were retried after 20-50 ms`;
+}
+
 /**
- * Neutron's raw rate: N network creates, N network+subnet creates, N deletes; `inFlight` requests at a time. The local
- * neutron-server keeps its data in SQLite, which answers some concurrent writes with 500/409 ("database is locked"):
- * like any client, the reference retries those at once (no backoff) and counts them.
+ * Neutron's raw rate: N network creates, N network+subnet creates, N deletes; `inFlight` requests at a time. A busy
+ * neutron-server answers some writes with 500/409/503 (on SQLite: "database is locked"; on MariaDB: a deadlock it did
+ * not retry itself): like any client, the reference retries those after a short randomised pause (20-50 ms, so a
+ * locked database cannot burn the failure budget in a busy loop) and counts them. More than 10 N of them fail the run.
  */
-async function neutronReference(endpoint: string, inFlight: number): Promise<{ rows: Row[]; failures: number }> {
-  let failures = 0;
+async function neutronReference(endpoint: string, inFlight: number): Promise<{ rows: Row[]; failures: Failures }> {
+  const failures: Failures = { total: 0, byStatus: new Map() };
   const until = async <T>(want: number, what: string, call: () => Promise<{ status: number; body: T }>): Promise<T> => {
     for (;;) {
       const r = await call();
       if (r.status === want) return r.body;
       if (r.status !== 500 && r.status !== 409 && r.status !== 503) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
-      if (++failures > 10 * N) throw new Error(`${what}: too many failures (${failures})`);
+      // Out of VXLAN ids (ml2 vni_ranges): no retry can help.
+      if (JSON.stringify(r.body).includes('NoNetworkAvailable')) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+      failures.byStatus.set(r.status, (failures.byStatus.get(r.status) ?? 0) + 1);
+      if (++failures.total > 10 * N) throw new Error(`${what}: too many failures (${describeFailures(failures)})`);
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 30)); // a client's backoff before a retry
     }
   };
   const ids: string[] = [];
@@ -250,8 +283,11 @@ function table(rows: Row[]): string {
 
 async function main(): Promise<void> {
   const { cp, owned } = await benchControlPlane(args['cluster-dir']);
-  log(`starting a private neutron-server (auth: ${auth})`);
-  const neutron = await startNeutron({ auth, timeoutMs: 20 * 60_000, ...(auth === 'keystone' && { tokenCacheSeconds: 300 }) });
+  log(`starting a private neutron-server (auth: ${auth}, db: ${db})`);
+  const neutron = await startNeutron({
+    auth, db, timeoutMs: 20 * 60_000, ...(apiWorkers !== undefined && { apiWorkers }), ...(auth === 'keystone' && { tokenCacheSeconds: 300 }),
+  });
+  const neutronWorkers = /^api_workers = (\d+)$/m.exec(readFileSync(join(neutron.dir, 'neutron.conf'), 'utf8'))?.[1] ?? '?';
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'network-scale-bench' });
@@ -281,7 +317,7 @@ async function main(): Promise<void> {
     for (const workers of workerCounts) {
       const ref = await neutronReference(neutron.endpoint, workers);
       rows.push(...ref.rows);
-      notes.push(`Neutron auth: ${auth}. Neutron raw reference (${workers} in flight): ${ref.failures} requests answered 500/409 (SQLite "database is locked") and were retried at once`);
+      notes.push(`Neutron auth: ${auth}, database: ${db}, api_workers = ${neutronWorkers}. Neutron raw reference (${workers} in flight): ${describeFailures(ref.failures)}`);
       const run = await networkRun(cp, rest, scope, neutron.cloudsYaml, workers);
       rows.push(...run.rows);
       notes.push(run.notes);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops the neutron-server started by hack/neutron/up.sh and removes its state dir.
+# Stops the neutron-server started by hack/neutron/up.sh (and the Keystone and MariaDB it started) and removes its
+# state dir.
 #
 # Usage: hack/neutron/down.sh [--keep-state]     (or: make neutron-down)
 #   --keep-state   stop the processes but keep the state dir (config, db, logs)
@@ -100,6 +101,9 @@ fi
 rm -f "$dir/neutron.pid" "$dir/workers.pid" 2>/dev/null || true
 # NEUTRON_AUTH=keystone: Keystone (uwsgi) and its MariaDB, found by the state dir in their command lines.
 if [ -d "$dir/keystone" ]; then bash "$repo/hack/neutron/keystone.sh" down "$dir"; fi
+# NEUTRON_DB=mariadb without Keystone: its private MariaDB, found by <dir>/mariadb/ in its command line (with Keystone
+# the neutron database lives in Keystone's MariaDB, stopped just above).
+bash "$repo/hack/neutron/mariadb.sh" down "$dir/mariadb"
 
 if [ -d "$dir" ] && ! $keep; then
   rm -rf "$dir"

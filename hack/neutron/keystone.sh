@@ -7,7 +7,8 @@
 #        hack/neutron/keystone.sh register <dir> <neutron-url>   (network service + endpoint in the catalog)
 #        hack/neutron/keystone.sh down <dir>
 #
-# State lives in <dir>/keystone: mysql/ (MariaDB data, unix socket only, no TCP), keystone.conf, fernet and credential
+# State lives in <dir>/keystone: mysql/ (MariaDB data, unix socket only, no TCP: hack/neutron/mariadb.sh; with
+# NEUTRON_DB=mariadb neutron-server's database `neutron` lives there too), keystone.conf, fernet and credential
 # keys, uwsgi.ini, logs, port. What `up` creates (passwords are fixed test passwords: loopback only; the admin API calls
 # are in keystone-admin.py next to this script):
 #   domain Default; region RegionOne; roles admin, member, reader (keystone-manage bootstrap)
@@ -80,9 +81,6 @@ down() {
   done
 }
 
-# sql <statement>: runs SQL as root over the private socket.
-sql() { mariadb --socket="$k/mysql.sock" -uroot -e "$1"; }
-
 up() {
   local dir=$1
   k=$dir/keystone
@@ -94,20 +92,8 @@ up() {
   fi
   down "$dir"
 
-  # --- MariaDB (unix socket only) ---
-  if [ ! -d "$k/mysql/mysql" ]; then
-    log "initialising MariaDB in $k/mysql"
-    mariadb-install-db --user=root --datadir="$k/mysql" --auth-root-authentication-method=normal --skip-test-db \
-      >"$k/log/mariadb-install.log" 2>&1 || { tail -n 20 "$k/log/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
-  fi
-  setsid /usr/sbin/mariadbd --no-defaults --user=root --datadir="$k/mysql" --socket="$k/mysql.sock" --pid-file="$k/mysql.pid" \
-    --skip-networking --innodb-buffer-pool-size=64M --log-error="$k/log/mariadb.log" </dev/null >/dev/null 2>&1 7>&- 8>&- 9>&- &
-  local deadline=$((SECONDS + 60))
-  until mariadb-admin --socket="$k/mysql.sock" -uroot ping >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { tail -n 20 "$k/log/mariadb.log" >&2; die "MariaDB did not start"; }
-    sleep 0.2 # readiness polling
-  done
-  sql "CREATE DATABASE IF NOT EXISTS keystone"
+  # --- MariaDB (unix socket only; hack/neutron/mariadb.sh) ---
+  bash "$here/mariadb.sh" up "$k" keystone >/dev/null 7>&- 8>&- 9>&- || die "starting MariaDB failed (log: $k/log/mariadb.log)"
 
   # --- keystone.conf ---
   kport=$(cat "$k/port" 2>/dev/null || free_port)
@@ -163,7 +149,7 @@ env = OS_KEYSTONE_CONFIG_FILES=$k/keystone.conf
 logto = $k/log/uwsgi.log
 EOF
   setsid uwsgi --ini "$k/uwsgi.ini" </dev/null >/dev/null 2>&1 7>&- 8>&- 9>&- &
-  deadline=$((SECONDS + 60))
+  local deadline=$((SECONDS + 60))
   until [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$url" || true)" = 200 ]; do
     [ $SECONDS -lt $deadline ] || { tail -n 30 "$k/log/uwsgi.log" >&2; die "keystone did not answer $url"; }
     sleep 0.2 # readiness polling

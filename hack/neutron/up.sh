@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts a real OpenStack Neutron API server (Debian's neutron-server) on loopback, for development and tests.
 # See /work/shared/notes/neutron.md for why the configuration looks like this (noauth, SQLite, no agents/broker).
+# NEUTRON_DB=mariadb gives it the database real clouds run it on (MySQL/MariaDB) instead of the fast default, SQLite.
 #
 # Usage: hack/neutron/up.sh                 (or: make neutron-up)
 #   stdout: exactly one line, `export NEUTRON_CLOUD_CONFIG=<state dir>/clouds.yaml` (eval-able)
@@ -9,6 +10,15 @@
 #
 # Environment:
 #   NEUTRON_DIR            state dir (config, SQLite db, logs, pids, clouds.yaml). Default: <repo>/.neutron
+#   NEUTRON_DB             sqlite (default: fast to set up, a cached empty schema is copied; but one writer at a time,
+#                          so concurrent writes get 500/409 "database is locked") or mariadb: a private MariaDB
+#                          (Debian's mariadb-server, unix socket only; hack/neutron/mariadb.sh) with a database
+#                          `neutron` built by the real migrations (`neutron-db-manage upgrade heads`, ~5-10 s on a new
+#                          db). With NEUTRON_AUTH=keystone it is Keystone's MariaDB (<dir>/keystone/mysql), else its
+#                          own (<dir>/mariadb/mysql). What real clouds run Neutron on; use it for load (bench/).
+#   NEUTRON_API_WORKERS    neutron-server's api_workers. Default 0: the API runs in the parent process (with sqlite more
+#                          processes only fight over SQLite's lock; with mariadb 2 workers showed no gain over 0 on
+#                          this shared 2-core machine — bench/README.md, "Neutron on SQLite vs MariaDB")
 #   NEUTRON_PORT           loopback port to bind. Default: the previous run's port if still free, else a free one
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
@@ -33,7 +43,7 @@
 #
 # Invariants:
 #   - Idempotent: if the server recorded in the state dir is alive and answers, only the export line is printed.
-#   - Data survives restarts: an existing neutron.db is reused (schema is only created for a new db).
+#   - Data survives restarts: an existing neutron.db (or MariaDB database) is reused (schema only created for a new db).
 #   - neutron-server runs in its own session/process group (pgid == recorded pid); hack/neutron/down.sh stops the
 #     whole group plus any recorded worker pid, so nothing is left running.
 #   - Only 127.0.0.1 is bound. Package scripts never start services (policy-rc.d exits 101).
@@ -68,7 +78,13 @@ overlapping_ips=${NEUTRON_OVERLAPPING_IPS:-true}
 case "$overlapping_ips" in true|false) ;; *) die "NEUTRON_OVERLAPPING_IPS must be true or false, not '$overlapping_ips'";; esac
 page_limit=${NEUTRON_PAGE_LIMIT:--1}
 [[ "$page_limit" =~ ^(-1|[1-9][0-9]*)$ ]] || die "NEUTRON_PAGE_LIMIT must be a positive number, not '$page_limit'"
-settings="auth=$auth_mode overlapping_ips=$overlapping_ips page_limit=$page_limit"
+db=${NEUTRON_DB:-sqlite}
+case "$db" in sqlite|mariadb) ;; *) die "NEUTRON_DB must be sqlite or mariadb, not '$db'";; esac
+api_workers=${NEUTRON_API_WORKERS:-0}
+[[ "$api_workers" =~ ^[0-9]+$ ]] || die "NEUTRON_API_WORKERS must be a number, not '$api_workers'"
+# MariaDB for neutron-server: Keystone's (keystone.sh starts it) or a private one in the state dir.
+if [ "$auth_mode" = keystone ]; then dbroot=$dir/keystone; else dbroot=$dir/mariadb; fi
+settings="auth=$auth_mode overlapping_ips=$overlapping_ips page_limit=$page_limit db=$db api_workers=$api_workers"
 
 export_line() { printf 'export NEUTRON_CLOUD_CONFIG=%s\n' "$dir/clouds.yaml"; }
 
@@ -94,6 +110,7 @@ if [ -f "$dir/neutron.pid" ] && [ -f "$dir/port" ]; then
   pid=$(cat "$dir/neutron.pid"); port=$(cat "$dir/port")
   if alive "$pid" && answers "$port" && [ -f "$dir/clouds.yaml" ]; then
     running=$(cat "$dir/settings" 2>/dev/null || echo "auth=$(cat "$dir/auth_mode" 2>/dev/null || echo noauth) overlapping_ips=true page_limit=-1")
+    [[ "$running" == *" db="* ]] || running="$running db=sqlite api_workers=0" # written before NEUTRON_DB existed
     [ "$running" = "$settings" ] ||
       die "the running neutron-server (pid $pid) has settings '$running', not '$settings': run hack/neutron/down.sh first"
     log "neutron-server already running (pid $pid, http://127.0.0.1:$port)"
@@ -131,6 +148,16 @@ if ! installed; then
     installed || die "apt-get install finished but neutron-server is not installed (log: $dir/apt.log)"
     log "installed neutron-server $(dpkg-query -W -f='${Version}' neutron-server) in $((SECONDS - ti))s"
   fi
+  exec 8>&-
+fi
+if [ "$db" = mariadb ] && ! { [ -x /usr/sbin/mariadbd ] && "$PY" -c 'import pymysql' 2>/dev/null; }; then
+  [ "$(id -u)" = 0 ] || die "NEUTRON_DB=mariadb needs mariadb-server and python3-pymysql, and installing them needs root"
+  exec 8>/var/lock/ts-controller-manager-neutron-install.lock
+  flock -w 900 8 || die "timed out waiting for another neutron-server install"
+  log "apt-get install mariadb-server python3-pymysql"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 \
+    mariadb-server python3-pymysql >"$dir/apt-mariadb.log" 2>&1 ||
+    { tail -n 30 "$dir/apt-mariadb.log" >&2; die "apt-get install mariadb-server failed (full log: $dir/apt-mariadb.log)"; }
   exec 8>&-
 fi
 
@@ -178,16 +205,23 @@ if [ "$auth_mode" = keystone ]; then
   strategy=keystone
   log "keystone at $keystone_url"
 fi
+if [ "$db" = mariadb ] && ! $install_only; then
+  # 9>&-: as above. With keystone this is Keystone's running MariaDB (the call only creates the database).
+  sock=$(bash "$repo/hack/neutron/mariadb.sh" up "$dbroot" neutron 9>&-) || die "starting MariaDB failed (log: $dbroot/log/mariadb.log)"
+  connection="mysql+pymysql://root@localhost/neutron?unix_socket=$sock"
+else
+  connection="sqlite:///$dir/neutron.db"
+fi
 
 cat > "$dir/neutron.conf" <<EOF
-# Written by hack/neutron/up.sh: a single neutron-server with no Keystone, no message broker and no agents.
+# Written by hack/neutron/up.sh: a single neutron-server with no message broker and no agents ($settings).
 [DEFAULT]
 bind_host = 127.0.0.1
 bind_port = $port
 auth_strategy = $strategy
 core_plugin = ml2
 service_plugins =
-api_workers = 0
+api_workers = $api_workers
 rpc_workers = 0
 rpc_state_report_workers = 0
 transport_url = fake:/
@@ -203,7 +237,7 @@ log_file = neutron-server.log
 debug = false
 
 [database]
-connection = sqlite:///$dir/neutron.db
+connection = $connection
 
 [oslo_concurrency]
 lock_path = $dir/lock
@@ -233,6 +267,8 @@ token_cache_time = ${NEUTRON_TOKEN_CACHE_TIME:--1}
 EOF
 fi
 
+# vni_ranges: every tenant network takes one VXLAN id; 1:1000 (devstack's) ran out at 1 000 networks, answering 503
+# NoNetworkAvailable (the 1 000-Network benchmark's raw reference holds 2 000 at once).
 cat > "$dir/ml2_conf.ini" <<'EOF'
 [ml2]
 type_drivers = flat,vlan,vxlan
@@ -247,7 +283,7 @@ flat_networks = *
 network_vlan_ranges = physnet1:100:199
 
 [ml2_type_vxlan]
-vni_ranges = 1:1000
+vni_ranges = 1:4096
 
 [securitygroup]
 enable_security_group = true
@@ -258,7 +294,17 @@ EOF
 # stamp the migration heads instead (5-30 s of Python imports). The empty, stamped db is cached per neutron-server
 # version outside the clone (like hack/build-tools.sh's binaries) and copied, so later starts skip that work.
 # An existing db in the state dir is kept (data survives restarts).
-if [ ! -s "$dir/neutron.db" ] || [ ! -f "$dir/db.stamped" ]; then
+# NEUTRON_DB=mariadb: the real migrations, once per database (the marker lives next to MariaDB's data).
+if [ "$db" = mariadb ] && ! $install_only; then
+  if [ ! -f "$dbroot/neutron-db.migrated" ]; then
+    td=$SECONDS
+    log "neutron-db-manage upgrade heads (real migrations on MariaDB)"
+    neutron-db-manage --config-file "$dir/neutron.conf" --config-file "$dir/ml2_conf.ini" upgrade heads >"$dir/log/db.log" 2>&1 ||
+      { tail -n 30 "$dir/log/db.log" >&2; die "neutron-db-manage upgrade heads failed (log: $dir/log/db.log)"; }
+    touch "$dbroot/neutron-db.migrated"
+    log "database ready in $((SECONDS - td))s"
+  fi
+elif [ ! -s "$dir/neutron.db" ] || [ ! -f "$dir/db.stamped" ]; then
   td=$SECONDS
   rm -f "$dir/neutron.db" "$dir/db.stamped"
   cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}/neutron/$(dpkg-query -W -f='${Version}' neutron-server | tr -c 'A-Za-z0-9.+~-' '_')

@@ -51,6 +51,13 @@ export interface StartNeutronOptions {
   overlappingIps?: boolean;
   /** pagination_max_limit (NEUTRON_PAGE_LIMIT); default none. */
   pageLimit?: number;
+  /**
+   * neutron-server's database (NEUTRON_DB): sqlite (up.sh's default: fast, one writer at a time) or mariadb (a private
+   * MariaDB with the real migrations, as clouds run Neutron; with keystone, Keystone's MariaDB).
+   */
+  db?: 'sqlite' | 'mariadb';
+  /** neutron-server's api_workers (NEUTRON_API_WORKERS); default up.sh's (0: the API in the parent process). */
+  apiWorkers?: number;
   /** Overall limit for up.sh (default 15 min: the first run installs ~200 Debian packages). */
   timeoutMs?: number;
 }
@@ -98,6 +105,8 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
   const env = {
     ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
     ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
+    ...(opts.db !== undefined && { NEUTRON_DB: opts.db }),
+    ...(opts.apiWorkers !== undefined && { NEUTRON_API_WORKERS: String(opts.apiWorkers) }),
     ...(opts.tokenExpirationSeconds !== undefined && { KEYSTONE_TOKEN_EXPIRATION: String(opts.tokenExpirationSeconds) }),
     ...(opts.tokenCacheSeconds !== undefined && { NEUTRON_TOKEN_CACHE_TIME: String(opts.tokenCacheSeconds) }),
   };
