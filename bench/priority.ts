@@ -31,7 +31,7 @@
  * stderr, the table to stdout. Converging (not measured) uses at least 8 Network workers.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +59,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     'timeout-seconds': { type: 'string', default: '1800' },
     'debug-logs': { type: 'string' },
+    modes: { type: 'string' },
+    warmup: { type: 'string' },
   },
 });
 /** --debug-logs DIR: restarts run at log level debug and their log lines go to DIR/<namespace>-<new object>.jsonl. */
@@ -71,6 +73,18 @@ const networkRows = (args.networks ?? (quick ? '30:1,100:4' : '90:1,1000:4')).sp
   return { n: n ?? 0, workers: w ?? 1 };
 });
 const repeats = Number(args.repeats ?? (quick ? 1 : 2));
+/**
+ * --warmup N (default 1): restarts per row before the measured ones, shown in the table but left out of the medians.
+ * The first restart after converging drains slowest whatever the mode — Neutron's CPU per request falls over the
+ * first restarts (300 Networks, 4 workers, off/on/on/off/off/on: 32.4, 28.8, 24.5, 29.1, 24.9, 23.9 s, each tracking
+ * neutron-server's CPU seconds within 1 %) — so without it the ABBA order's first mode pays for the warm-up.
+ */
+const warmups = Number(args.warmup ?? 1);
+/** --modes on,off,…: the restarts of every row in this order instead of ABBA (for A/A and order experiments). */
+const modeList = args.modes?.split(',').map((m) => {
+  if (m !== 'on' && m !== 'off') throw new Error(`--modes: "${m}" is neither on nor off`);
+  return m;
+});
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
 const repo = join(import.meta.dirname, '..');
 const clients = 32;
@@ -107,8 +121,59 @@ function drained(metrics: string, controller: string, backlog: number): boolean 
     sumMetric(metrics, 'controller_runtime_reconcile_total', { controller }) >= backlog;
 }
 
+/**
+ * Neutron's side of a restart's drain, from neutron-server's own request log (`… "GET /v2.0/… HTTP/1.1" status: 200
+ * len: … time: 0.123`) and its process's CPU time: the manager's requests (the bench's own polls, which ask for
+ * `fields=`, left out), their server-side time, and the CPU the server used. This tells a slower Neutron from a
+ * slower manager when two restarts drain the same keys at different speeds.
+ */
+interface NeutronView { requests: number; medianMs: number; p90Ms: number; cpuS: number }
+
+/** Where to read Neutron's log and CPU; `mark()` then `view(mark)` brackets a window. */
+class NeutronProbe {
+  private readonly dir: string;
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+  private get logPath(): string { return join(this.dir, 'log', 'neutron-server.log'); }
+  private cpuS(): number {
+    const pid = readFileSync(join(this.dir, 'neutron.pid'), 'utf8').trim();
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+    return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
+  }
+  mark(): { offset: number; cpuS: number } {
+    return { offset: statSync(this.logPath).size, cpuS: this.cpuS() };
+  }
+  /**
+   * Whether the log has a successful `POST /v2.0/networks` from `cursor.offset` on (the cursor moves past the complete
+   * lines read). Reading the server's log costs Neutron nothing; polling its API every 10 ms would (a poll is a name
+   * query: ~10–20 ms of the one CPU this neutron-server's API runs on, and the backlog drain is bound by that CPU).
+   */
+  networkCreated(cursor: { offset: number }): boolean {
+    const buf = readFileSync(this.logPath).subarray(cursor.offset);
+    const end = buf.lastIndexOf(0x0a) + 1;
+    cursor.offset += end;
+    return /"POST \/v2\.0\/networks HTTP\/1\.1" status: 201 /.test(buf.subarray(0, end).toString('utf8'));
+  }
+  view(from: { offset: number; cpuS: number }): NeutronView {
+    const text = readFileSync(this.logPath).subarray(from.offset).toString('utf8');
+    const times: number[] = [];
+    for (const m of text.matchAll(/"(?:GET|POST|PUT|DELETE) (\S+) HTTP\/1\.1" status: \d+ +len: \d+ time: ([\d.]+)/g)) {
+      if (!(m[1] ?? '').includes('fields=')) times.push(Number(m[2]) * 1000);
+    }
+    times.sort((a, b) => a - b);
+    const at = (q: number): number => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
+    return { requests: times.length, medianMs: at(0.5), p90Ms: at(0.9), cpuS: this.cpuS() - from.cpuS };
+  }
+}
+
 interface Measurement {
   mode: 'on' | 'off';
+  /** A warm-up restart: shown, not counted. */
+  warmup: boolean;
+  /** Neutron rows: neutron-server's view of ready → drained. */
+  neutron?: NeutronView;
   readyMs: number;
   /** ready → the new object's effect (Deployment / Neutron network). */
   newMs: number | undefined;
@@ -131,12 +196,13 @@ interface Row { label: string; backlog: number; controller: string; runs: Measur
  * the drain were seen (or the deadline passed).
  */
 async function restart(opts: {
-  mode: 'on' | 'off'; managerArgs: string[]; env: NodeJS.ProcessEnv; controller: string; backlog: number;
+  mode: 'on' | 'off'; warmup: boolean; managerArgs: string[]; env: NodeJS.ProcessEnv; controller: string; backlog: number;
   /** Creates the object `name`; `done(name)` tells whether its effect exists, `statusDone(name)` its status. */
   create: (name: string) => Promise<void>; done: (name: string) => Promise<boolean>; statusDone?: (name: string) => Promise<boolean>;
   newName: string; idleName: string;
   /** Versions of everything that belongs to the backlog (keys containing "/new-" or "/idle-" are ignored). */
   snapshot: () => Promise<Map<string, string>>;
+  neutron?: NeutronProbe;
 }): Promise<Measurement> {
   const before = await opts.snapshot();
   const t0 = performance.now();
@@ -152,9 +218,10 @@ async function restart(opts: {
       await sleep(5);
     }
     const tReady = performance.now();
+    const neutronMark = opts.neutron?.mark();
     await opts.create(opts.newName);
     const m: Measurement = {
-      mode: opts.mode, readyMs: tReady - t0, newMs: undefined, drainMs: undefined, idleMs: undefined, reconciles: 0, writes: 0, backlogChanges: 0,
+      mode: opts.mode, warmup: opts.warmup, readyMs: tReady - t0, newMs: undefined, drainMs: undefined, idleMs: undefined, reconciles: 0, writes: 0, backlogChanges: 0,
     };
     const watchNew = (async () => {
       while (performance.now() < deadline && m.newMs === undefined) {
@@ -171,6 +238,7 @@ async function restart(opts: {
         const text = await mgr.metrics();
         if (drained(text, opts.controller, opts.backlog)) {
           m.drainMs = performance.now() - tReady;
+          if (neutronMark) m.neutron = opts.neutron?.view(neutronMark);
           return;
         }
         await sleep(20);
@@ -194,8 +262,9 @@ async function restart(opts: {
     m.idleMs = performance.now() - i0;
     const after = await opts.snapshot();
     m.backlogChanges = [...after].filter(([k, v]) => !/\/(new|idle)-/.test(k) && before.get(k) !== v).length;
-    log(`  ${opts.mode}: ready ${(m.readyMs / 1000).toFixed(2)} s; new object ${sec(m.newMs)} s; drained ${sec(m.drainMs)} s; ` +
-      `idle anchor ${sec(m.idleMs)} s; ${m.reconciles} reconciles, ${m.writes} writes, ${m.backlogChanges} backlog objects changed`);
+    log(`  ${opts.mode}${opts.warmup ? ' (warm-up, not counted)' : ''}: ready ${(m.readyMs / 1000).toFixed(2)} s; new object ${sec(m.newMs)} s; drained ${sec(m.drainMs)} s; ` +
+      `idle anchor ${sec(m.idleMs)} s; ${m.reconciles} reconciles, ${m.writes} writes, ${m.backlogChanges} backlog objects changed` +
+      (m.neutron ? `; Neutron during the drain: ${neutronText(m.neutron)}` : ''));
     return m;
   } finally {
     await mgr.stop('SIGTERM', 60_000);
@@ -206,9 +275,10 @@ async function restart(opts: {
   }
 }
 
-/** Modes in ABBA order: on, off, off, on, on, off, … */
+/** Warm-up restarts (mode on), then the measured ones in ABBA order: on, off, off, on, on, off, … (or --modes). */
 function modes(): ('on' | 'off')[] {
-  const out: ('on' | 'off')[] = [];
+  const out: ('on' | 'off')[] = Array.from({ length: warmups }, () => 'on' as const);
+  if (modeList) return [...out, ...modeList];
   for (let i = 0; i < repeats; i++) out.push(...(i % 2 === 0 ? ['on', 'off'] as const : ['off', 'on'] as const));
   return out;
 }
@@ -290,9 +360,9 @@ async function fooRow(cp: ControlPlane, rest: RestClient): Promise<Row> {
   const runs: Measurement[] = [];
   for (const [k, mode] of modes().entries()) {
     const newName = `new-${k}-${mode}`;
-    log(`Foos: restart over ${fooCount + 2 * k} converged Foos, priority queue ${mode}; new Foo ${newName} at ready`);
+    log(`Foos: restart over ${fooCount + 2 * k} converged Foos, priority queue ${mode}${k < warmups ? ' (warm-up)' : ''}; new Foo ${newName} at ready`);
     runs.push(await restart({
-      mode, managerArgs: mgrArgs, env, controller: 'foo', backlog: fooCount + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
+      mode, warmup: k < warmups, managerArgs: mgrArgs, env, controller: 'foo', backlog: fooCount + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
       create: async (name) => {
         await rest.json('POST', collectionPath(fooResource, ns), {
           body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name }, spec: { deploymentName: name, replicas: 1 } },
@@ -350,18 +420,31 @@ async function networkRow(cp: ControlPlane, rest: RestClient, neutron: NeutronIn
     return out;
   };
   const runs: Measurement[] = [];
+  const probe = new NeutronProbe(neutron.dir);
+  /** Per new object: where in Neutron's log to look for its create; once seen, its name is confirmed by a query. */
+  const cursors = new Map<string, { offset: number }>();
+  const seen = new Set<string>();
   for (const [k, mode] of modes().entries()) {
     const newName = `new-${k}-${mode}`;
-    log(`Networks: restart over ${n + 2 * k} converged Networks (${workers} workers), priority queue ${mode}; new Network ${newName} at ready`);
+    log(`Networks: restart over ${n + 2 * k} converged Networks (${workers} workers), priority queue ${mode}${k < warmups ? ' (warm-up)' : ''}; new Network ${newName} at ready`);
     runs.push(await restart({
-      mode, managerArgs: mgrArgs, env, controller: 'network', backlog: n + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
+      mode, warmup: k < warmups, managerArgs: mgrArgs, env, controller: 'network', backlog: n + 2 * k, newName, idleName: `idle-${k}-${mode}`, snapshot,
+      neutron: probe,
       create: async (name) => {
+        cursors.set(name, { offset: probe.mark().offset });
         const third = name.startsWith('new-') ? 250 : 251;
         await rest.json('POST', collectionPath(networkResource, ns), {
           body: { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name }, spec: { cidr: `10.${third}.${k}.0/24`, gateway: `10.${third}.${k}.1` } },
         });
       },
       done: async (name) => {
+        // The log first (free for Neutron); then one query by name confirms it (a converged backlog creates nothing,
+        // so the create seen is the new object's — if it was not, this keeps asking by name).
+        const cursor = cursors.get(name);
+        if (cursor && !seen.has(name)) {
+          if (!probe.networkCreated(cursor)) return false;
+          seen.add(name);
+        }
         const res = await fetch(`${neutron.endpoint}/v2.0/networks?name=${encodeURIComponent(`${ns}/${name}`)}&fields=id`, { signal: AbortSignal.timeout(30_000) });
         const body = (await res.json()) as { networks?: unknown[] };
         return (body.networks?.length ?? 0) > 0;
@@ -371,6 +454,8 @@ async function networkRow(cp: ControlPlane, rest: RestClient, neutron: NeutronIn
   return { label: `(${letter}) ${n} Networks, ${workers} worker${workers > 1 ? 's' : ''}`, backlog: n, controller: 'network', runs, goalMs: goal.networkMs };
 }
 
+const neutronText = (v: NeutronView): string =>
+  `${v.requests} requests, server time median ${v.medianMs.toFixed(0)} ms / p90 ${v.p90Ms.toFixed(0)} ms, ${v.cpuS.toFixed(1)} CPU s`;
 const sec = (ms: number | undefined): string => (ms === undefined ? 'timeout' : (ms / 1000).toFixed(2));
 const median = (xs: number[]): number | undefined => {
   if (xs.length === 0) return undefined;
@@ -381,24 +466,24 @@ const median = (xs: number[]): number | undefined => {
 
 function table(rows: Row[]): string {
   const out = [
-    '| row | queue | restart → ready s | ready → new object s | anchor: new object on the idle manager s | ready → backlog drained s | reconciles | manager writes | backlog objects changed |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | queue | restart → ready s | ready → new object s | anchor: new object on the idle manager s | ready → backlog drained s | Neutron during the drain: CPU s (requests, median ms) | reconciles | manager writes | backlog objects changed |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const verdicts: string[] = [];
   for (const r of rows) {
     const isFoo = r.controller === 'foo';
     for (const m of r.runs) {
       const newText = isFoo ? `${sec(m.newMs)} (status ${sec(m.newStatusMs)})` : sec(m.newMs);
-      out.push(`| ${r.label} | ${m.mode} | ${sec(m.readyMs)} | ${newText} | ${sec(m.idleMs)} | ${sec(m.drainMs)} | ${m.reconciles} | ${m.writes} | ${m.backlogChanges} |`);
+      out.push(`| ${r.label} | ${m.mode}${m.warmup ? ' (warm-up, not counted)' : ''} | ${sec(m.readyMs)} | ${newText} | ${sec(m.idleMs)} | ${sec(m.drainMs)} | ${m.neutron ? `${m.neutron.cpuS.toFixed(1)} (${m.neutron.requests}, ${m.neutron.medianMs.toFixed(0)})` : '–'} | ${m.reconciles} | ${m.writes} | ${m.backlogChanges} |`);
     }
     const of = (mode: 'on' | 'off', pick: (m: Measurement) => number | undefined): number | undefined =>
-      median(r.runs.filter((m) => m.mode === mode).map(pick).filter((x): x is number => x !== undefined));
+      median(r.runs.filter((m) => m.mode === mode && !m.warmup).map(pick).filter((x): x is number => x !== undefined));
     const newOn = of('on', (m) => (isFoo ? m.newStatusMs : m.newMs));
     const newOff = of('off', (m) => (isFoo ? m.newStatusMs : m.newMs));
-    const idle = median(r.runs.map((m) => m.idleMs).filter((x): x is number => x !== undefined));
+    const idle = median(r.runs.filter((m) => !m.warmup).map((m) => m.idleMs).filter((x): x is number => x !== undefined));
     const drainOn = of('on', (m) => m.drainMs);
     const drainOff = of('off', (m) => m.drainMs);
-    const changes = r.runs.map((m) => m.backlogChanges);
+    const changes = r.runs.map((m) => m.backlogChanges); // warm-ups included: no restart may change the backlog
     const what = isFoo ? 'new Foo reconciled (status written)' : 'new Network\'s Neutron network exists';
     verdicts.push(`- ${r.label}: ${what} ${sec(newOn)} s after ready with the priority queue, ${sec(newOff)} s without, ` +
       `${sec(idle)} s on an idle manager (anchor; medians) — goal ≤ ${r.goalMs / 1000} s: ${newOn !== undefined && newOn <= r.goalMs ? 'met' : '**missed**'}; ` +

@@ -151,15 +151,15 @@ export class ControllerManager {
     this.health = new HealthChecks({ logger: log });
 
     const le = opts.leaderElection;
-    const timing = le && {
-      leaseDurationMs: le.leaseDurationMs ?? 15_000, renewDeadlineMs: le.renewDeadlineMs ?? 10_000, retryPeriodMs: le.retryPeriodMs ?? 2_000,
+    const timing = {
+      leaseDurationMs: le?.leaseDurationMs ?? 15_000, renewDeadlineMs: le?.renewDeadlineMs ?? 10_000, retryPeriodMs: le?.retryPeriodMs ?? 2_000,
     };
-    const leaderElector = le && timing
+    const leaderElector = le
       ? new LeaderElector({ lock: new RestLeaseClient(this.reader, le.namespace, le.id), name: le.id, identity: this.identity, ...timing, logger: log, registry })
       : undefined;
-    if (opts.sharding && !(le && timing && leaderElector)) throw new Error('sharding needs leaderElection (the sharder is elected with the leader Lease)');
+    if (opts.sharding && !(le && leaderElector)) throw new Error('sharding needs leaderElection (the sharder is elected with the leader Lease)');
     let elector = leaderElector;
-    if (opts.sharding && le && timing && leaderElector) {
+    if (opts.sharding && le && leaderElector) {
       // Controllers are gated on this replica's own shard Lease; the leader Lease elects the sharder (pkg/sharding).
       const shard = (this.shardName = shardNameOf(this.identity));
       const leaseName = shardLeaseName(le.id, shard);
