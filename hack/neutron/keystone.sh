@@ -52,34 +52,10 @@ install() {
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 
-# pids of processes started for this dir (command line names <dir>/keystone/), not zombies.
-ours() {
-  local k=$1 pid
-  for pid in $(grep -lsF -- "$k/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 | sort -un); do
-    [ "$pid" = $$ ] && continue
-    [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] || continue
-    # Not this script or its callers (their command lines name the dir too, as an argument).
-    { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -qE '(mariadbd|uwsgi)' || continue
-    echo "$pid"
-  done
-}
+# shellcheck source=hack/neutron/procs.sh
+. "$here/procs.sh"
 
-down() {
-  local k=$1/keystone pids deadline
-  pids=$(ours "$k" | tr '\n' ' ')
-  [ -n "${pids// /}" ] || return 0
-  log "stopping keystone/mariadb processes: $pids"
-  # shellcheck disable=SC2086
-  kill -TERM $pids 2>/dev/null || true
-  deadline=$((SECONDS + 15))
-  while pids=$(ours "$k" | tr '\n' ' ') && [ -n "${pids// /}" ]; do
-    if [ $SECONDS -ge $deadline ]; then
-      # shellcheck disable=SC2086
-      kill -KILL $pids 2>/dev/null || true
-    fi
-    sleep 0.1 # polling for process exit
-  done
-}
+down() { stop_naming "keystone/mariadb processes" 15 "$1/keystone/" '(mariadbd|uwsgi)'; }
 
 up() {
   local dir=$1

@@ -15,33 +15,10 @@ set -euo pipefail
 log() { printf '[mariadb +%ss] %s\n' "$SECONDS" "$*" >&2; }
 die() { printf 'mariadb: error: %s\n' "$*" >&2; exit 1; }
 
-# pids of mariadbd processes started for <root> (command line names <root>/), not zombies.
-ours() {
-  local root=$1 pid
-  for pid in $(grep -lsF -- "$root/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 | sort -un); do
-    [ "$pid" = $$ ] && continue
-    [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] || continue
-    { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q mariadbd || continue
-    echo "$pid"
-  done
-}
+# shellcheck source=hack/neutron/procs.sh
+. "$(dirname "$0")/procs.sh"
 
-down() {
-  local root=$1 pids deadline
-  pids=$(ours "$root" | tr '\n' ' ')
-  [ -n "${pids// /}" ] || return 0
-  log "stopping mariadbd: $pids"
-  # shellcheck disable=SC2086
-  kill -TERM $pids 2>/dev/null || true
-  deadline=$((SECONDS + 30))
-  while pids=$(ours "$root" | tr '\n' ' ') && [ -n "${pids// /}" ]; do
-    if [ $SECONDS -ge $deadline ]; then
-      # shellcheck disable=SC2086
-      kill -KILL $pids 2>/dev/null || true
-    fi
-    sleep 0.1 # polling for process exit
-  done
-}
+down() { stop_naming mariadbd 30 "$1/" mariadbd; }
 
 up() {
   local root=$1 db=$2 sock deadline
