@@ -1,11 +1,13 @@
 /**
  * Priority-queue benchmark (issue 17): the manager restarts over a converged backlog, and one new object is created
  * the moment its `/readyz` turns 200. Measured with the priority queue on (`--priority-queue=true`, the default) and
- * off (`--priority-queue=false`: plain FIFO) in the same run, on the same objects, in ABBA order (on, off, off, on, …)
- * so drift of the machine's load hits both alike:
+ * off (`--priority-queue=false`: plain FIFO) in the same run, on the same objects: one warm-up restart (not counted),
+ * then ABBA order (on, off, off, on, …) so drift of the machine's load hits both alike:
  *
  *  - new object: ready → the new Foo's Deployment exists and its status is written (GET polled every 10 ms), or
- *    ready → the new Network's Neutron network exists (Neutron's API polled by name every 10 ms);
+ *    ready → the new Network's Neutron network exists (neutron-server's request log read every 10 ms, then one query
+ *    by name; polling Neutron's API would load the CPU the backlog drain is bound by);
+ *  - Neutron rows: neutron-server's CPU seconds and the manager's requests during the drain (NeutronProbe);
  *  - drain: ready → the backlog is worked off: `workqueue_depth` 0 (every priority), no active worker, and at least
  *    as many reconciles as objects cached at the restart (the manager's /metrics polled every 20 ms);
  *  - anchor: once drained, one more object of the same kind is created on the now idle manager: create → the same
@@ -26,6 +28,7 @@
  *
  *   node bench/priority.ts [--foos 10000] [--foo-concurrency 8] [--networks 90:1,1000:4] [--repeats 2] [--quick]
  *                          [--debug-logs DIR]   (restarts at log level debug, their logs kept in DIR)
+ *                          [--warmup 1] [--modes on,off,…]   (warm-up restarts; an explicit order instead of ABBA)
  *
  * --quick: 1 000 Foos, 30:1 and 100:4 Networks, one restart per mode. Progress (and each restart's numbers) goes to
  * stderr, the table to stdout. Converging (not measured) uses at least 8 Network workers.
@@ -80,6 +83,7 @@ const repeats = Number(args.repeats ?? (quick ? 1 : 2));
  * neutron-server's CPU seconds within 1 %) — so without it the ABBA order's first mode pays for the warm-up.
  */
 const warmups = Number(args.warmup ?? 1);
+if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup: want a whole number ≥ 0, not "${args.warmup}"`);
 /** --modes on,off,…: the restarts of every row in this order instead of ABBA (for A/A and order experiments). */
 const modeList = args.modes?.split(',').map((m) => {
   if (m !== 'on' && m !== 'off') throw new Error(`--modes: "${m}" is neither on nor off`);
