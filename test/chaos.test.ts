@@ -32,7 +32,6 @@ const rounds = 20;
 const ns = 'chaos';
 const leaseName = 'chaos-leader';
 
-
 interface Replica {
   mgr: ManagerProcess;
   proxy: TcpProxy;
@@ -50,7 +49,6 @@ rules:
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `;
-
 
 describe('leadership chaos', () => {
   test(`${rounds} rounds of kill -9 / SIGTERM / black-holed leader: no overlapping writers, every Foo converges once`, { timeout: 420_000 }, async (t) => {

@@ -45,7 +45,6 @@ const ns = 'sharding';
 const group = 'sharding-test';
 const fooLabel = shardLabel('foo');
 
-
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -55,7 +54,6 @@ rules:
   resources: [{group: "apps", resources: ["deployments"]}, {group: "samplecontroller.k8s.io", resources: ["foos", "foos/status"]}]
 - level: None
 `;
-
 
 interface Foo { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
 interface Deployment { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }

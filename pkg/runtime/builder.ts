@@ -266,4 +266,3 @@ function placementChanged(controller: string, a: KubeObject, b: KubeObject): boo
   const lb = b.metadata?.labels;
   return la?.[shardLabel(controller)] !== lb?.[shardLabel(controller)] || la?.[drainLabel(controller)] !== lb?.[drainLabel(controller)];
 }
-

@@ -64,7 +64,6 @@ export interface LabelSelector {
   matchExpressions?: LabelSelectorRequirement[];
 }
 
-/** The controller ownerReference of an object, if any (metav1.GetControllerOf; at most one has controller: true). */
 /** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
 export function apiGroupOf(apiVersion: string): string {
   const i = apiVersion.indexOf('/');
@@ -80,6 +79,7 @@ export function controllerNameOf(obj: KubeObject, kind: string, group: string): 
   return ref && ref.kind === kind && apiGroupOf(ref.apiVersion) === group ? ref.name : undefined;
 }
 
+/** The controller ownerReference of an object, if any (metav1.GetControllerOf; at most one has controller: true). */
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
 }
