@@ -141,6 +141,11 @@ describe('sharding', () => {
     // 2. A fourth replica: about a quarter moves, each through a drain.
     const before = new Map((await listFoos()).map((f) => [f.metadata.name, f.metadata.labels?.[fooLabel]]));
     const fourth = await startReplica();
+    // Until the sharder has seen the fourth shard the 3-shard state is "settled" too: wait for the move to begin
+    // (a Foo draining or on the fourth shard) before waiting for it to settle.
+    await waitFor('the sharder starts moving Foos to the fourth shard', async () =>
+      (await listFoos()).some((f) => f.metadata.labels?.[drainLabel('foo')] !== undefined || f.metadata.labels?.[fooLabel] === fourth.shard) || undefined,
+    { timeoutMs: 120_000, intervalMs: 200 });
     const after = await settled('Foos settled on 4 shards', 300_000);
     const moved = after.filter((f) => before.get(f.metadata.name) !== f.metadata.labels?.[fooLabel]);
     assert.ok(moved.every((f) => f.metadata.labels?.[fooLabel] === fourth.shard), 'only moves to the new shard');
