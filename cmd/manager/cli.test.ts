@@ -57,3 +57,30 @@ test('the in-cluster ServiceAccount root is a constructor seam, not an environme
   assert.match(err.join(''), /\/nonexistent-root\/var\/run\/secrets\/kubernetes\.io\/serviceaccount\/token does not exist/);
   assert.doesNotMatch(err.join(''), /\/tmp\/x/, 'the old environment variable is ignored');
 });
+
+test('--watch-list: a malformed value exits 2 with one error line before anything runs; a valid one reaches the wiring', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  const err: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = (chunk: string | Uint8Array): boolean => {
+    err.push(String(chunk));
+    return true;
+  };
+  let ran = 0;
+  let code: number;
+  try {
+    code = await main([`--kubeconfig=${kubeconfigFile()}`, '--watch-list=yes'], {}, { proc, run: () => Promise.resolve(++ran) });
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(code, 2);
+  assert.equal(ran, 0, 'the wiring never ran');
+  const lines = err.join('').trimEnd().split('\n');
+  assert.deepEqual(lines, ['error: invalid value "yes" for --watch-list: want true or false', 'Run with --help for the list of flags.']);
+
+  let seen: boolean | undefined;
+  assert.equal(await main([`--kubeconfig=${kubeconfigFile()}`, '--watch-list'], {}, {
+    proc, run: (opts) => ((seen = opts.watchList), Promise.resolve(0)),
+  }), 0);
+  assert.equal(seen, true);
+});

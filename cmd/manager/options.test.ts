@@ -40,6 +40,7 @@ test('defaults match the documented flag defaults', () => {
   assert.deepEqual(o.concurrency, { foo: 1, network: 1, deployment: 1 });
   assert.equal(o.priorityQueue, true);
   assert.equal(o.maxQueueWaitMs, 30_000);
+  assert.equal(o.watchList, false);
   assert.equal(o.logLevel, 'info');
   assert.deepEqual(o.watchNamespaces, []);
 });
@@ -97,6 +98,14 @@ test('--priority-queue: a boolean like the others (bare = true; false turns the 
   assert.equal(parse(['--priority-queue=false', '--priority-queue']).priorityQueue, true);
   assert.equal(parse(['--priority-queue=0']).priorityQueue, false);
   assert.equal(parse(['--max-queue-wait=500ms']).maxQueueWaitMs, 500);
+});
+
+test('--watch-list: a boolean like the others (off by default; bare = true)', () => {
+  assert.equal(parse(['--watch-list']).watchList, true);
+  assert.equal(parse(['--watch-list=true']).watchList, true);
+  assert.equal(parse(['--watch-list', '--watch-list=false']).watchList, false);
+  assert.equal(parse(['--watch-list=0']).watchList, false);
+  assert.match(helpText(), /--watch-list\s.*initial-events-end.*falls back to paged LIST.*\(default "false"\)/);
 });
 
 test('--help short-circuits validation', () => {
@@ -275,6 +284,10 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--deployment-concurrency', 'lots'], message: /"lots" for --deployment-concurrency/ },
   { argv: ['--priority-queue=off'], message: /^invalid value "off" for --priority-queue: want true or false$/ },
   { argv: ['--priority-queue', 'false'], message: /^unexpected argument "false"/ },
+  { argv: ['--watch-list=yes'], message: /^invalid value "yes" for --watch-list: want true or false$/ },
+  { argv: ['--watch-list='], message: /^invalid value "" for --watch-list: want true or false$/ },
+  { argv: ['--watch-list', 'true'], message: /^unexpected argument "true"/ },
+  { argv: ['--watchlist'], message: /^unknown flag --watchlist \(did you mean --watch-list\?\)$/ },
   { argv: ['--max-queue-wait=0'], message: /^invalid value for --max-queue-wait: must be greater than 0$/ },
   { argv: ['--max-queue-wait=30'], message: /^invalid value for --max-queue-wait: invalid duration "30"/ },
   { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },

@@ -74,6 +74,8 @@ export interface Options {
   priorityQueue: boolean;
   /** `--max-queue-wait`: aging bound of the priority queue (a key waiting this long goes first). */
   maxQueueWaitMs: number;
+  /** `--watch-list`: informers fill their caches with streaming lists (falling back to paged LIST when refused). */
+  watchList: boolean;
   logLevel: LogLevel;
   /** `--neutron-cloud-config`, else `$NEUTRON_CLOUD_CONFIG`. */
   neutronCloudConfig: string | undefined;
@@ -120,6 +122,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'sharding', kind: 'bool', def: 'false', help: 'Shard the controllers across all replicas (active-active; needs --leader-elect): each replica holds its own shard Lease and reconciles the objects the elected sharder assigned to it by label.' },
   { name: 'priority-queue', kind: 'bool', def: 'true', help: 'Priority work queues: objects of the initial list and of resyncs are queued at low priority, real changes go first. false = plain FIFO queues.' },
   { name: 'max-queue-wait', kind: 'duration', def: '30s', help: 'Aging bound of the priority queue: a key that has waited this long goes before younger keys whatever their priority (no starvation).' },
+  { name: 'watch-list', kind: 'bool', def: 'false', help: 'Fill informer caches with streaming lists (a WATCH with sendInitialEvents=true, ended by the k8s.io/initial-events-end bookmark) instead of paged LISTs; falls back to paged LIST for good when the API server refuses them.' },
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
   { name: 'neutron-cloud-config', kind: 'string', help: 'Path to a clouds.yaml for the network controller. Default: $NEUTRON_CLOUD_CONFIG.' },
   { name: 'neutron-cloud', kind: 'string', help: 'Cloud name inside clouds.yaml. Default: $OS_CLOUD.' },
@@ -400,6 +403,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   const sharding = parseBool('sharding', get('sharding') ?? 'false');
   if (sharding && !leaderElect) throw new UsageError('--sharding needs --leader-elect (the sharder is the holder of the leader Lease)');
   const maxQueueWaitMs = duration('max-queue-wait');
+  const watchList = parseBool('watch-list', get('watch-list') ?? 'false');
 
   const level = get('log-level') ?? 'info';
   if (!(logLevelChoices as readonly string[]).includes(level)) {
@@ -460,6 +464,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     priorityQueue,
     sharding,
     maxQueueWaitMs,
+    watchList,
     logLevel: level as LogLevel,
     neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),
     neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),

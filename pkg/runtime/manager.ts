@@ -92,6 +92,12 @@ export interface ControllerManagerOptions {
   priorityQueue?: boolean;
   /** Default aging bound of every controller's priority queue (ms; the builder can override). Default 30 s. */
   maxQueueWaitMs?: number;
+  /**
+   * Informers fill their caches with streaming lists (`sendInitialEvents=true`, ended by the
+   * `k8s.io/initial-events-end` bookmark) instead of paged LISTs, falling back to paged LIST for good when the API
+   * server refuses them (SharedInformerFactory's `useWatchList`). Default false (bench/watchlist.ts).
+   */
+  watchList?: boolean;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
@@ -147,6 +153,7 @@ export class ControllerManager {
     this.reader = new RestClient({ kubeConfig, registry, userAgent });
     this.factory = new SharedInformerFactory({
       client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log, registry,
+      useWatchList: opts.watchList ?? false,
     });
     this.health = new HealthChecks({ logger: log });
 
