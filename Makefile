@@ -71,6 +71,7 @@ run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control p
 .PHONY: bench
 bench: deps tools ## Benchmarks on private control planes (+ local neutron-servers, one behind Keystone), printing tables (QUICK=1: smoke runs).
 	$(NODE) --expose-gc bench/run.ts $(if $(QUICK),--quick,)
+	$(NODE) bench/watchlist.ts $(if $(QUICK),--objects 2000 --pairs 1,)
 	$(NODE) bench/scale.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/foo-scale.ts
 	$(NODE) bench/network-scale.ts
