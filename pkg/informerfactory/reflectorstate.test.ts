@@ -428,6 +428,65 @@ describe('reflectorStep: Watching', () => {
   });
 });
 
+describe('reflectorStep: the resourceVersion of a streaming list (client-go rewatchResourceVersion)', () => {
+  /** Watching at `rv` after a streaming-list sync, then a relist forced by a failed replace. */
+  const relistFrom = (s: ReflectorState, now = T0): StepResult => {
+    const b = step(s, { type: 'replaceFailed', message: 'sink threw' }, now, 0, wlCfg);
+    assert.equal(phaseName(b), 'Backoff');
+    return step(b.state, { type: 'retryTimer' }, now + 30_000, 0, wlCfg);
+  };
+  const watchAction = (r: StepResult): Extract<ReflectorAction, { type: 'watch' }> => {
+    assert.equal(phaseName(r), 'WatchListing');
+    return find(r.actions, 'watch');
+  };
+
+  it('the first streaming list asks for the most recent state (no resourceVersion)', () => {
+    assert.equal(watchAction(step(initialReflectorState(wlCfg), { type: 'start' }, T0, 0, wlCfg)).resourceVersion, '');
+  });
+
+  it('a relist streams from the last synced resourceVersion (NotOlderThan: no going back in time)', () => {
+    const w = watchAction(relistFrom(watching('10', T0, wlCfg)));
+    assert.equal(w.resourceVersion, '10');
+    assert.equal(w.sendInitialEvents, true);
+    // Events seen after the sync move it on.
+    const later = step(watching('10', T0, wlCfg), ev('MODIFIED', obj('a', '15')), T0, 0, wlCfg).state;
+    assert.equal(watchAction(relistFrom(later)).resourceVersion, '15');
+  });
+
+  it('after a 410 the relist asks for the most recent state, and the next sync clears that', () => {
+    const b = step(watching('10', T0, wlCfg), { type: 'watchError', failure: fail(410) }, T0, 0, wlCfg);
+    const r = step(b.state, { type: 'retryTimer' }, T0 + 800, 0, wlCfg);
+    assert.equal(watchAction(r).resourceVersion, '');
+    // Still '' when that streaming list fails in another way and is retried.
+    const failed = step(r.state, { type: 'watchError', failure: fail(503) }, T0 + 900, 0, wlCfg);
+    assert.equal(watchAction(step(failed.state, { type: 'retryTimer' }, T0 + 5_000, 0, wlCfg)).resourceVersion, '');
+    const synced = step(r.state, ev('BOOKMARK', bookmark('20', true)), T0 + 1000, 0, wlCfg).state;
+    assert.equal(watchAction(relistFrom(synced, T0 + 1000)).resourceVersion, '20');
+  });
+
+  for (const [what, failure] of [
+    ['410 Expired', fail(410, 'too old resource version: 10 (15)', 'Expired')],
+    ['504 Too large resource version', fail(504, 'Too large resource version: 99, current: 20', 'Timeout')],
+  ] as const) {
+    it(`a streaming list from a resourceVersion answered ${what} is retried from the most recent state`, () => {
+      const r = relistFrom(watching('10', T0, wlCfg));
+      assert.equal(watchAction(r).resourceVersion, '10');
+      const b = step(r.state, { type: 'watchError', failure }, T0 + 31_000, 0, wlCfg);
+      assert.equal(phaseName(b), 'Backoff');
+      assert.deepEqual((b.state.phase as Extract<Phase, { name: 'Backoff' }>).resume, { op: 'relist' });
+      assert.equal(watchAction(step(b.state, { type: 'retryTimer' }, T0 + 40_000, 0, wlCfg)).resourceVersion, '');
+    });
+  }
+
+  it('a plain watch after a paged LIST still resumes from the list\'s resourceVersion (nothing changes without watch-list)', () => {
+    const s = watching('10');
+    const b = step(s, { type: 'watchIdle' });
+    const r = step(b.state, { type: 'retryTimer' }, T0 + 1000);
+    assert.equal(find(r.actions, 'watch').resourceVersion, '10');
+    assert.equal(find(r.actions, 'watch').sendInitialEvents, false);
+  });
+});
+
 describe('reflectorStep: WatchListing (streaming list)', () => {
   it('accumulates ADDED/MODIFIED and drops DELETED without emitting anything', () => {
     let s = watchListing();

@@ -23,7 +23,7 @@
  *   WatchListing ──BOOKMARK k8s.io/initial-events-end──▶ Watching (same stream) → replace(items, bookmark RV)
  *   WatchListing ──refusal (400/403/405/422/501), plain bookmark, end of stream, silence──▶
  *                  Listing, watch-list disabled for good       → cancel, list()
- *   WatchListing ──410──▶ Backoff(relist)                      → cancel (ERROR event), scheduleRetry
+ *   WatchListing ──410, "Too large resource version"──▶ Backoff(relist)  → cancel (ERROR event), scheduleRetry
  *   WatchListing ──other errors──▶ Backoff(relist)
  *   Watching ──ADDED/MODIFIED/DELETED──▶ Watching              → delta(type, obj); RV := obj RV
  *   Watching ──BOOKMARK──▶ Watching                            RV := bookmark RV
@@ -36,6 +36,12 @@
  *   Backoff ──retryTimer──▶ the resumed phase                  → list / watch
  *   any ──stop──▶ Stopped                                      → cancelRequest, cancelTimer
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
+ *
+ * The resourceVersion of a streaming list (client-go's rewatchResourceVersion): '' (the most recent state, a
+ * consistent snapshot) for the first one and after the last resourceVersion was found unavailable (410 Gone /
+ * "too old", or "Too large resource version" from a server whose cache is behind); otherwise the last resourceVersion
+ * seen, with resourceVersionMatch=NotOlderThan, so a relist never goes back in time. A sync (replace) clears the
+ * unavailable mark. Paged LISTs are always consistent reads (no resourceVersion).
  *
  * replaceFailed: a `replace` action is always the first action of the step that enters Watching, and the driver
  * reports its failure (e.g. a transform returned an object without metadata.name) before any other event and skips
@@ -123,6 +129,11 @@ export interface ReflectorState {
   readonly resourceVersion: string;
   /** Whether the next relist tries a streaming list. Becomes 'disabled' for good after a refusal. */
   readonly watchList: 'enabled' | 'disabled';
+  /**
+   * The server said `resourceVersion` is gone or not yet known to it (410 / too large) and no list has been stored
+   * since: the next streaming list asks for the most recent state ('') instead of resourceVersion.
+   */
+  readonly resourceVersionUnavailable: boolean;
   readonly backoff: BackoffState;
 }
 
@@ -167,6 +178,7 @@ export function initialReflectorState(config: Pick<ReflectorConfig, 'useWatchLis
     phase: { name: 'Empty' },
     resourceVersion: '',
     watchList: config.useWatchList ? 'enabled' : 'disabled',
+    resourceVersionUnavailable: false,
     backoff: { delayMs: config.backoffInitialMs, lastErrorAt: undefined },
   };
 }
@@ -174,6 +186,11 @@ export function initialReflectorState(config: Pick<ReflectorConfig, 'useWatchLis
 /** 410 Gone, or an error that says the requested resourceVersion is no longer available. */
 export function isGone(f: RequestFailure): boolean {
   return f.status === 410 || /too old resource version/i.test(f.message);
+}
+
+/** The server has not seen the requested resourceVersion yet (its cache is behind): client-go's isTooLargeResourceVersionError. */
+export function isResourceVersionTooLarge(f: RequestFailure): boolean {
+  return /too large resource version/i.test(f.message);
 }
 
 /** The server refused a streaming list: it does not support it (or not for this client). */
@@ -208,7 +225,12 @@ function relist(state: ReflectorState, ctx: StepContext, cfg: ReflectorConfig, p
       state: { ...state, phase: { name: 'WatchListing', items: new Map(), startedAt: ctx.now } },
       actions: [
         ...pre,
-        { type: 'watch', resourceVersion: '', timeoutSeconds: watchTimeoutSeconds(ctx, cfg), sendInitialEvents: true },
+        {
+          type: 'watch',
+          resourceVersion: state.resourceVersionUnavailable ? '' : state.resourceVersion,
+          timeoutSeconds: watchTimeoutSeconds(ctx, cfg),
+          sendInitialEvents: true,
+        },
       ],
     };
   }
@@ -261,7 +283,7 @@ function backoff(
  * apart instead of a tight LIST loop. Routine after etcd compaction, hence info, not warn.
  */
 function relistAfterGone(state: ReflectorState, what: string, failure: RequestFailure, ctx: StepContext, cfg: ReflectorConfig, pre: ReflectorAction[] = []): StepResult {
-  return backoff(state, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
+  return backoff({ ...state, resourceVersionUnavailable: true }, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
 }
 
 function fallbackToList(state: ReflectorState, why: string, ctx: StepContext, cfg: ReflectorConfig, cancel: boolean): StepResult {
@@ -303,7 +325,7 @@ export function reflectorStep(
               actions: [{ type: 'list', continueToken: event.continueToken, limit: cfg.pageSize }],
             };
           }
-          const listed = { ...state, resourceVersion: event.resourceVersion };
+          const listed = { ...state, resourceVersion: event.resourceVersion, resourceVersionUnavailable: false };
           return watch(listed, ctx, cfg, [{ type: 'replace', items: phase.items, resourceVersion: event.resourceVersion }]);
         }
         case 'listError': {
@@ -346,13 +368,15 @@ export function reflectorStep(
               }
               const rv = resourceVersionOf(ev.object);
               return {
-                state: { ...state, resourceVersion: rv, phase: { name: 'Watching', startedAt: phase.startedAt, events: 1 } },
+                state: { ...state, resourceVersion: rv, resourceVersionUnavailable: false, phase: { name: 'Watching', startedAt: phase.startedAt, events: 1 } },
                 actions: [{ type: 'replace', items: [...phase.items.values()], resourceVersion: rv }],
               };
             }
             case 'ERROR': {
               const failure = failureFromStatus(ev.object);
-              if (isGone(failure)) return relistAfterGone(state, 'streaming list expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
+              if (isGone(failure) || isResourceVersionTooLarge(failure)) {
+                return relistAfterGone(state, 'streaming list expired', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
+              }
               if (isWatchListRefusal(failure)) return fallbackToList(state, describe(failure), ctx, cfg, true);
               return backoff(state, { op: 'relist' }, 'streaming list failed', failure, ctx, cfg, [{ type: 'cancelRequest' }]);
             }
@@ -360,7 +384,9 @@ export function reflectorStep(
           return unchanged(state);
         }
         case 'watchError':
-          if (isGone(event.failure)) return relistAfterGone(state, 'streaming list expired', event.failure, ctx, cfg);
+          if (isGone(event.failure) || isResourceVersionTooLarge(event.failure)) {
+            return relistAfterGone(state, 'streaming list expired', event.failure, ctx, cfg);
+          }
           if (isWatchListRefusal(event.failure)) return fallbackToList(state, describe(event.failure), ctx, cfg, false);
           return backoff(state, { op: 'relist' }, 'streaming list failed', event.failure, ctx, cfg);
         case 'watchEnded':
