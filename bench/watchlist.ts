@@ -129,7 +129,8 @@ async function main(): Promise<number> {
       ['RSS before the informer started, MiB', (r) => r.baseRss, mib],
     ];
     const rows = metrics.map(([name, f, fmt]) => [
-      name, cell('list', f, fmt), cell('watchlist', f, fmt), `${(med('watchlist', f) / med('list', f)).toFixed(2)}×`,
+      name, cell('list', f, fmt), cell('watchlist', f, fmt),
+      med('list', f) > 0 ? `${(med('watchlist', f) / med('list', f)).toFixed(2)}×` : 'n/a',
     ]);
     const wins = med('watchlist', (r) => r.syncMs) < med('list', (r) => r.syncMs)
       && med('watchlist', (r) => r.peakRss) <= med('list', (r) => r.peakRss)
