@@ -10,9 +10,10 @@
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
 # Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane]
-#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR) on stdout
+#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, NODE_BIN_DIR)
+#                    on stdout
 #   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
-#   --control-plane  only the local control plane's binaries, not cert-manager (what `make run` and
+#   --control-plane  only the local control plane's binaries, not cert-manager nor the real node's (what `make run` and
 #                    `make cluster-up` need; `make tools`, and so `make test`, builds everything)
 set -euo pipefail
 
@@ -60,11 +61,16 @@ build() {
     ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   elif [ "$mod" = cert-manager ]; then
     ldflags="-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$version"
+  elif [ "$mod" = node ]; then
+    ldflags="-X github.com/containerd/containerd/v2/version.Version=$version"
   fi
+  # containerd's btrfs snapshotter needs cgo; the node uses overlayfs.
+  local tags=""
+  [ "$mod" = node ] && tags="no_btrfs"
   for spec in "${missing[@]}"; do
     local bin=${spec%%=*} pkg=${spec#*=} t0=$SECONDS
     log "$mod $version: building $bin ($pkg) ..."
-    (cd "$here/tools/$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 || die "$mod $version: building $bin failed"
+    (cd "$here/tools/$mod" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 || die "$mod $version: building $bin failed"
     mv "$dir/$bin.tmp" "$dir/$bin"
     log "$mod $version: built $bin in $((SECONDS - t0))s"
   done
@@ -78,11 +84,14 @@ kwok_version=$(modversion kwok sigs.k8s.io/kwok)
 cert_manager_version=$(modversion cert-manager github.com/cert-manager/cert-manager)
 
 etcd_dir=$(build etcd "$etcd_version" etcd=go.etcd.io/etcd/server/v3)
-k8s_dir=$(build k8s "$k8s_version" \
-  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
-  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
-  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+k8s_bins=(
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
   kubectl=k8s.io/kubernetes/cmd/kubectl)
+# The real node (CLUSTER_MODE=node, docs/real-node.md): kubelet and kube-proxy from the same pinned release.
+[ "$control_plane_only" = 1 ] || k8s_bins+=(kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy)
+k8s_dir=$(build k8s "$k8s_version" "${k8s_bins[@]}")
 kwok_dir=$(build kwok "$kwok_version" kwok=sigs.k8s.io/kwok/cmd/kwok)
 # The standalone kwok binary needs Stage objects in its config (kwokctl embeds these defaults): node initialise,
 # lease heartbeat, and the fast pod lifecycle (Ready, Complete, Delete). Taken from the pinned module itself.
@@ -94,6 +103,18 @@ if [ ! -s "$kwok_dir/stages.yaml" ]; then
   done > "$kwok_dir/stages.yaml.tmp"
   mv "$kwok_dir/stages.yaml.tmp" "$kwok_dir/stages.yaml"
 fi
+# The real node's runtime and CNI plugins (hack/tools/node, docs/real-node.md); pause is the module's own main package.
+node_dir=""
+containerd_version=$(modversion node github.com/containerd/containerd/v2)
+[ "$control_plane_only" = 1 ] || node_dir=$(build node "$containerd_version" \
+  containerd=github.com/containerd/containerd/v2/cmd/containerd \
+  containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+  ctr=github.com/containerd/containerd/v2/cmd/ctr \
+  bridge=github.com/containernetworking/plugins/plugins/main/bridge \
+  host-local=github.com/containernetworking/plugins/plugins/ipam/host-local \
+  loopback=github.com/containernetworking/plugins/plugins/main/loopback \
+  portmap=github.com/containernetworking/plugins/plugins/meta/portmap \
+  pause=.)
 cert_manager_dir=""
 [ "$control_plane_only" = 1 ] || cert_manager_dir=$(build cert-manager "$cert_manager_version" cert-manager-controller=.)
 # Its CRDs come from the same pinned module (plain YAML in deploy/crds), copied next to the binary so the tests need
@@ -110,4 +131,5 @@ if [ "$print_env" = 1 ]; then
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
   [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
+  [ -z "$node_dir" ] || echo "NODE_BIN_DIR=$node_dir"
 fi

@@ -17,7 +17,7 @@ out=$(dirname "$0")/k8s/go.mod
   echo "go $(sed -n 's/^go //p' "$gomod")"
   echo
   echo "tool ("
-  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$c"; done
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$c"; done
   echo ")"
   echo
   echo "require k8s.io/kubernetes v$K8S"

@@ -40,8 +40,20 @@ function signLeaf(dir: string, name: string, subject: string, extensions: string
   );
 }
 
-/** Creates the CA, serving, admin and ServiceAccount-signing material in `dir` (which must exist). */
-export function createPki(dir: string): Pki {
+/**
+ * Signs a client certificate `<dir>/<name>.crt` (key `<name>.key`) for `subject` (e.g. `/O=system:nodes/CN=system:node:x`)
+ * with the CA that createPki made in `dir`; returns the two paths.
+ */
+export function signClientCert(dir: string, name: string, subject: string): { cert: string; key: string } {
+  signLeaf(dir, name, subject, ['extendedKeyUsage=clientAuth', 'keyUsage=critical,digitalSignature,keyEncipherment', ''].join('\n'));
+  return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
+}
+
+/**
+ * Creates the CA, serving, admin and ServiceAccount-signing material in `dir` (which must exist). `extraIPs` are added
+ * to the serving certificate's SANs (the real node's API server address, test/cluster/node.ts).
+ */
+export function createPki(dir: string, extraIPs: string[] = []): Pki {
   openssl(
     ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-sha256',
       '-subj', '/CN=ts-controller-manager-local-ca',
@@ -49,7 +61,8 @@ export function createPki(dir: string): Pki {
     dir,
   );
   signLeaf(dir, 'serving', '/CN=kube-apiserver', [
-    'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc',
+    `subjectAltName=IP:127.0.0.1,IP:10.0.0.1,${extraIPs.map((ip) => `IP:${ip},`).join('')}DNS:localhost,DNS:kubernetes,` +
+      'DNS:kubernetes.default,DNS:kubernetes.default.svc',
     'extendedKeyUsage=serverAuth',
     'keyUsage=critical,digitalSignature,keyEncipherment',
     '',

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# System side of the local control plane's real node (CLUSTER_MODE=node, docs/real-node.md). Needs root.
+#
+#   node.sh up <dir>     network namespace tscm-node with a veth pair to the host (host 172.31.250.1/30, node
+#                        172.31.250.2/30, default route via the host), IP forwarding inside it, and the kubelet's
+#                        cgroup root /tscm-node in every cgroup v1 hierarchy (cpuset copied from the parent).
+#   node.sh down <dir>   kills everything left in /tscm-node's cgroups (Pod containers outlive the kubelet) and the
+#                        containerd shims serving <dir>'s socket, unmounts whatever is mounted below <dir> (overlay
+#                        rootfs, projected-volume tmpfs, netns bind mounts), removes the cgroups and the namespace.
+#
+# Everything the node does to networking (the Pods' bridge cni0, kube-proxy's and the bridge plugin's iptables
+# rules, ip_forward) happens inside the namespace: the host only gets the veth end tscm-node0. One node per machine.
+set -euo pipefail
+NETNS=tscm-node HOST_IF=tscm-node0 HOST_IP=172.31.250.1 NODE_IP=172.31.250.2 CGROOT=tscm-node
+cmd=${1:-} dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 up|down <dir>" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "node.sh: the real node needs root (network namespaces, cgroups, mounts)" >&2; exit 1; }
+
+hierarchies() { for h in /sys/fs/cgroup/*/; do [ -e "$h/cgroup.procs" ] && echo "${h%/}"; done; }
+
+case "$cmd" in
+  up)
+    if ip netns list | grep -qw "$NETNS"; then
+      echo "node.sh: network namespace $NETNS exists: another node is running (or run: $0 down <its dir>)" >&2; exit 1
+    fi
+    ip netns add "$NETNS"
+    ip link add "$HOST_IF" type veth peer name eth0 netns "$NETNS"
+    ip addr add "$HOST_IP/30" dev "$HOST_IF"
+    ip link set "$HOST_IF" up
+    ip -n "$NETNS" link set lo up
+    ip -n "$NETNS" addr add "$NODE_IP/30" dev eth0
+    ip -n "$NETNS" link set eth0 up
+    ip -n "$NETNS" route add default via "$HOST_IP"
+    ip netns exec "$NETNS" sysctl -qw net.ipv4.ip_forward=1
+    for h in $(hierarchies); do
+      mkdir -p "$h/$CGROOT"
+      if [ -e "$h/cpuset.cpus" ]; then
+        cat "$h/cpuset.cpus" > "$h/$CGROOT/cpuset.cpus"; cat "$h/cpuset.mems" > "$h/$CGROOT/cpuset.mems"
+      fi
+    done
+    ;;
+  down)
+    # Pod processes first (freeze-free: SIGKILL until the cgroups are empty), then the shims of this node's containerd.
+    for _ in 1 2 3 4 5; do
+      pids=$(for h in $(hierarchies); do [ -d "$h/$CGROOT" ] && find "$h/$CGROOT" -name cgroup.procs -exec cat {} + ; done 2>/dev/null | sort -u)
+      [ -z "$pids" ] && break
+      kill -9 $pids 2>/dev/null || true
+      sleep 0.2
+    done
+    sock="$dir/containerd/containerd.sock"
+    for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock" || true); do kill -9 "$p" 2>/dev/null || true; done
+    # Unmount below <dir>, deepest first.
+    awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
+      umount -l "$m" 2>/dev/null || true
+    done
+    for h in $(hierarchies); do
+      [ -d "$h/$CGROOT" ] && find "$h/$CGROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    done
+    ip netns del "$NETNS" 2>/dev/null || true
+    ;;
+  *) echo "usage: $0 up|down <dir>" >&2; exit 2 ;;
+esac
