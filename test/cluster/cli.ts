@@ -1,7 +1,7 @@
 /**
  * `make cluster-up` / `make cluster-down` / `make cluster-status`: the local control plane from the command line.
  *
- *   node test/cluster/cli.ts up [--mode full|minimal] [--dir DIR]   → prints `export KUBECONFIG=<path>` on stdout
+ *   node test/cluster/cli.ts up [--mode full|minimal|node] [--dir DIR] → prints `export KUBECONFIG=<path>` on stdout
  *   node test/cluster/cli.ts down [--dir DIR]                      → stops every process it started, removes DIR
  *   node test/cluster/cli.ts status [--dir DIR]
  *
@@ -17,7 +17,7 @@ import { ControlPlane, isAlive, type ClusterMode } from './controlplane.ts';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 function usage(message: string): never {
-  process.stderr.write(`cluster: ${message}\nusage: cluster.ts up|down|status [--mode full|minimal] [--dir DIR]\n`);
+  process.stderr.write(`cluster: ${message}\nusage: cluster.ts up|down|status [--mode full|minimal|node] [--dir DIR]\n`);
   process.exit(2);
 }
 
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   if (rest.length > 0) usage(`unexpected arguments: ${rest.join(' ')}`);
   const dir = resolve(parsed.values.dir ?? process.env['CLUSTER_DIR'] ?? join(repoRoot, '.cluster'));
   const mode = (parsed.values.mode ?? (process.env['CLUSTER_MODE'] || 'full')) as ClusterMode;
-  if (mode !== 'full' && mode !== 'minimal') usage(`--mode must be full or minimal, not "${String(mode)}"`);
+  if (mode !== 'full' && mode !== 'minimal' && mode !== 'node') usage(`--mode must be full, minimal or node, not "${String(mode)}"`);
 
   switch (command) {
     case 'up': {

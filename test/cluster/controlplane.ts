@@ -6,6 +6,12 @@
  *  - full:    minimal + kube-controller-manager (deployment, replicaset, garbage-collector, namespace,
  *             node-lifecycle controllers) + kube-scheduler + kwok with one fake Node, so Deployments get Ready Pods,
  *             ownerReference GC works and namespaces finish deleting.
+ *  - node:    full without kwok, plus a REAL node (test/cluster/node.ts, docs/real-node.md): containerd + runc,
+ *             the CNI bridge, kubelet and kube-proxy in the network namespace tscm-node. The API server listens on
+ *             the host's end of the node's veth (HOST_IP) instead of 127.0.0.1 — Pods reach it through the
+ *             `kubernetes` Service — with the Node authorizer, NodeRestriction and ServiceAccount admission (projected
+ *             tokens), and kube-controller-manager also runs the serviceaccount, root-ca publisher and endpointslice
+ *             controllers. Needs root.
  *
  * Process model: every component is spawned detached (its own process group) with stdout/stderr going to a log
  * file in its own directory, and its pid, binary, arguments and log are recorded in `<dir>/state.json`. Any process
@@ -18,13 +24,15 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPki, type Pki } from './pki.ts';
+import { HOST_IP, importPauseImage, NODE_NAME, nodeComponents, nodeNetwork } from './node.ts';
 
-export type ClusterMode = 'minimal' | 'full';
-export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
+export type ClusterMode = 'minimal' | 'full' | 'node';
+export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok'
+  | 'containerd' | 'kubelet' | 'kube-proxy';
 
 interface ComponentState {
   name: ComponentName;
@@ -32,7 +40,7 @@ interface ComponentState {
   args: string[];
   log: string;
   pid: number | null;
-  /** Health endpoint polled until 200; null = no HTTP endpoint (readiness judged otherwise). */
+  /** Health endpoint polled until 200, `unix:<path>` = until that socket exists; null = no check. */
   health: string | null;
 }
 
@@ -52,6 +60,8 @@ export interface BinDirs {
   etcd: string;
   k8s: string;
   kwok: string;
+  /** containerd, its shim, ctr, the CNI plugins and pause (node mode only). */
+  node?: string;
 }
 
 export interface HttpResponse {
@@ -60,17 +70,20 @@ export interface HttpResponse {
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const startOrder: ComponentName[] = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'];
+const startOrder: ComponentName[] = [
+  'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'containerd', 'kubelet', 'kube-proxy',
+];
 const STARTUP_TIMEOUT_MS = 90_000;
 
 type Logger = (message: string) => void;
 const defaultLogger: Logger = (message) => process.stderr.write(`[cluster] ${message}\n`);
 
 /** Runs hack/build-tools.sh (builds on first use, cached afterwards) and returns the binary directories. */
-export async function ensureBinaries(log: Logger = defaultLogger): Promise<BinDirs> {
+export async function ensureBinaries(log: Logger = defaultLogger, opts: { node?: boolean } = {}): Promise<BinDirs> {
   log('checking control-plane binaries (hack/build-tools.sh; a cold build takes a while and prints progress)');
-  // Only the control plane's binaries: cert-manager (test/certmanager.test.ts) comes from `make tools`.
-  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', '--control-plane'], {
+  // Only the control plane's binaries: cert-manager (test/certmanager.test.ts) comes from `make tools`; the real
+  // node's binaries are built only without --control-plane (everything `make tools` builds).
+  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', ...(opts.node ? [] : ['--control-plane'])], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -83,8 +96,9 @@ export async function ensureBinaries(log: Logger = defaultLogger): Promise<BinDi
       return [line.slice(0, i), line.slice(i + 1)];
     }),
   );
-  const dirs = { etcd: env['ETCD_BIN_DIR'], k8s: env['K8S_BIN_DIR'], kwok: env['KWOK_BIN_DIR'] };
+  const dirs = { etcd: env['ETCD_BIN_DIR'], k8s: env['K8S_BIN_DIR'], kwok: env['KWOK_BIN_DIR'], node: env['NODE_BIN_DIR'] };
   if (!dirs.etcd || !dirs.k8s || !dirs.kwok) throw new Error(`hack/build-tools.sh printed no binary directories: ${out}`);
+  if (opts.node && !dirs.node) throw new Error(`hack/build-tools.sh printed no NODE_BIN_DIR: ${out}`);
   return dirs as BinDirs;
 }
 
@@ -141,6 +155,18 @@ export async function killGroup(pid: number, graceMs = 10_000): Promise<void> {
     }
     await delay(50);
   }
+}
+
+/** True when a unix socket at `path` accepts a connection (the server listens, not just created the file). */
+function acceptsConnections(path: string): Promise<boolean> {
+  return new Promise((res) => {
+    const sock = connect(path);
+    sock.once('connect', () => {
+      sock.destroy();
+      res(true);
+    });
+    sock.once('error', () => res(false));
+  });
 }
 
 function tail(file: string, lines = 40): string {
@@ -204,13 +230,17 @@ export class ControlPlane {
     }
     rmSync(dir, { recursive: true, force: true });
     const t0 = Date.now();
-    const bins = opts.bins ?? (await ensureBinaries(log));
+    const nodeMode = opts.mode === 'node';
+    const bins = opts.bins ?? (await ensureBinaries(log, { node: nodeMode }));
     mkdirSync(join(dir, 'pki'), { recursive: true });
-    const pki = createPki(join(dir, 'pki'));
+    const pki = createPki(join(dir, 'pki'), nodeMode ? [HOST_IP] : []);
+    // The node's network namespace (and HOST_IP, the API server's address) exists before anything starts.
+    if (nodeMode) nodeNetwork('up', dir);
+    const apiAddress = nodeMode ? HOST_IP : '127.0.0.1';
     const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort] = await Promise.all([
       freePort(), freePort(), freePort(), freePort(), freePort(), freePort(),
     ]);
-    const server = `https://127.0.0.1:${apiPort}`;
+    const server = `https://${apiAddress}:${apiPort}`;
     const etcdURL = `http://127.0.0.1:${etcdPort}`;
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, adminKubeconfig(server, pki));
@@ -227,22 +257,27 @@ export class ControlPlane {
         `--initial-cluster=tscm=http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync=true', '--log-level=warn',
       ], `${etcdURL}/health`),
       'kube-apiserver': comp('kube-apiserver', join(bins.k8s, 'kube-apiserver'), [
-        `--etcd-servers=${etcdURL}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+        `--etcd-servers=${etcdURL}`, `--bind-address=${apiAddress}`, `--advertise-address=${apiAddress}`,
         `--secure-port=${apiPort}`, `--cert-dir=${join(dir, 'kube-apiserver')}`,
         `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`,
-        `--client-ca-file=${pki.caCert}`, '--authorization-mode=RBAC',
+        `--client-ca-file=${pki.caCert}`, `--authorization-mode=${nodeMode ? 'Node,RBAC' : 'RBAC'}`,
         '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged=true',
-        `--service-account-issuer=https://127.0.0.1:${apiPort}/`,
+        `--service-account-issuer=https://${apiAddress}:${apiPort}/`,
         `--service-account-key-file=${pki.saPublicKey}`, `--service-account-signing-key-file=${pki.saPrivateKey}`,
-        // As envtest does: Pods need no ServiceAccount controller to be admitted.
-        '--disable-admission-plugins=ServiceAccount',
+        // As envtest does: Pods need no ServiceAccount controller to be admitted. On the real node the ServiceAccount
+        // plugin stays on: it adds the projected token volume the kubelet fills (and kcm creates `default`).
+        ...(nodeMode ? [] : ['--disable-admission-plugins=ServiceAccount']),
         // As on hardened clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers subresource,
         // so RBAC tests see that requirement.
-        '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
+        `--enable-admission-plugins=OwnerReferencesPermissionEnforcement${nodeMode ? ',NodeRestriction' : ''}`,
+        // kubectl logs/exec through the kubelet (node mode): the admin certificate is the API server's client identity.
+        // Only the node's InternalIP: the API server must never resolve the node's name through the machine's DNS.
+        ...(nodeMode ? [`--kubelet-client-certificate=${pki.adminCert}`, `--kubelet-client-key=${pki.adminKey}`,
+          '--kubelet-preferred-address-types=InternalIP'] : []),
         '--profiling=false', '--v=0',
       ], `${server}/readyz`),
     };
-    if (opts.mode === 'full') {
+    if (opts.mode === 'full' || nodeMode) {
       const common = [
         `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`,
         `--authorization-kubeconfig=${kubeconfig}`, '--leader-elect=false', '--bind-address=127.0.0.1',
@@ -250,13 +285,17 @@ export class ControlPlane {
       ];
       components['kube-controller-manager'] = comp('kube-controller-manager', join(bins.k8s, 'kube-controller-manager'), [
         ...common, `--secure-port=${kcmPort}`, `--cert-dir=${join(dir, 'kube-controller-manager')}`,
-        '--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller',
+        `--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller${
+          nodeMode ? ',serviceaccount-controller,root-ca-certificate-publisher-controller,endpointslice-controller,pod-garbage-collector-controller' : ''}`,
+        ...(nodeMode ? [`--root-ca-file=${pki.caCert}`] : []),
         '--node-monitor-period=5s', '--node-monitor-grace-period=40s', '--concurrent-deployment-syncs=10',
         '--concurrent-replicaset-syncs=10', '--v=0',
       ], `https://127.0.0.1:${kcmPort}/healthz`);
       components['kube-scheduler'] = comp('kube-scheduler', join(bins.k8s, 'kube-scheduler'), [
         ...common, `--secure-port=${schedPort}`, `--cert-dir=${join(dir, 'kube-scheduler')}`, '--v=0',
       ], `https://127.0.0.1:${schedPort}/healthz`);
+    }
+    if (opts.mode === 'full') {
       components.kwok = comp('kwok', join(bins.kwok, 'kwok'), [
         `--kubeconfig=${kubeconfig}`, '--manage-all-nodes=true', '--node-lease-duration-seconds=40',
         `--config=${join(dir, 'kwok', 'kwok.yaml')}`, `--server-address=127.0.0.1:${kwokPort}`,
@@ -266,17 +305,26 @@ export class ControlPlane {
       // (No KwokConfiguration object: a partial one leaves options such as nodeLeaseParallelism at zero.)
       writeFileSync(join(dir, 'kwok', 'kwok.yaml'), readFileSync(join(bins.kwok, 'stages.yaml'), 'utf8'));
     }
+    if (nodeMode) {
+      if (!bins.node) throw new Error('node mode needs the node binaries (hack/build-tools.sh without --control-plane)');
+      const node = nodeComponents({ dir, server, pki, k8sBinDir: bins.k8s, nodeBinDir: bins.node });
+      for (const [name, spec] of Object.entries(node) as [ComponentName, { bin: string; args: string[]; health: string }][]) {
+        components[name] = comp(name, spec.bin, spec.args, spec.health);
+      }
+    }
     const state: ClusterState = {
       version: 1, mode: opts.mode, dir, server, kubeconfig, etcdURL,
-      nodeName: opts.mode === 'full' ? 'kwok-node-0' : null, pki, components,
+      nodeName: opts.mode === 'full' ? 'kwok-node-0' : nodeMode ? NODE_NAME : null, pki, components,
     };
     const cp = new ControlPlane(state, log);
     cp.save();
     try {
       for (const name of startOrder) {
         if (components[name]) await cp.startComponent(name);
+        // The sandbox image must be in containerd before the kubelet creates the first Pod sandbox.
+        if (name === 'containerd' && bins.node) importPauseImage(dir, bins.node);
       }
-      if (state.nodeName) await cp.createReadyNode(state.nodeName);
+      if (state.nodeName) await (nodeMode ? cp.waitNodeReady(state.nodeName) : cp.createReadyNode(state.nodeName));
     } catch (err) {
       await cp.stop({ removeState: false });
       throw err;
@@ -339,6 +387,8 @@ export class ControlPlane {
       if (c?.pid != null) await killGroup(c.pid);
       if (c) c.pid = null;
     }
+    // Pod containers outlive the kubelet and containerd (their shims are daemons): node.sh kills and unmounts them.
+    if (this.state.mode === 'node') nodeNetwork('down', this.state.dir);
     if (opts.removeState ?? true) rmSync(this.state.dir, { recursive: true, force: true });
     else this.save();
   }
@@ -351,12 +401,18 @@ export class ControlPlane {
         throw new Error(`${c.name} exited during startup; last lines of ${c.log}:\n${tail(c.log)}`);
       }
       if (c.health === null) return;
-      try {
-        const res = await this.get(c.health);
-        if (res.status === 200) return;
-        last = `HTTP ${res.status}: ${res.body.slice(0, 300)}`;
-      } catch (err) {
-        last = (err as Error).message;
+      if (c.health.startsWith('unix:')) {
+        const path = c.health.slice('unix:'.length);
+        if (await acceptsConnections(path)) return;
+        last = `${path} does not accept connections yet`;
+      } else {
+        try {
+          const res = await this.get(c.health);
+          if (res.status === 200) return;
+          last = `HTTP ${res.status}: ${res.body.slice(0, 300)}`;
+        } catch (err) {
+          last = (err as Error).message;
+        }
       }
       if (Date.now() > deadline) {
         throw new Error(
@@ -418,6 +474,39 @@ export class ControlPlane {
     });
     if (res.status !== 201) throw new Error(`TokenRequest: HTTP ${res.status} ${res.body}`);
     return (JSON.parse(res.body) as { status: { token: string } }).status.token;
+  }
+
+  /** Waits until the real node's kubelet has registered its Node and it is Ready and untainted (node mode). */
+  async waitNodeReady(name: string): Promise<void> {
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+    let last = 'not registered';
+    for (;;) {
+      for (const n of ['containerd', 'kubelet', 'kube-controller-manager'] as const) {
+        const c = this.component(n);
+        if (c.pid === null || !isAlive(c.pid)) {
+          throw new Error(`${n} exited while node ${name} was coming up; last lines of ${c.log}:\n${tail(c.log)}`);
+        }
+      }
+      const got = await this.get(`/api/v1/nodes/${name}`);
+      if (got.status === 200) {
+        const node = JSON.parse(got.body) as {
+          spec?: { taints?: { key: string }[] };
+          status?: { conditions?: { type: string; status: string; message?: string }[] };
+        };
+        const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+        const taints = (node.spec?.taints ?? []).map((t) => t.key);
+        if (ready?.status === 'True' && !taints.some((t) => t.startsWith('node.kubernetes.io/'))) {
+          this.log(`node ${name} (kubelet) is Ready`);
+          return;
+        }
+        last = `Ready=${ready?.status ?? '?'} (${ready?.message ?? ''}), taints ${taints.join(',') || 'none'}`;
+      }
+      if (Date.now() > deadline) {
+        const kubelet = this.component('kubelet');
+        throw new Error(`node ${name} did not become Ready: ${last}; last lines of ${kubelet.log}:\n${tail(kubelet.log)}`);
+      }
+      await delay(250);
+    }
   }
 
   /** Creates a kwok-managed Node and waits until it is Ready and schedulable (not-ready taint removed). */
