@@ -108,7 +108,7 @@ tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-control
 	bash hack/build-tools.sh
 
 .PHONY: cluster-up
-cluster-up: deps ## Start the local control plane (CLUSTER_MODE=full|minimal) and print export KUBECONFIG=...
+cluster-up: deps ## Start the local control plane (CLUSTER_MODE=full|minimal|node) and print export KUBECONFIG=...
 	$(NODE) test/cluster/cli.ts up --mode $(CLUSTER_MODE) --dir $(CLUSTER_DIR)
 
 .PHONY: cluster-down

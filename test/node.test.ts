@@ -1,0 +1,195 @@
+/**
+ * `kubectl apply -k config/default` on a REAL node (issue 26, docs/real-node.md): a node-mode control plane
+ * (test/cluster/node.ts — containerd + runc, the CNI bridge, kubelet, kube-proxy) runs the project's image, built
+ * with podman as test/image.test.ts does and imported into the node's containerd, as a Pod started by the kubelet:
+ *  - the Pod becomes Ready through the kubelet's own HTTP probes (/readyz, /healthz on the `health` port);
+ *  - the manager authenticates with the token the kubelet projected (no other credential exists in the Pod), takes
+ *    the Lease and reconciles a Foo;
+ *  - the metrics Service selects the Pod and its ClusterIP (kube-proxy, from inside the node) serves /metrics to an
+ *    authorised token;
+ *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over.
+ *
+ * Needs root (network namespaces, cgroups, mounts) and a few minutes cold (the image). Not yet part of `make test`.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
+import { importImage, NODE_NETNS } from './cluster/node.ts';
+import { expectStatus, waitFor } from './helpers/cluster.ts';
+
+const run = promisify(execFile);
+const repo = join(import.meta.dirname, '..');
+const image = 'localhost/ts-controller-manager:node-test';
+const ns = 'ts-controller-manager-system';
+const deployment = 'ts-controller-manager-controller-manager';
+const lease = 'ts-controller-manager.samplecontroller.k8s.io';
+const selector = 'app.kubernetes.io/name=ts-controller-manager,control-plane=controller-manager';
+
+interface ContainerStatus {
+  name: string; ready: boolean; restartCount: number;
+  state?: { running?: unknown; terminated?: { exitCode: number; reason?: string } };
+  lastState?: { terminated?: { exitCode: number; reason?: string } };
+}
+interface Pod {
+  metadata: { name: string; uid: string; deletionTimestamp?: string };
+  spec: { nodeName?: string; volumes?: { name: string; projected?: unknown }[] };
+  status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: ContainerStatus[] };
+}
+
+const isReady = (p: Pod): boolean => (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+describe('real node: kubectl apply -k config/default runs the image as a Pod under a kubelet', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tscm-node-'));
+  let cp: ControlPlane;
+  const timings: string[] = [];
+  const kubectl = async (...args: string[]): Promise<string> =>
+    (await run(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { cwd: repo, maxBuffer: 64 << 20 })).stdout;
+  const pods = async (): Promise<Pod[]> =>
+    expectStatus<{ items: Pod[] }>(await cp.get(`/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`), 200, 'pods').items;
+  const holder = async (): Promise<string> => {
+    const res = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`);
+    return res.status === 200 ? ((JSON.parse(res.body) as { spec: { holderIdentity?: string } }).spec.holderIdentity ?? '') : '';
+  };
+
+  before(async () => {
+    let t0 = Date.now();
+    cp = await ControlPlane.start({ mode: 'node', dir });
+    timings.push(`node-mode control plane ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    t0 = Date.now();
+    const setup = await run('bash', [join(repo, 'hack', 'image', 'setup.sh')], { cwd: repo, maxBuffer: 64 << 20 });
+    const base = /BASE_IMAGE=(\S+)/.exec(setup.stdout)?.[1];
+    assert.ok(base, `hack/image/setup.sh printed no BASE_IMAGE: ${setup.stdout}`);
+    await run('bash', [join(repo, 'hack', 'image', 'build.sh'), image], {
+      cwd: repo, maxBuffer: 64 << 20, env: { ...process.env, BUILDER: 'podman' },
+    });
+    timings.push(`image setup + build ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    t0 = Date.now();
+    const archive = join(dir, 'image.tar');
+    await run('bash', [join(repo, 'hack', 'image', 'podman.sh'), 'save', '--format', 'docker-archive', '-o', archive, image]);
+    const bins = await ensureBinaries(() => {}, { node: true });
+    assert.ok(bins.node);
+    importImage(dir, bins.node, archive);
+    rmSync(archive);
+    timings.push(`podman save + ctr import ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  }, { timeout: 30 * 60_000 });
+
+  after(async () => {
+    await cp?.stop();
+  });
+
+  test('the manager Pod becomes Ready through the kubelet\'s probes within 30 s of kubectl apply', async (t) => {
+    const rendered = (await kubectl('kustomize', 'config/default')).replace(/image: ts-controller-manager:latest/g, `image: ${image}`);
+    assert.ok(rendered.includes(`image: ${image}`), 'the rendered Deployment uses the test image');
+    const t0 = Date.now();
+    const apply = spawn(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
+    apply.stdin.end(rendered);
+    assert.equal(await new Promise<number | null>((res) => apply.on('close', res)), 0, 'kubectl apply');
+    const pod = await waitFor('the manager Pod Ready (kubelet readiness probe)', async () => (await pods()).find(isReady), { timeoutMs: 60_000, intervalMs: 200 });
+    const readyMs = Date.now() - t0;
+    for (const line of timings) t.diagnostic(line);
+    t.diagnostic(`Pod ${pod.metadata.name} Ready ${readyMs} ms after kubectl apply`);
+    assert.equal(pod.spec.nodeName, cp.state.nodeName);
+    const status = pod.status.containerStatuses?.find((c) => c.name === 'manager');
+    assert.ok(status?.ready && status.state?.running, `manager container running and ready: ${JSON.stringify(status)}`);
+    assert.equal(status.restartCount, 0, 'the liveness probe never failed');
+    assert.match(pod.status.podIP ?? '', /^10\.244\.0\./, 'the Pod has an address from the node\'s bridge network');
+    // The token volume the ServiceAccount admission added and the kubelet fills: the only credential in the Pod.
+    assert.ok(pod.spec.volumes?.some((v) => v.name.startsWith('kube-api-access-') && v.projected), 'projected token volume');
+    assert.ok(readyMs < 30_000, `Ready ${readyMs} ms after apply (goal ≤ 30 s)`);
+  });
+
+  test('the manager authenticates with the kubelet-projected token: holds the Lease and reconciles a Foo', async () => {
+    const [pod] = await pods();
+    assert.ok(pod);
+    await waitFor('the Lease held by the Pod', async () => (await holder()).startsWith(`${pod.metadata.name}_`), { timeoutMs: 60_000 });
+    const fooNs = 'node-e2e';
+    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fooNs } }), 201, 'namespace');
+    // replicas 0: the Foo's Deployment runs nginx:latest, and no registry may be contacted from here.
+    expectStatus(await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos`, {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'foo' }, spec: { deploymentName: 'foo-deploy', replicas: 0 },
+    }), 201, 'Foo');
+    await waitFor('the Foo\'s Deployment owned by the Foo and the Foo\'s status written', async () => {
+      const d = await cp.get(`/apis/apps/v1/namespaces/${fooNs}/deployments/foo-deploy`);
+      const f = await cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos/foo`);
+      if (d.status !== 200 || f.status !== 200) return false;
+      const owner = (JSON.parse(d.body) as { metadata: { ownerReferences?: { kind: string; name: string }[] } }).metadata.ownerReferences?.[0];
+      const st = (JSON.parse(f.body) as { status?: { availableReplicas?: number } }).status;
+      return owner?.kind === 'Foo' && owner.name === 'foo' && st?.availableReplicas === 0;
+    }, { timeoutMs: 60_000 });
+  });
+
+  test('the metrics Service has the Pod as endpoint and its ClusterIP serves /metrics to an authorised token (kube-proxy)', async () => {
+    const [pod] = await pods();
+    assert.ok(pod?.status.podIP);
+    const svc = expectStatus<{ spec: { clusterIP: string } }>(
+      await cp.get(`/api/v1/namespaces/${ns}/services/ts-controller-manager-controller-manager-metrics-service`), 200, 'metrics Service');
+    await waitFor('the EndpointSlice lists the Pod', async () => {
+      const res = expectStatus<{ items: { endpoints?: { addresses: string[] }[] }[] }>(await cp.get(
+        `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dts-controller-manager-controller-manager-metrics-service`), 200, 'slices');
+      return res.items.some((s) => (s.endpoints ?? []).some((e) => e.addresses.includes(pod.status.podIP ?? '')));
+    });
+    // config/rbac's metrics-reader ClusterRole (for Prometheus), bound here to a scraper ServiceAccount.
+    const scraper = 'scraper';
+    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'node-e2e-scraper' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ts-controller-manager-metrics-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: scraper, namespace: ns }],
+    }), 201, 'ClusterRoleBinding');
+    const token = await cp.mintServiceAccountToken(ns, scraper, 600);
+    // From inside the node's network namespace, as a Pod or the node itself would: ClusterIP → kube-proxy → Pod.
+    const scrape = async (bearer: string): Promise<number> => {
+      const script = `require('node:https').get({host:'${svc.spec.clusterIP}',port:8443,path:'/metrics',rejectUnauthorized:false,` +
+        `headers:{authorization:'Bearer ${bearer}'}},(r)=>{console.log(r.statusCode);r.resume()}).on('error',(e)=>{console.log('ERR '+e.message)})`;
+      const { stdout } = await run('nsenter', [`--net=/run/netns/${NODE_NETNS}`, process.execPath, '-e', script]);
+      return Number(stdout.trim());
+    };
+    assert.equal(await waitFor('an authorised scrape through the ClusterIP', async () => (await scrape(token)) === 200 && 200), 200);
+    assert.equal(await scrape('not-a-token'), 401, 'an invalid token is refused');
+  });
+
+  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over', async (t) => {
+    const [old] = await pods();
+    assert.ok(old);
+    const oldHolder = await holder();
+    assert.ok(oldHolder.startsWith(`${old.metadata.name}_`));
+    // Watch the old Pod so its final container status (written by the kubelet just before the Pod is deleted) is seen.
+    const seen: Pod[] = [];
+    const watch: ChildProcess = spawn(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, '-n', ns, 'get', 'pod',
+      old.metadata.name, '--watch', '-o', 'json'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let buf = '';
+    watch.stdout?.setEncoding('utf8').on('data', (c: string) => {
+      buf += c;
+      // kubectl prints one pretty-printed object per event; each ends with a "}" line at column 0.
+      let i;
+      while ((i = buf.indexOf('\n}\n')) >= 0) {
+        seen.push(JSON.parse(buf.slice(0, i + 2)) as Pod);
+        buf = buf.slice(i + 3);
+      }
+    });
+    t.after(() => watch.kill());
+    const t0 = Date.now();
+    await kubectl('-n', ns, 'rollout', 'restart', `deployment/${deployment}`);
+    const next = await waitFor('a new Pod holding the Lease', async () => {
+      const h = await holder();
+      return h && h !== oldHolder ? h : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 100 });
+    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after rollout restart`);
+    const exit = await waitFor('the old Pod\'s final status', () => {
+      for (const p of seen) {
+        const term = p.status.containerStatuses?.find((c) => c.name === 'manager')?.state?.terminated;
+        if (term) return term;
+      }
+      return undefined;
+    }, { timeoutMs: 60_000 });
+    assert.equal(exit.exitCode, 0, `old Pod terminated: ${JSON.stringify(exit)}`);
+    const now = await pods();
+    assert.ok(now.some((p) => p.metadata.name !== old.metadata.name && isReady(p) && next.startsWith(`${p.metadata.name}_`)),
+      'the new Ready Pod holds the Lease');
+  });
+});
+
