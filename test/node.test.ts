@@ -32,7 +32,7 @@ const selector = 'app.kubernetes.io/name=ts-controller-manager,control-plane=con
 
 interface ContainerStatus {
   name: string; ready: boolean; restartCount: number;
-  state?: { running?: unknown; terminated?: { exitCode: number; reason?: string } };
+  state?: { running?: unknown; terminated?: { exitCode: number; reason?: string; finishedAt?: string } };
   lastState?: { terminated?: { exitCode: number; reason?: string } };
 }
 interface Pod {
@@ -109,9 +109,13 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     await waitFor('the Lease held by the Pod', async () => (await holder()).startsWith(`${pod.metadata.name}_`), { timeoutMs: 60_000 });
     const fooNs = 'node-e2e';
     expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fooNs } }), 201, 'namespace');
-    // replicas 0: the Foo's Deployment runs nginx:latest, and no registry may be contacted from here.
+    // The Foo's Deployment runs nginx:latest, and no registry may be contacted from here: a quota of 0 Pods keeps its
+    // ReplicaSet from creating any, so the kubelet never tries a pull. The Foo then mirrors availableReplicas 0.
+    expectStatus(await cp.request('POST', `/api/v1/namespaces/${fooNs}/resourcequotas`, {
+      apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } },
+    }), 201, 'ResourceQuota');
     expectStatus(await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos`, {
-      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'foo' }, spec: { deploymentName: 'foo-deploy', replicas: 0 },
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'foo' }, spec: { deploymentName: 'foo-deploy', replicas: 1 },
     }), 201, 'Foo');
     await waitFor('the Foo\'s Deployment owned by the Foo and the Foo\'s status written', async () => {
       const d = await cp.get(`/apis/apps/v1/namespaces/${fooNs}/deployments/foo-deploy`);
@@ -187,6 +191,9 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       return undefined;
     }, { timeoutMs: 60_000 });
     assert.equal(exit.exitCode, 0, `old Pod terminated: ${JSON.stringify(exit)}`);
+    const acquired = expectStatus<{ spec: { acquireTime?: string } }>(
+      await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`), 200, 'Lease').spec.acquireTime;
+    t.diagnostic(`old container finished at ${exit.finishedAt ?? '?'} (${exit.reason ?? ''}), new leader acquired the Lease at ${acquired ?? '?'}`);
     const now = await pods();
     assert.ok(now.some((p) => p.metadata.name !== old.metadata.name && isReady(p) && next.startsWith(`${p.metadata.name}_`)),
       'the new Ready Pod holds the Lease');
