@@ -7,6 +7,7 @@
  *    the Lease and reconciles a Foo;
  *  - the metrics Service selects the Pod and its ClusterIP (kube-proxy, from inside the node) serves /metrics to an
  *    authorised token;
+ *  - a container over its memory limit is OOM-killed (cgroup v1 memory controller) and restarted by the kubelet;
  *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over.
  *
  * Needs root (network namespaces, cgroups, mounts) and a few minutes cold (the image). Not yet part of `make test`.
@@ -154,6 +155,30 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     };
     assert.equal(await waitFor('an authorised scrape through the ClusterIP', async () => (await scrape(token)) === 200 && 200), 200);
     assert.equal(await scrape('not-a-token'), 401, 'an invalid token is refused');
+  });
+
+  test('a container whose working set exceeds its memory limit is OOM-killed by the kernel and restarted by the kubelet', async () => {
+    const oomNs = 'node-e2e-oom';
+    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: oomNs } }), 201, 'namespace');
+    // The project's image (it has node), a 48 MiB limit and a loop that keeps 1 MiB buffers alive: the cgroup v1 memory
+    // controller kills it; the kubelet reports OOMKilled and restarts it (restartPolicy Always).
+    expectStatus(await cp.request('POST', `/api/v1/namespaces/${oomNs}/pods`, {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hog' },
+      spec: {
+        automountServiceAccountToken: false,
+        containers: [{
+          name: 'hog', image, command: ['/usr/local/bin/node', '-e', 'const a = []; setInterval(() => { for (let i = 0; i < 8; i++) a.push(Buffer.alloc(1 << 20, 1)); }, 10);'],
+          resources: { limits: { memory: '48Mi', cpu: '200m' } },
+        }],
+      },
+    }), 201, 'Pod');
+    const killed = await waitFor('the container OOM-killed and restarted', async () => {
+      const pod = expectStatus<Pod>(await cp.get(`/api/v1/namespaces/${oomNs}/pods/hog`), 200, 'hog');
+      const st = pod.status.containerStatuses?.[0];
+      return st && st.restartCount >= 1 && st.lastState?.terminated ? st : undefined;
+    }, { timeoutMs: 90_000, intervalMs: 250 });
+    assert.equal(killed.lastState?.terminated?.reason, 'OOMKilled', JSON.stringify(killed));
+    assert.equal(killed.lastState?.terminated?.exitCode, 137);
   });
 
   test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over', async (t) => {
