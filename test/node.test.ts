@@ -8,7 +8,8 @@
  *  - the metrics Service selects the Pod and its ClusterIP (kube-proxy, from inside the node) serves /metrics to an
  *    authorised token;
  *  - a container over its memory limit is OOM-killed (cgroup v1 memory controller) and restarted by the kubelet;
- *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over.
+ *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over;
+ *  - config/sharded: 3 replicas as Pods, each holding its shard Lease.
  *
  * Needs root (network namespaces, cgroups, mounts) and a few minutes cold (the image). Not yet part of `make test`.
  */
@@ -22,6 +23,7 @@ import { after, before, describe, test } from 'node:test';
 import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
 import { importImage, NODE_NETNS } from './cluster/node.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..');
@@ -223,5 +225,38 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.ok(now.some((p) => p.metadata.name !== old.metadata.name && isReady(p) && next.startsWith(`${p.metadata.name}_`)),
       'the new Ready Pod holds the Lease');
   });
-});
 
+  test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {
+    const rendered = (await kubectl('kustomize', 'config/sharded')).replace(/image: ts-controller-manager:latest/g, `image: ${image}`);
+    const apply = spawn(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', '-'],
+      { stdio: ['pipe', 'ignore', 'inherit'] });
+    apply.stdin.end(rendered);
+    assert.equal(await new Promise<number | null>((res) => apply.on('close', res)), 0, 'kubectl apply');
+    const ready = await waitFor('3 Ready Pods running with --sharding', async () => {
+      const all = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
+      const sharding = all.filter((p) => isReady(p) && JSON.stringify(p.spec).includes('--sharding'));
+      return all.length === 3 && sharding.length === 3 ? sharding : undefined;
+    }, { timeoutMs: 180_000, intervalMs: 500 });
+    const names = ready.map((p) => p.metadata.name);
+    const holders = await waitFor('3 shard Leases, held by the 3 Pods', async () => {
+      const res = expectStatus<{ items: { metadata: { name: string }; spec: { holderIdentity?: string } }[] }>(await cp.get(
+        `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases?labelSelector=${encodeURIComponent(`sharding.ts-controller-manager.io/lease-of=${lease}`)}`),
+      200, 'shard Leases');
+      // A shard's holderIdentity is its shard name: the identity `<pod>_<uuid>` made a label value (pkg/sharding/
+      // shard.ts: longer than 63 characters → a readable prefix of it + '-' + a hash), so it starts with the Pod's name
+      // (or as much of it as fits).
+      const owner = (holder: string): string | undefined => {
+        const readable = holder.replace(/-[0-9a-f]{8}$/, '');
+        return names.find((n) => `${n}-`.startsWith(readable) || readable.startsWith(`${n}-`) || holder.startsWith(`${n}_`));
+      };
+      const held = res.items.map((l) => owner(l.spec.holderIdentity ?? '')).filter((n): n is string => n !== undefined);
+      return new Set(held).size === 3 ? held : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 500 });
+    assert.deepEqual([...holders].sort(), [...names].sort());
+    await waitFor('the Foo carries a shard label', async () => {
+      const res = await cp.get('/apis/samplecontroller.k8s.io/v1alpha1/namespaces/node-e2e/foos/foo');
+      const labels = (JSON.parse(res.body) as { metadata: { labels?: Record<string, string> } }).metadata.labels ?? {};
+      return Object.keys(labels).some((k) => k.startsWith(shardLabelPrefix));
+    }, { timeoutMs: 60_000 });
+  });
+});
