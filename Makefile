@@ -57,6 +57,10 @@ test-integration: deps tools ## Integration tests on a real local control plane 
 	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 \
 	  --test-global-setup=test/global-setup.ts $(INTEGRATION_TESTS)
 
+.PHONY: test-node
+test-node: deps ## The real-node end-to-end test (root; docs/real-node.md). Not yet part of `make test`.
+	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 test/node.e2e.ts
+
 .PHONY: test
 test: deps tools ## Everything CI runs: typecheck, lint, unit and integration tests.
 	@echo "node $$($(NODE) --version) ($(NODE))"

@@ -9,22 +9,25 @@
 #   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
-# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane]
+# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane] [--node]
 #   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, NODE_BIN_DIR)
 #                    on stdout
 #   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
-#   --control-plane  only the local control plane's binaries, not cert-manager nor the real node's (what `make run` and
-#                    `make cluster-up` need; `make tools`, and so `make test`, builds everything)
+#   --control-plane  only the local control plane's binaries, not cert-manager (what `make run` and
+#                    `make cluster-up` need; `make tools`, and so `make test`, builds cert-manager too)
+#   --node           also the real node's binaries (CLUSTER_MODE=node, docs/real-node.md): kubelet and kube-proxy
+#                    from the k8s module, containerd, its shim, ctr, the CNI plugins and pause from hack/tools/node
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-print_env=0 no_build=0 control_plane_only=0
+print_env=0 no_build=0 control_plane_only=0 node=0
 for arg in "$@"; do
   case "$arg" in
     --print-env) print_env=1 ;;
     --no-build) no_build=1 ;;
     --control-plane) control_plane_only=1 ;;
-    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane]" >&2; exit 2 ;;
+    --node) node=1 ;;
+    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane] [--node]" >&2; exit 2 ;;
   esac
 done
 cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
@@ -90,7 +93,7 @@ k8s_bins=(
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
   kubectl=k8s.io/kubernetes/cmd/kubectl)
 # The real node (CLUSTER_MODE=node, docs/real-node.md): kubelet and kube-proxy from the same pinned release.
-[ "$control_plane_only" = 1 ] || k8s_bins+=(kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy)
+[ "$node" = 0 ] || k8s_bins+=(kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy)
 k8s_dir=$(build k8s "$k8s_version" "${k8s_bins[@]}")
 kwok_dir=$(build kwok "$kwok_version" kwok=sigs.k8s.io/kwok/cmd/kwok)
 # The standalone kwok binary needs Stage objects in its config (kwokctl embeds these defaults): node initialise,
@@ -106,7 +109,7 @@ fi
 # The real node's runtime and CNI plugins (hack/tools/node, docs/real-node.md); pause is the module's own main package.
 node_dir=""
 containerd_version=$(modversion node github.com/containerd/containerd/v2)
-[ "$control_plane_only" = 1 ] || node_dir=$(build node "$containerd_version" \
+[ "$node" = 0 ] || node_dir=$(build node "$containerd_version" \
   containerd=github.com/containerd/containerd/v2/cmd/containerd \
   containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
   ctr=github.com/containerd/containerd/v2/cmd/ctr \

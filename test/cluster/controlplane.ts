@@ -82,8 +82,8 @@ const defaultLogger: Logger = (message) => process.stderr.write(`[cluster] ${mes
 export async function ensureBinaries(log: Logger = defaultLogger, opts: { node?: boolean } = {}): Promise<BinDirs> {
   log('checking control-plane binaries (hack/build-tools.sh; a cold build takes a while and prints progress)');
   // Only the control plane's binaries: cert-manager (test/certmanager.test.ts) comes from `make tools`; the real
-  // node's binaries are built only without --control-plane (everything `make tools` builds).
-  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', ...(opts.node ? [] : ['--control-plane'])], {
+  // node's (kubelet, kube-proxy, containerd, CNI plugins) only for node mode (--node).
+  const child = spawn('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', '--control-plane', ...(opts.node ? ['--node'] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -306,7 +306,7 @@ export class ControlPlane {
       writeFileSync(join(dir, 'kwok', 'kwok.yaml'), readFileSync(join(bins.kwok, 'stages.yaml'), 'utf8'));
     }
     if (nodeMode) {
-      if (!bins.node) throw new Error('node mode needs the node binaries (hack/build-tools.sh without --control-plane)');
+      if (!bins.node) throw new Error('node mode needs the node binaries (hack/build-tools.sh --node)');
       const node = nodeComponents({ dir, server, pki, k8sBinDir: bins.k8s, nodeBinDir: bins.node });
       for (const [name, spec] of Object.entries(node) as [ComponentName, { bin: string; args: string[]; health: string }][]) {
         components[name] = comp(name, spec.bin, spec.args, spec.health);
