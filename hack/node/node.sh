@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System side of the local control plane's real node (CLUSTER_MODE=node, docs/real-node.md). Needs root.
 #
-#   node.sh up <dir>     network namespace tscm-node with a veth pair to the host (host 172.31.250.1/30, node
+#   node.sh up <dir>     installs runc and iptables from Debian when missing; network namespace tscm-node with a veth pair to the host (host 172.31.250.1/30, node
 #                        172.31.250.2/30, default route via the host), IP forwarding inside it, and the kubelet's
 #                        cgroup root /tscm-node in every cgroup v1 hierarchy (cpuset copied from the parent).
 #   node.sh down <dir>   kills everything left in /tscm-node's cgroups (Pod containers outlive the kubelet) and the
@@ -20,10 +20,22 @@ hierarchies() { for h in /sys/fs/cgroup/*/; do [ -e "$h/cgroup.procs" ] && echo 
 
 case "$cmd" in
   up)
+    # Debian packages the node uses: runc (containerd's runtime) and iptables (kube-proxy, the bridge plugin's NAT).
+    missing=()
+    for pkg in runc iptables; do
+      dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "node.sh: apt-get install ${missing[*]}" >&2
+      if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; fi
+      apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 update -qq >&2
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
     if ip netns list | grep -qw "$NETNS"; then
       echo "node.sh: network namespace $NETNS exists: another node is running (or run: $0 down <its dir>)" >&2; exit 1
     fi
     ip netns add "$NETNS"
+    trap 'ip netns del "$NETNS" 2>/dev/null || true' ERR
     ip link add "$HOST_IF" type veth peer name eth0 netns "$NETNS"
     ip addr add "$HOST_IP/30" dev "$HOST_IF"
     ip link set "$HOST_IF" up

@@ -234,8 +234,6 @@ export class ControlPlane {
     const bins = opts.bins ?? (await ensureBinaries(log, { node: nodeMode }));
     mkdirSync(join(dir, 'pki'), { recursive: true });
     const pki = createPki(join(dir, 'pki'), nodeMode ? [HOST_IP] : []);
-    // The node's network namespace (and HOST_IP, the API server's address) exists before anything starts.
-    if (nodeMode) nodeNetwork('up', dir);
     const apiAddress = nodeMode ? HOST_IP : '127.0.0.1';
     const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort] = await Promise.all([
       freePort(), freePort(), freePort(), freePort(), freePort(), freePort(),
@@ -318,6 +316,9 @@ export class ControlPlane {
     };
     const cp = new ControlPlane(state, log);
     cp.save();
+    // The node's network namespace (and HOST_IP, the API server's address) exists before anything starts. When this
+    // throws (e.g. another node runs: one per machine) nothing of ours runs yet and nothing may be torn down.
+    if (nodeMode) nodeNetwork('up', dir);
     try {
       for (const name of startOrder) {
         if (components[name]) await cp.startComponent(name);
