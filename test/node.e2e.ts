@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -35,7 +35,7 @@ const lease = 'ts-controller-manager.samplecontroller.k8s.io';
 const selector = 'app.kubernetes.io/name=ts-controller-manager,control-plane=controller-manager';
 
 interface ContainerStatus {
-  name: string; ready: boolean; restartCount: number;
+  name: string; ready: boolean; restartCount: number; containerID?: string;
   state?: { running?: unknown; terminated?: { exitCode: number; reason?: string; finishedAt?: string } };
   lastState?: { terminated?: { exitCode: number; reason?: string } };
 }
@@ -105,6 +105,33 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // The token volume the ServiceAccount admission added and the kubelet fills: the only credential in the Pod.
     assert.ok(pod.spec.volumes?.some((v) => v.name.startsWith('kube-api-access-') && v.projected), 'projected token volume');
     assert.ok(readyMs < 30_000, `Ready ${readyMs} ms after apply (goal ≤ 30 s)`);
+  });
+
+  test('the kubelet applied manager.yaml\'s securityContext, memory limit and env to the running process', async () => {
+    const [pod] = await pods();
+    const id = pod?.status.containerStatuses?.find((c) => c.name === 'manager')?.containerID?.replace(/^containerd:\/\//, '');
+    assert.ok(id, 'container ID');
+    // The container's cgroup (cgroup v1, cgroupfs driver, below the kubelet's cgroup root): its processes and limit.
+    const { stdout: found } = await run('find', ['/sys/fs/cgroup/memory/tscm-node', '-type', 'd', '-name', id]);
+    const cg = found.trim();
+    assert.ok(cg, `memory cgroup of ${id}`);
+    assert.equal(readFileSync(join(cg, 'memory.limit_in_bytes'), 'utf8').trim(), String(256 * 1024 * 1024), 'limits.memory 256Mi');
+    const pid = readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim().split('\n')[0];
+    assert.ok(pid);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string): string => new RegExp(`^${name}:\\s+(.*)$`, 'm').exec(status)?.[1] ?? '';
+    assert.match(field('Uid'), /^65532\s/, 'runAsUser 65532');
+    assert.match(field('Gid'), /^65532\s/, 'runAsGroup 65532');
+    assert.equal(field('CapEff'), '0000000000000000', 'capabilities: drop ALL');
+    assert.equal(field('NoNewPrivs'), '1', 'allowPrivilegeEscalation: false');
+    assert.equal(field('Seccomp'), '2', 'seccompProfile RuntimeDefault (filter mode)');
+    const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').map((l) => l.split(' '));
+    const root = mounts.find((m) => m[4] === '/');
+    assert.ok(root?.[5]?.split(',').includes('ro'), `readOnlyRootFilesystem: / mounted ${root?.[5]}`);
+    const tmp = mounts.find((m) => m[4] === '/tmp');
+    assert.ok(tmp && tmp.slice(tmp.indexOf('-') + 1).includes('tmpfs'), 'the /tmp emptyDir (medium Memory) is a tmpfs');
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    assert.ok(env.includes(`POD_NAMESPACE=${ns}`), 'POD_NAMESPACE from the downward API');
   });
 
   test('the manager authenticates with the kubelet-projected token: holds the Lease and reconciles a Foo', async () => {
