@@ -92,6 +92,11 @@ export interface ControllerManagerOptions {
   priorityQueue?: boolean;
   /** Default aging bound of every controller's priority queue (ms; the builder can override). Default 30 s. */
   maxQueueWaitMs?: number;
+  /**
+   * Default reconcile timeout of every controller (ms; the builder can override): each reconcile's signal aborts with
+   * a TimeoutError after this long. 0 or undefined = none (the default, as controller-runtime's ReconciliationTimeout).
+   */
+  reconcileTimeoutMs?: number;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
