@@ -40,6 +40,7 @@ test('defaults match the documented flag defaults', () => {
   assert.deepEqual(o.concurrency, { foo: 1, network: 1, deployment: 1 });
   assert.equal(o.priorityQueue, true);
   assert.equal(o.maxQueueWaitMs, 30_000);
+  assert.equal(o.reconcileTimeoutMs, 0, 'no reconcile timeout by default');
   assert.equal(o.logLevel, 'info');
   assert.deepEqual(o.watchNamespaces, []);
 });
@@ -97,6 +98,8 @@ test('--priority-queue: a boolean like the others (bare = true; false turns the 
   assert.equal(parse(['--priority-queue=false', '--priority-queue']).priorityQueue, true);
   assert.equal(parse(['--priority-queue=0']).priorityQueue, false);
   assert.equal(parse(['--max-queue-wait=500ms']).maxQueueWaitMs, 500);
+  assert.equal(parse(['--reconcile-timeout=1m30s']).reconcileTimeoutMs, 90_000);
+  assert.equal(parse(['--reconcile-timeout', '0']).reconcileTimeoutMs, 0);
 });
 
 test('--help short-circuits validation', () => {
@@ -123,6 +126,7 @@ test('help text lists every flag with its default and the environment', () => {
   assert.match(h, /--cache-sync-timeout=DURATION\s.*\(default "2m"\)/);
   assert.match(h, /--priority-queue\s.*\(default "true"\)/);
   assert.match(h, /--max-queue-wait=DURATION\s.*\(default "30s"\)/);
+  assert.match(h, /--reconcile-timeout=DURATION\s.*\(default "0"\)/);
   assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
 });
 
@@ -277,6 +281,8 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--priority-queue', 'false'], message: /^unexpected argument "false"/ },
   { argv: ['--max-queue-wait=0'], message: /^invalid value for --max-queue-wait: must be greater than 0$/ },
   { argv: ['--max-queue-wait=30'], message: /^invalid value for --max-queue-wait: invalid duration "30"/ },
+  { argv: ['--reconcile-timeout=30'], message: /^invalid value for --reconcile-timeout: invalid duration "30"/ },
+  { argv: ['--reconcile-timeout=-1s'], message: /^invalid value for --reconcile-timeout: / },
   { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },
   { argv: ['--metrics-secure=false', '--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
   { argv: ['--leader-election-id=Bad_Name'], message: /--leader-election-id: not a DNS-1123 subdomain/ },

@@ -74,6 +74,8 @@ export interface Options {
   priorityQueue: boolean;
   /** `--max-queue-wait`: aging bound of the priority queue (a key waiting this long goes first). */
   maxQueueWaitMs: number;
+  /** `--reconcile-timeout`: every controller's reconcile timeout; 0 = none (the default). */
+  reconcileTimeoutMs: number;
   logLevel: LogLevel;
   /** `--neutron-cloud-config`, else `$NEUTRON_CLOUD_CONFIG`. */
   neutronCloudConfig: string | undefined;
@@ -120,6 +122,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'sharding', kind: 'bool', def: 'false', help: 'Shard the controllers across all replicas (active-active; needs --leader-elect): each replica holds its own shard Lease and reconciles the objects the elected sharder assigned to it by label.' },
   { name: 'priority-queue', kind: 'bool', def: 'true', help: 'Priority work queues: objects of the initial list and of resyncs are queued at low priority, real changes go first. false = plain FIFO queues.' },
   { name: 'max-queue-wait', kind: 'duration', def: '30s', help: 'Aging bound of the priority queue: a key that has waited this long goes before younger keys whatever their priority (no starvation).' },
+  { name: 'reconcile-timeout', kind: 'duration', def: '0', help: 'Abort a reconcile\'s signal after this long (it fails with a TimeoutError and is retried with backoff; counted in controller_runtime_reconcile_timeouts_total). 0 = no timeout.' },
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
   { name: 'neutron-cloud-config', kind: 'string', help: 'Path to a clouds.yaml for the network controller. Default: $NEUTRON_CLOUD_CONFIG.' },
   { name: 'neutron-cloud', kind: 'string', help: 'Cloud name inside clouds.yaml. Default: $OS_CLOUD.' },
@@ -400,6 +403,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   const sharding = parseBool('sharding', get('sharding') ?? 'false');
   if (sharding && !leaderElect) throw new UsageError('--sharding needs --leader-elect (the sharder is the holder of the leader Lease)');
   const maxQueueWaitMs = duration('max-queue-wait');
+  const reconcileTimeoutMs = wrap('reconcile-timeout', parseDuration);
 
   const level = get('log-level') ?? 'info';
   if (!(logLevelChoices as readonly string[]).includes(level)) {
@@ -460,6 +464,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     priorityQueue,
     sharding,
     maxQueueWaitMs,
+    reconcileTimeoutMs,
     logLevel: level as LogLevel,
     neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),
     neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),

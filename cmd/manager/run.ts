@@ -45,6 +45,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs,
     priorityQueue: opts.priorityQueue,
     maxQueueWaitMs: opts.maxQueueWaitMs,
+    reconcileTimeoutMs: opts.reconcileTimeoutMs,
   });
   // Controllers first: their informers must exist before the factory starts listing.
   for (const name of opts.controllers) {
