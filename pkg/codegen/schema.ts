@@ -75,7 +75,7 @@ export function pascalCase(name: string): string {
 export function singular(name: string): string {
   if (/[^aeiou]ies$/.test(name)) return `${name.slice(0, -3)}y`;
   if (/(ss|x|ch|sh)es$/.test(name)) return name.slice(0, -2);
-  if (/[^s]s$/.test(name)) return name.slice(0, -1);
+  if (/[^su]s$/.test(name) && !/is$/.test(name)) return name.slice(0, -1);
   return `${name}Item`;
 }
 
