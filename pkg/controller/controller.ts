@@ -30,7 +30,8 @@
  *  - anything else (void, {}) → `forget(key)`; result `success`.
  * Every requeue (requeueAfter, requeue, error) is queued at `result.priority` when the reconcile returned one (and the
  * priority queue is on), else at the priority the key was handed out with (controller-runtime's Result.Priority). A
- * thrown error carries no Result, so an error requeue always keeps the key's priority. The queue's de-duplication
+ * thrown error carries no Result: its requeue takes the priority of a PriorityError in its cause chain
+ * (`throw withPriority(err, p)`, errors.ts), else keeps the key's priority. The queue's de-duplication
  * still keeps the HIGHER of that and any priority an event added meanwhile, and the aging bound still applies: a
  * low `priority` defers a requeue behind real changes, it cannot starve it (pkg/workqueue/queue.ts).
  *
@@ -69,7 +70,7 @@ import { realClock, type Clock } from '../util/clock.ts';
 import { PriorityNormal } from '../workqueue/queue.ts';
 import { RateLimitingQueue, type RateLimitingWorkQueue } from '../workqueue/ratelimiting.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
-import { isPanic, isTerminalError } from './errors.ts';
+import { isPanic, isTerminalError, requeuePriorityOf } from './errors.ts';
 import { controllerMetricFamilies, reconcileResultLabels, type ControllerMetricFamilies, type ReconcileResultLabel } from './metrics.ts';
 import { requestCodec, type Request, type RequestCodec } from './request.ts';
 
@@ -161,6 +162,8 @@ export class Controller<Req = Request> {
   readonly needLeaderElection = true;
   /** The controller's queue (exposed for handlers that need addAfter, and for tests). */
   readonly queue: RateLimitingWorkQueue<string>;
+  /** The effective reconcile timeout (ms, > 0 and finite); undefined = none. */
+  readonly reconcileTimeoutMs: number | undefined;
 
   private readonly reconciler: Reconciler<Req>;
   private readonly codec: RequestCodec<Req>;
@@ -173,8 +176,6 @@ export class Controller<Req = Request> {
   /** Aborted when shutdown starts; every reconcile receives its signal. */
   private readonly reconcileAbort = new AbortController();
   private readonly priorities: boolean;
-  /** The effective reconcile timeout (ms, > 0 and finite); undefined = none. */
-  readonly reconcileTimeoutMs: number | undefined;
   /** Resolved when a stop timeout expired: `start` stops waiting for abandoned reconciles. */
   private readonly abandoned: { promise: Promise<void>; resolve: () => void };
   private started = false;
@@ -403,7 +404,8 @@ export class Controller<Req = Request> {
         this.metrics.terminalReconcileErrors.inc(this.labels);
         this.queue.forget(key);
       } else {
-        this.queue.addRateLimited(key);
+        const priority = this.priorities ? requeuePriorityOf(error) : undefined;
+        this.queue.addRateLimited(key, priority !== undefined && Number.isFinite(priority) ? priority : undefined);
       }
       this.metrics.reconcileErrors.inc(this.labels);
       this.count('error');

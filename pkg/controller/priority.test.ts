@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { FakeClock } from '../util/clock.ts';
 import { Controller, type Result } from './controller.ts';
+import { TerminalError, withPriority } from './errors.ts';
 import { addPriority, PriorityLow, PriorityNormal, updatePriority } from './priority.ts';
 
 /** Runs a 1-worker controller over keys queued before start; resolves the reconcile order. */
@@ -73,7 +74,7 @@ describe('controller priority queue', () => {
  * 'ns/x' holds the worker while the requeue of 'a' falls due, and only AFTER that 'ns/b' is enqueued at
  * PriorityNormal. Resolves the order of the reconciles after 'x': 'a' first unless its requeue went in below normal.
  */
-async function afterRequeue(first: Result | 'error', initial: number, priorityQueue = true): Promise<string[]> {
+async function afterRequeue(first: Result | Error, initial: number, priorityQueue = true): Promise<string[]> {
   const clock = new FakeClock();
   const seen: string[] = [];
   let release!: () => void;
@@ -82,7 +83,7 @@ async function afterRequeue(first: Result | 'error', initial: number, priorityQu
     reconciler: ({ name }) => {
       seen.push(name);
       if (name === 'x') return new Promise<void>((r) => (release = r));
-      if (name === 'a' && seen.length === 1) return first === 'error' ? Promise.reject(new Error('boom')) : Promise.resolve(first);
+      if (name === 'a' && seen.length === 1) return first instanceof Error ? Promise.reject(first) : Promise.resolve(first);
       return Promise.resolve();
     },
   });
@@ -118,8 +119,19 @@ describe('priority in the reconcile result (controller-runtime Result.Priority)'
   });
 
   it('an error requeue keeps the priority the key was handed out with (a thrown error carries no Result)', async () => {
-    assert.deepEqual(await afterRequeue('error', PriorityLow), ['b', 'a']);
-    assert.deepEqual(await afterRequeue('error', PriorityNormal), ['a', 'b']);
+    assert.deepEqual(await afterRequeue(new Error('boom'), PriorityLow), ['b', 'a']);
+    assert.deepEqual(await afterRequeue(new Error('boom'), PriorityNormal), ['a', 'b']);
+  });
+
+  it('an error requeue takes the priority of withPriority(err, p), also deeper in the cause chain', async () => {
+    assert.deepEqual(await afterRequeue(withPriority(new Error('boom'), PriorityLow), PriorityNormal), ['b', 'a']);
+    assert.deepEqual(await afterRequeue(withPriority(new Error('boom'), PriorityNormal), PriorityLow), ['a', 'b']);
+    assert.deepEqual(await afterRequeue(new Error('wrapped', { cause: withPriority('boom', PriorityLow) }), PriorityNormal), ['b', 'a']);
+    assert.deepEqual(await afterRequeue(withPriority(new Error('boom'), PriorityLow), PriorityNormal, false), ['a', 'b'], 'ignored without the priority queue');
+  });
+
+  it('a TerminalError with a priority is still not requeued', async () => {
+    assert.deepEqual(await afterRequeue(withPriority(new TerminalError('bad spec'), PriorityNormal), PriorityNormal), ['b']);
   });
 
   it('is ignored with the priority queue off (plain FIFO)', async () => {
