@@ -127,6 +127,7 @@ test('help text lists every flag with its default and the environment', () => {
   assert.match(h, /--priority-queue\s.*\(default "true"\)/);
   assert.match(h, /--max-queue-wait=DURATION\s.*\(default "30s"\)/);
   assert.match(h, /--reconcile-timeout=DURATION\s.*\(default "0"\)/);
+  assert.match(h, /^ +ts-controller-manager gen types --help /m, 'the gen subcommand is named');
   assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
 });
 
