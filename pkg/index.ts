@@ -20,7 +20,7 @@ export * from './apis/meta/types.ts';
 
 // Reconcile: requests, results, errors, queue priorities.
 export {
-  Controller, TerminalError, isTerminalError, parseRequestKey, requestKey,
+  Controller, TerminalError, isTerminalError, PriorityError, withPriority, parseRequestKey, requestKey,
   type ControllerOptions, type ReconcileContext, type Reconciler, type Request, type Result, type StopResult,
 } from './controller/index.ts';
 export { PriorityLow, PriorityNormal, addPriority, updatePriority } from './controller/priority.ts';

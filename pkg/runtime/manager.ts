@@ -98,6 +98,11 @@ export interface ControllerManagerOptions {
    * server refuses them (SharedInformerFactory's `useWatchList`). Default false (bench/watchlist.ts).
    */
   watchList?: boolean;
+  /**
+   * Default reconcile timeout of every controller (ms; the builder can override): each reconcile's signal aborts with
+   * a TimeoutError after this long. 0 or undefined = none (the default, as controller-runtime's ReconciliationTimeout).
+   */
+  reconcileTimeoutMs?: number;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import type { Network } from '../../pkg/apis/samplecrd/v1/types.ts';
+import type { Network, NetworkSpec } from '../../pkg/apis/samplecrd/v1/types.ts';
 import { cluster, expectStatus, testNamespace, waitFor } from './cluster.ts';
 import { installCRDs } from './crds.ts';
 import { startControllers, type RunningControllers } from './manager.ts';
@@ -31,7 +31,7 @@ export async function getNetwork(ns: string, name: string): Promise<Network | un
   return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
 }
 
-export async function patchSpec(ns: string, name: string, spec: Network['spec']): Promise<Network> {
+export async function patchSpec(ns: string, name: string, spec: Partial<NetworkSpec>): Promise<Network> {
   return expectStatus<Network>(await cluster().request('PATCH', `${networksPath(ns)}/${name}`, { spec },
     { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch Network ${name}`);
 }

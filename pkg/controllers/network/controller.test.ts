@@ -522,7 +522,7 @@ describe('networkReconciler: deletion', () => {
 
   test('a Network that was rejected is still cleaned up on deletion', async () => {
     neutron.addNetwork({ tags: [TAG] });
-    const rejected = computeStatus(aNetwork({}), { networkID: undefined, subnetID: undefined, ready: false, reason: 'NeutronRejected', message: 'x' }, now);
+    const rejected = computeStatus(aNetwork({ cidr: 'not-a-cidr' }), { networkID: undefined, subnetID: undefined, ready: false, reason: 'NeutronRejected', message: 'x' }, now);
     cache.add({ ...deleting(), status: rejected });
     await reconcile(req, signal, ctx);
     assert.equal(neutron.networks.size, 0);

@@ -17,7 +17,7 @@ describe('validateSpec', () => {
     assert.ok(v.ok, v.ok ? '' : v.message);
     return { cidrText: v.desired.cidrText, gatewayText: v.desired.gatewayText };
   };
-  const bad = (spec: Network['spec'], re: RegExp): void => {
+  const bad = (spec: Parameters<typeof validateSpec>[0], re: RegExp): void => {
     const v = validateSpec(spec);
     assert.equal(v.ok, false, JSON.stringify(spec));
     if (!v.ok) assert.match(v.message, re);
