@@ -90,25 +90,29 @@ describe('startTestEnv', () => {
     assert.deepEqual(readdirSync(tmp), [], 'the environment directory was removed');
   });
 
-  test('the owner SIGKILLed: the reaper kills etcd and kube-apiserver and removes the directory', async (t) => {
-    const script = `
-      import { startTestEnv } from ${JSON.stringify(join(repoRoot, 'pkg', 'testing', 'index.ts'))};
-      const env = await startTestEnv();
-      process.stdout.write(JSON.stringify({ dir: env.dir, pids: env.running() }) + '\\n');
-      setInterval(() => {}, 60_000);`;
-    const child = spawn(node, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    const { dir, pids } = await waitFor('the child to report its environment', () => out.includes('\n') && JSON.parse(out) as { dir: string; pids: number[] }, { timeoutMs: 120_000 });
-    assert.equal(pids.length, 2);
-    assert.deepEqual(pids.filter(isAlive), pids, 'etcd and kube-apiserver run');
-    const exited = new Promise((res) => child.once('exit', res));
-    child.kill('SIGKILL');
-    await exited;
-    const t0 = Date.now();
-    await waitFor('no process of the environment left', () => pids.every((p) => !isAlive(p)) && processesUnder(dir).length === 0, { timeoutMs: 30_000 });
-    await waitFor('the environment directory removed', () => !existsSync(dir), { timeoutMs: 30_000 });
-    t.diagnostic(`reaped ${((Date.now() - t0) / 1000).toFixed(1)} s after the SIGKILL`);
-  });
+  for (const how of ['SIGKILLed', 'exits without calling stop()'] as const) {
+    test(`the owner ${how}: the reaper kills etcd and kube-apiserver and removes the directory`, async (t) => {
+      // The child reports its environment, then either idles until SIGKILLed or just ends (nothing keeps it alive).
+      const script = `
+        import { startTestEnv } from ${JSON.stringify(join(repoRoot, 'pkg', 'testing', 'index.ts'))};
+        const env = await startTestEnv();
+        process.stdout.write(JSON.stringify({ dir: env.dir, pids: env.running() }) + '\\n');
+        ${how === 'SIGKILLed' ? 'setInterval(() => {}, 60_000);' : 'await new Promise((r) => process.stdin.once("end", r).resume());'}`;
+      const child = spawn(node, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+      t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+      const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      const { dir, pids } = await waitFor('the child to report its environment', () => out.includes('\n') && JSON.parse(out) as { dir: string; pids: number[] }, { timeoutMs: 120_000 });
+      assert.equal(pids.length, 2);
+      assert.deepEqual(pids.filter(isAlive), pids, 'etcd and kube-apiserver run');
+      if (how === 'SIGKILLed') child.kill('SIGKILL');
+      else child.stdin.end();
+      assert.equal(await exited, how === 'SIGKILLed' ? null : 0);
+      const t0 = Date.now();
+      await waitFor('no process of the environment left', () => pids.every((p) => !isAlive(p)) && processesUnder(dir).length === 0, { timeoutMs: 30_000 });
+      await waitFor('the environment directory removed', () => !existsSync(dir), { timeoutMs: 30_000 });
+      t.diagnostic(`reaped ${((Date.now() - t0) / 1000).toFixed(1)} s after the owner ended`);
+    });
+  }
 });
