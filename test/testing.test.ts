@@ -90,6 +90,24 @@ describe('startTestEnv', () => {
     assert.deepEqual(readdirSync(tmp), [], 'the environment directory was removed');
   });
 
+  test('an aborted start rejects with the signal\'s reason and stops what it had started', async (t) => {
+    const tmp = mkdtempSync(join(tmpdir(), 'tscm-abortstart-'));
+    t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    const ac = new AbortController();
+    // Abort once etcd is up, while kube-apiserver is still to come.
+    const err = await startTestEnv({ signal: ac.signal, log: (m) => { if (m.startsWith('etcd is up')) ac.abort(new Error('suite cancelled')); } })
+      .then(() => undefined, (e: unknown) => e as Error)
+      .finally(() => {
+        if (saved === undefined) delete process.env['TMPDIR'];
+        else process.env['TMPDIR'] = saved;
+      });
+    assert.equal(err?.message, 'suite cancelled');
+    await waitFor('etcd and the reaper gone', () => processesUnder(tmp).length === 0, { timeoutMs: 10_000 });
+    assert.deepEqual(readdirSync(tmp), [], 'the environment directory was removed');
+  });
+
   for (const how of ['SIGKILLed', 'exits without calling stop()'] as const) {
     test(`the owner ${how}: the reaper kills etcd and kube-apiserver and removes the directory`, async (t) => {
       // The child reports its environment, then either idles until SIGKILLed or just ends (nothing keeps it alive).
