@@ -1,5 +1,6 @@
 /**
- * Certificates and keys for the local control plane, made with the machine's `openssl` (Debian ships it).
+ * Certificates and keys for a local control plane (the test environment's and test/cluster's), made with the
+ * machine's `openssl` (Debian ships it; so do most Linux distributions and macOS).
  *
  * One throw-away CA signs the kube-apiserver serving certificate (SANs for loopback and the in-cluster service
  * names) and an admin client certificate in group `system:masters`. A separate RSA key pair signs ServiceAccount
