@@ -4,6 +4,7 @@
  * to a real neutron-server behind a real Keystone (hack/neutron/up.sh, NEUTRON_AUTH=keystone), and evaluates the
  * shipped alerts (config/prometheus/rules; this test's copy shortens every `for:` to 5 s).
  *
+ *  0. A Foo without deploymentName (a user's mistake) logs one warn line without a stack, no error line.
  *  1. Every query of every dashboard in config/grafana returns at least one series.
  *  2. On the healthy manager no alert fires.
  *  3. neutron-server is stopped (its processes, not Keystone): a Network created meanwhile fails to reconcile, and
@@ -99,6 +100,15 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     }), 201, 'Foo');
     await createNetwork(ns, 'steady', { cidr: '10.90.0.0/24', gateway: '10.90.0.1' });
     await waitReady(ns, 'steady', 1);
+    // A user's spec mistake (issue 24's example): one warn line with the message, no stack, no error line.
+    expectStatus(await cluster().request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'empty-dep' }, spec: { deploymentName: '', replicas: 1 },
+    }), 201, 'Foo without deploymentName');
+    const terminal = await mgr.waitForLog('the terminal error logged', (l) => l['name'] === 'empty-dep' && /^Reconciler error/.test(l.msg ?? ''));
+    assert.equal(terminal.level, 'warn');
+    assert.equal(terminal['error'], `${ns}/empty-dep: deployment name must be specified`);
+    assert.doesNotMatch(JSON.stringify(terminal), /stack|\n\s+at /);
+    assert.deepEqual(mgr.logs.filter((l) => l.level === 'error' && l['name'] === 'empty-dep'), []);
 
     // The test's copy of the alerts: every `for:` 5 s, so a state change shows within seconds.
     const dir = mkdtempSync(join(tmpdir(), 'tscm-observability-'));
