@@ -11,6 +11,8 @@
  *     NeutronUnavailable goes to firing in Prometheus's own /api/v1/alerts while KeystoneUnavailable stays silent
  *     (Keystone still answers); once neutron-server is back, the controller's own retry succeeds and the alert
  *     returns to inactive (/api/v1/rules), the Network becomes Ready and NetworksNotReady is inactive again.
+ *     NetworksNotReady (reason NeutronUnavailable) and TsControllerManagerReconcileErrors (network) fire during the
+ *     outage too; with the manager stopped at the end, TsControllerManagerDown fires.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -151,6 +153,13 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     assert.deepEqual([firing.labels['api'], firing.labels['pod'], firing.labels['namespace'], firing.labels['severity']], ['neutron', pod, podNamespace, 'critical']);
     t.diagnostic(`NeutronUnavailable firing ${Date.now() - stoppedAt} ms after neutron-server stopped`);
     assert.equal((await alerts(prom)).find((a) => a.labels['alertname'] === 'KeystoneUnavailable'), undefined, 'Keystone still answers: not blamed');
+    // Its consequences, as the operator sees them: the new Network NeutronUnavailable, the controller failing.
+    for (const name of ['NetworksNotReady', 'TsControllerManagerReconcileErrors']) {
+      const a = await waitFor(`${name} firing`, async () => (await alerts(prom)).find((x) => x.labels['alertname'] === name && x.state === 'firing'), { timeoutMs: 60_000 })
+        .catch(prom.withLog);
+      if (name === 'NetworksNotReady') assert.equal(a.labels['reason'], 'NeutronUnavailable');
+      else assert.equal(a.labels['controller'], 'network');
+    }
 
     // neutron-server back (same state dir and port): the controller's retry succeeds and the alert resolves.
     await runScript('hack/neutron/up.sh', { ...process.env, NEUTRON_DIR: bed.neutron.dir, NEUTRON_AUTH: 'keystone' });
@@ -164,5 +173,11 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     // window, so TsControllerManagerReconcileErrors — also firing in this copy with `for: 5s` — is not waited for).
     await waitFor('NetworksNotReady inactive once the Network is Ready', async () => (await ruleState(prom, 'NetworksNotReady')) === 'inactive', { timeoutMs: 60_000 });
     assert.equal((await alerts(prom)).find((a) => a.labels['alertname'] === 'NeutronUnavailable'), undefined);
+
+    // And the manager gone: TsControllerManagerDown fires.
+    assert.equal(await ruleState(prom, 'TsControllerManagerDown'), 'inactive');
+    await mgr.stop('SIGTERM');
+    await waitFor('TsControllerManagerDown firing', async () => (await alerts(prom)).some((a) => a.labels['alertname'] === 'TsControllerManagerDown' && a.state === 'firing'), { timeoutMs: 60_000 })
+      .catch(prom.withLog);
   });
 });
