@@ -59,7 +59,8 @@
  *  - Option `gracefulShutdownTimeoutMs` makes the abort of the start signal call `stop(timeoutMs)` by itself.
  *
  * Logs (pino): every reconcile gets a child logger with `controller`, `namespace`, `name` and `reconcileID` (a
- * random UUID), passed to the reconciler as `ctx.log`; errors are logged at error level as "Reconciler error".
+ * random UUID), passed to the reconciler as `ctx.log`; a failed reconcile is logged once, by `logReconcileError`
+ * (terminal errors at warn without a stack, everything else at error with the stack).
  */
 import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
@@ -413,7 +414,7 @@ export class Controller<Req = Request> {
         // Expected: the reconcile gave up because shutdown aborted its signal; the next leader redoes it.
         log.info({ err: error, durationSeconds: seconds }, 'Reconcile aborted by shutdown');
       } else {
-        log.error({ err: error, terminal, panic, durationSeconds: seconds }, panic ? 'Observed a panic in reconciler' : 'Reconciler error');
+        logReconcileError(log, error, { terminal, panic, durationSeconds: seconds });
       }
       return;
     }
@@ -436,4 +437,20 @@ export class Controller<Req = Request> {
       log.debug({ durationSeconds: seconds }, 'Reconcile successful');
     }
   }
+}
+
+/**
+ * How a failed reconcile is logged (once per failed reconcile):
+ *  - TerminalError (a spec the user must fix, e.g. an empty deploymentName): `warn`, message and `error` (the error's
+ *    message, no stack) — not a fault of the manager, and the Warning Event already tells the user;
+ *  - panic (isPanic: a bug): `error` "Observed a panic in reconciler" with `err` (stack included);
+ *  - any other error (retried with backoff): `error` "Reconciler error" with `err` (stack included).
+ */
+export function logReconcileError(log: Logger, error: unknown, f: { terminal: boolean; panic: boolean; durationSeconds: number }): void {
+  if (f.terminal) {
+    const message = error instanceof Error ? error.message : String(error);
+    log.warn({ error: message, terminal: true, durationSeconds: f.durationSeconds }, 'Reconciler error (terminal: not retried until the object changes)');
+    return;
+  }
+  log.error({ err: error, terminal: false, panic: f.panic, durationSeconds: f.durationSeconds }, f.panic ? 'Observed a panic in reconciler' : 'Reconciler error');
 }

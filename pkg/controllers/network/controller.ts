@@ -40,6 +40,7 @@ import {
   validateSpec, type DesiredSubnet, type Observation,
 } from './desired.ts';
 import { generatePools, overlaps, parseCIDR, sameCIDR, sameIP } from './ipnet.ts';
+import { registerNetworksGauge } from './metrics.ts';
 
 export const networkControllerName = 'network';
 const mergePatch = 'application/merge-patch+json';
@@ -438,7 +439,7 @@ export const networkControllerSetup: ControllerSetup = {
     let neutron: NeutronClient;
     try {
       const cfg = loadCloudConfig({ ...(cloudConfig && { path: cloudConfig }), ...(cloud && { cloud }) });
-      neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager' });
+      neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager', registry: mgr.registry });
       log.info({ neutron: describeCloud(cfg) }, 'Network controller using Neutron');
     } catch (err) {
       const msg = `Network controller: unusable Neutron configuration: ${err instanceof Error ? err.message : String(err)}`;
@@ -447,6 +448,7 @@ export const networkControllerSetup: ControllerSetup = {
     }
     // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
     const builder = mgr.controller(networkControllerName).for<Network>(networkResource, { update: needsReconcile });
+    registerNetworksGauge(mgr.registry, { lister: builder.informer().lister(), active: () => mgr.controllersStarted() });
     return builder
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(networkReconciler({
