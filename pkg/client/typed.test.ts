@@ -78,7 +78,7 @@ test('get, list and create build the collection and object paths, in a namespace
   // create without .namespace(): the object's own namespace; with it: the client's.
   await cms.create({ metadata: { name: 'x', namespace: 'ns2' }, data: { k: 'v' } }, { dryRun: true, fieldManager: 'me', fieldValidation: 'Strict' });
   assert.deepEqual([last().method, last().path, last().query], ['POST', '/api/v1/namespaces/ns2/configmaps', { dryRun: 'All', fieldManager: 'me', fieldValidation: 'Strict' }]);
-  assert.deepEqual(last().body, { metadata: { name: 'x', namespace: 'ns2' }, data: { k: 'v' } });
+  assert.deepEqual(last().body, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'ns2' }, data: { k: 'v' } });
   assert.equal(last().contentType, 'application/json');
 
   await c.resource(foos).namespace('ns3').get('f');
@@ -106,7 +106,7 @@ test('update PUTs the whole object with its resourceVersion; patch kinds map to 
   const cms = c.resource<ConfigMap>(coreResources.configMaps).namespace('ns');
   await cms.update({ metadata: { name: 'a', resourceVersion: '42' }, data: { k: 'v' } });
   assert.deepEqual([last().method, last().path, last().contentType], ['PUT', '/api/v1/namespaces/ns/configmaps/a', 'application/json']);
-  assert.deepEqual(last().body, { metadata: { name: 'a', resourceVersion: '42' }, data: { k: 'v' } });
+  assert.deepEqual(last().body, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', resourceVersion: '42' }, data: { k: 'v' } });
 
   await cms.patch('a', { merge: { data: { k: null, j: 'w' }, metadata: { resourceVersion: '42' } } }, { fieldManager: 'me' });
   assert.deepEqual([last().method, last().contentType, last().query], ['PATCH', 'application/merge-patch+json', { fieldManager: 'me' }]);
@@ -159,6 +159,7 @@ test('status() and scale() address the subresources; a Scale update carries its 
   assert.equal(last().path, '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/f/status');
   await foo.status().update({ metadata: { name: 'f', resourceVersion: '3' }, status: { availableReplicas: 1 } });
   assert.deepEqual([last().method, last().path], ['PUT', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/f/status']);
+  assert.deepEqual(last().body, { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f', resourceVersion: '3' }, status: { availableReplicas: 1 } });
   await foo.status().patch('f', { merge: { status: { availableReplicas: 2 } } });
   assert.deepEqual([last().method, last().contentType], ['PATCH', 'application/merge-patch+json']);
   await foo.status().apply({ metadata: { name: 'f' }, status: { availableReplicas: 3 } }, { fieldManager: 'm', force: true });

@@ -70,6 +70,15 @@ class Scope {
     return subresource ? `${path}/${subresource}` : path;
   }
 
+  /**
+   * `obj` with `apiVersion` and `kind` filled from the resource type where absent: custom resources (decoded as
+   * unstructured) are refused without them; built-ins accept both.
+   */
+  typed<O extends object>(obj: O): O & { apiVersion: string; kind: string } {
+    const o = obj as O & KubeObject;
+    return { ...obj, apiVersion: o.apiVersion ?? apiVersionOf(this.type), kind: o.kind ?? this.type.kind };
+  }
+
   send<R>(method: Verb, path: string, opts: ReturnType<typeof call>): Promise<R> {
     return this.rest.json<R>(method, path, opts);
   }
@@ -139,12 +148,13 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   /**
-   * POST a new object (its namespace: this client's, else `metadata.namespace`). Answers the stored object (with
+   * POST a new object (its namespace: this client's, else `metadata.namespace`; apiVersion/kind filled from the
+   * resource type where absent, as for update and apply). Answers the stored object (with
    * uid, resourceVersion, defaults). 409 AlreadyExists if the name is taken (see ignoreAlreadyExists).
    */
   async create(obj: T, opts: CreateOptions = {}): Promise<T> {
     const path = collectionPath(this.#s.type, this.#s.namespaceFor(obj));
-    return this.#s.send<T>('POST', path, call(opts, { query: writeQuery(opts), body: obj }));
+    return this.#s.send<T>('POST', path, call(opts, { query: writeQuery(opts), body: this.#s.typed(obj) }));
   }
 
   /**
@@ -152,7 +162,7 @@ export class ResourceClient<T extends KubeObject> {
    * the stored object is newer. Changes to `status` are ignored for types with a status subresource (use status()).
    */
   async update(obj: T, opts: UpdateOptions = {}): Promise<T> {
-    return this.#s.send<T>('PUT', this.#s.objectPath(nameOf(obj), obj), call(opts, { query: writeQuery(opts), body: obj }));
+    return this.#s.send<T>('PUT', this.#s.objectPath(nameOf(obj), obj), call(opts, { query: writeQuery(opts), body: this.#s.typed(obj) }));
   }
 
   /** PATCH `name` with a merge, JSON or strategic merge patch (see Patch). Answers the patched object. */
@@ -167,7 +177,7 @@ export class ResourceClient<T extends KubeObject> {
    * the same configuration twice is a no-op on the server (same resourceVersion).
    */
   async apply(config: ApplyConfiguration<T>, opts: ApplyOptions): Promise<T> {
-    return this.#s.send<T>('PATCH', this.#s.objectPath(config.metadata.name, config), applyCall(this.#s.type, config, opts));
+    return this.#s.send<T>('PATCH', this.#s.objectPath(config.metadata.name, config), applyCall(this.#s, config, opts));
   }
 
   /**
@@ -191,10 +201,9 @@ export class ResourceClient<T extends KubeObject> {
   }
 }
 
-function applyCall<T extends KubeObject>(type: ResourceType, config: ApplyConfiguration<T>, opts: ApplyOptions): ReturnType<typeof call> {
+function applyCall<T extends KubeObject>(scope: Scope, config: ApplyConfiguration<T>, opts: ApplyOptions): ReturnType<typeof call> {
   if (!opts.fieldManager) throw new Error('server-side apply needs a fieldManager');
-  const body = { ...config, apiVersion: (config as KubeObject).apiVersion ?? apiVersionOf(type), kind: (config as KubeObject).kind ?? type.kind };
-  return call(opts, { query: writeQuery(opts), body, contentType: applyPatchContentType });
+  return call(opts, { query: writeQuery(opts), body: scope.typed(config), contentType: applyPatchContentType });
 }
 
 /**
@@ -215,7 +224,7 @@ export class StatusClient<T extends KubeObject> {
 
   /** PUT the object's status; fenced by `metadata.resourceVersion` like update(). */
   async update(obj: T, opts: UpdateOptions = {}): Promise<T> {
-    return this.#s.send<T>('PUT', this.#s.objectPath(nameOf(obj), obj, 'status'), call(opts, { query: writeQuery(opts), body: obj }));
+    return this.#s.send<T>('PUT', this.#s.objectPath(nameOf(obj), obj, 'status'), call(opts, { query: writeQuery(opts), body: this.#s.typed(obj) }));
   }
 
   async patch(name: string, patch: Patch<T>, opts: PatchOptions = {}): Promise<T> {
@@ -225,7 +234,7 @@ export class StatusClient<T extends KubeObject> {
 
   /** Server-side apply of status fields: the field manager owns the status fields in `config` (separately from its spec fields). */
   async apply(config: ApplyConfiguration<T>, opts: ApplyOptions): Promise<T> {
-    return this.#s.send<T>('PATCH', this.#s.objectPath(config.metadata.name, config, 'status'), applyCall(this.#s.type, config, opts));
+    return this.#s.send<T>('PATCH', this.#s.objectPath(config.metadata.name, config, 'status'), applyCall(this.#s, config, opts));
   }
 }
 
