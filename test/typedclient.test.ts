@@ -99,6 +99,17 @@ describe('the typed client against the real API server', () => {
     assert.equal(third.metadata?.labels?.['app'], undefined, 'the label manager-a no longer applies is gone');
   });
 
+  test('apply removes only what apply owned: a field written by create under the same manager name stays', async (t) => {
+    const ns = await testNamespace(t, 'typed-ssa-update');
+    const cms = rest.resource<ConfigMap>(coreResources.configMaps).namespace(ns);
+    await cms.create({ metadata: { name: 'u' }, data: { fromCreate: '1' } }, { fieldManager: 'manager-a' });
+    await cms.apply({ metadata: { name: 'u' }, data: { fromCreate: '1', fromApply: '2' } }, { fieldManager: 'manager-a' });
+    const after = await cms.apply({ metadata: { name: 'u' }, data: {} }, { fieldManager: 'manager-a' });
+    assert.deepEqual(after.data, { fromCreate: '1' }, 'the Update-operation entry of manager-a still owns fromCreate');
+    const ops = ((after.metadata?.managedFields ?? []) as ManagedField[]).map((f) => `${f.manager}/${f.operation}`).sort();
+    assert.deepEqual(ops, ['manager-a/Apply', 'manager-a/Update']);
+  });
+
   test('SSA conflict: a second field manager changing an owned field gets 409 and changes nothing; with force it wins', async (t) => {
     const ns = await testNamespace(t, 'typed-conflict');
     const cms = rest.resource<ConfigMap>(coreResources.configMaps).namespace(ns);
