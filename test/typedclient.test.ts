@@ -43,6 +43,7 @@ describe('the typed client against the real API server', () => {
     assert.ok(created.metadata?.uid && created.metadata.resourceVersion);
     await cms.create({ metadata: { name: 'b', labels: { app: 'y' } } });
     await assert.rejects(cms.create({ metadata: { name: 'a' } }), isApi(409, 'AlreadyExists'));
+    await assert.rejects(cms.create({ metadata: { name: 'z', namespace: 'another' } }), isApi(400), 'a body in another namespace is refused');
     assert.equal(await ignoreAlreadyExists(cms.create({ metadata: { name: 'a' } })), undefined);
 
     assert.deepEqual((await cms.get('a')).data, { k: 'v' });

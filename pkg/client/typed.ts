@@ -47,7 +47,10 @@ function call(opts: CallOptions, extra: { query?: Query; body?: unknown; content
 class Scope {
   readonly rest: RestClient;
   readonly type: ResourceType;
-  /** undefined: all namespaces for list, the object's own `metadata.namespace` for writes of objects. */
+  /**
+   * undefined: all namespaces for list, the object's own `metadata.namespace` for writes of objects. When both are set
+   * the client's wins in the path, and the API server refuses a body whose namespace differs (400 BadRequest).
+   */
   readonly ns: string | undefined;
 
   constructor(rest: RestClient, type: ResourceType, ns: string | undefined) {
