@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '../pkg/apis/meta/types.ts';
-import { ApiError, RestClient } from '../pkg/client/rest.ts';
+import { ApiError, isConflict, RestClient } from '../pkg/client/rest.ts';
 import { ignoreAlreadyExists, ignoreNotFound } from '../pkg/client/ignore.ts';
-import type { Status } from '../pkg/client/options.ts';
+import type { Scale, Status } from '../pkg/client/options.ts';
 import { coreResources, type ResourceType } from '../pkg/informerfactory/resource.ts';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { adminKubeConfig, testNamespace } from './helpers/cluster.ts';
@@ -227,11 +227,18 @@ describe('the typed client against the real API server', () => {
     assert.equal(scale.kind, 'Scale');
     assert.equal(scale.spec?.replicas, 1);
 
-    const up = await deploys.scale().update('web', { metadata: { resourceVersion: scale.metadata?.resourceVersion }, spec: { replicas: 3 } });
-    assert.equal(up.spec?.replicas, 3);
+    // With the full control plane the deployment controller writes the Deployment's status meanwhile (a new
+    // resourceVersion each time): read-modify-write retried on Conflict, as a controller does.
+    let up: Scale | undefined;
+    for (let attempt = 0; !up && attempt < 20; attempt++) {
+      const current = await deploys.scale().get('web');
+      up = await deploys.scale().update('web', { metadata: { resourceVersion: current.metadata?.resourceVersion }, spec: { replicas: 3 } })
+        .catch((err: unknown) => { if (isConflict(err)) return undefined; throw err; });
+    }
+    assert.equal(up?.spec?.replicas, 3);
     assert.equal((await deploys.get('web')).spec?.replicas, 3);
     await assert.rejects(deploys.scale().update('web', { metadata: { resourceVersion: scale.metadata?.resourceVersion }, spec: { replicas: 4 } }),
-      isApi(409, 'Conflict'), 'a Scale with an old resourceVersion is refused');
+      isApi(409, 'Conflict'), 'a Scale with an old resourceVersion (from before the update) is refused');
 
     await deploys.scale().patch('web', { merge: { spec: { replicas: 2 } } });
     assert.equal((await deploys.get('web')).spec?.replicas, 2);
