@@ -23,6 +23,9 @@ import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { readText } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { Transport } from './transport.ts';
+import { ResourceClient } from './typed.ts';
+import type { KubeObject } from '../apis/meta/types.ts';
+import type { ResourceType } from '../informerfactory/resource.ts';
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -239,6 +242,14 @@ export class RestClient {
     if (res.status < 200 || res.status >= 300) throw await ApiError.fromResponse(method, path, res);
     const text = await res.text();
     return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /**
+   * A typed client of one resource type on this client (same write gate, metrics and signals): see typed.ts.
+   *   mgr.client.resource<ConfigMap>(coreResources.configMaps).namespace('default').get('settings')
+   */
+  resource<T extends KubeObject = KubeObject>(type: ResourceType): ResourceClient<T> {
+    return new ResourceClient<T>(this, type);
   }
 
   /** Closes the connection (requests in flight fail). */
