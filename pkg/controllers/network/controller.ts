@@ -359,6 +359,10 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
         p.subnetID = back.id;
         log.warn({ neutronSubnet: back.id, cidr: s.cidr }, 'Neutron refused the new CIDR: restored the previous subnet');
       } catch (err) {
+        if (signal.aborted) {
+          log.warn({ cidr: s.cidr }, 'Neutron refused the new CIDR; restoring the previous subnet was abandoned: the reconcile was aborted');
+          return;
+        }
         log.error({ err, cidr: s.cidr }, 'Neutron refused the new CIDR and the previous subnet could not be restored; retrying on the next generation');
       }
     }
@@ -522,6 +526,8 @@ export const networkControllerSetup: ControllerSetup = {
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(networkReconciler({
         networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
+        ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
+        ...(settings?.driftCheckMs !== undefined && { driftCheckMs: settings.driftCheckMs }),
       }));
   },
 };
