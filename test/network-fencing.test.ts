@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { waitFor } from './helpers/cluster.ts';
 import { CONVERGE, createNetwork, deleteNetwork, eventsFor, getNetwork, NetworkTestBed, patchSpec, readyOf, waitReady } from './helpers/network.ts';
-import type { NeutronApi, NeutronProxy } from './helpers/neutron.ts';
+import type { NeutronApi, NeutronProxy, SeenRequest } from './helpers/neutron.ts';
 
 const NEUTRON_START_TIMEOUT = 15 * 60_000;
 const FINALIZER = 'samplecrd.k8s.io/neutron';
@@ -169,19 +169,25 @@ describe('Network controller on a real neutron-server: fencing and the issue-23 
     // the new one, and the controller restores the old one — whose POST waits at the proxy while the controller stops.
     const foreign = await api.request<{ subnet: Json }>('POST', '/v2.0/subnets', { subnet: { network_id: networkID, cidr: '10.86.1.0/24', ip_version: 4, name: 'someone-elses' } });
     assert.equal(foreign.status, 201, JSON.stringify(foreign.body));
-    let stoppedAt = 0;
-    let stopError: unknown;
+    let abortedAt = 0;
+    let gated: SeenRequest | undefined;
+    let stopped: Promise<unknown> | undefined;
     proxy.gate = (r) => {
-      if (stoppedAt || r.method !== 'POST' || r.path !== '/v2.0/subnets' || !r.body.includes('"10.86.0.0/24"')) return undefined;
-      return m.stop().catch((err: unknown) => (stopError = err)).finally(() => (stoppedAt = Date.now()));
+      if (gated || r.method !== 'POST' || r.path !== '/v2.0/subnets' || !r.body.includes('"10.86.0.0/24"')) return undefined;
+      gated = r;
+      // The restore POST is on the wire; now the controller stops (m.stop aborts the manager's signal at once, and with
+      // it every reconcile's signal), and Neutron's answer arrives 1 s later (fault injection: an answer that is slow).
+      stopped = m.stop().then(() => undefined, (err: unknown) => err);
+      abortedAt = Date.now();
+      return delay(1_000);
     };
     await patchSpec(ns, 's', { cidr: '10.86.0.0/23' });
-    await waitFor('the controller stopped during the restore', () => stoppedAt > 0, CONVERGE);
-    assert.equal(stopError, undefined, 'a clean stop: the reconcile gave up at once (no wait for the graceful timeout)');
-    // The restore POST (sent before the stop) is forwarded now and commits; nothing may follow it.
+    await waitFor('the controller stopped during the restore', () => abortedAt > 0, CONVERGE);
+    assert.equal(await stopped, undefined, 'a clean stop');
+    // The restore POST (sent before the stop) was forwarded and commits; nothing may follow it.
     await waitFor('the restore POST committed', async () => (await api.subnets({ network_id: networkID })).some((s) => s['cidr'] === '10.86.0.0/24'), CONVERGE);
-    await delay(3_000); // an observation window: a restore that ignored the abort would tag the subnet right after its POST
-    const afterStop = proxy.seen.filter((r) => r.at >= stoppedAt);
-    assert.deepEqual(afterStop.map((r) => `${r.method} ${r.path}`), [], 'no Neutron request after the stop');
+    await delay(3_000); // an observation window: a restore that ignored the abort tags the subnet right after its POST's answer
+    const afterAbort = proxy.seen.filter((r) => r !== gated && r.at >= abortedAt);
+    assert.deepEqual(afterAbort.map((r) => `${r.method} ${r.path}`), [], 'no Neutron request after the stop began');
   });
 });
