@@ -115,10 +115,18 @@ export class NetworkTestBed {
     return ns;
   }
 
-  /** The Network controller in-process (test/helpers/manager.ts's wiring) for `ns`, using `cloud` of `cloudsYaml`. */
-  startController(t: TestContext, ns: string, opts: { cloudsYaml?: string; cloud?: string; resyncPeriodMs?: number; concurrency?: number } = {}): Promise<RunningControllers> {
+  /**
+   * The Network controller in-process (test/helpers/manager.ts's wiring) for `ns`, using `cloud` of `cloudsYaml`;
+   * `createSettleMs` / `driftCheckMs` shorten its timers (NetworkReconcilerDeps).
+   */
+  startController(t: TestContext, ns: string, opts: { cloudsYaml?: string; cloud?: string; resyncPeriodMs?: number; concurrency?: number; createSettleMs?: number; driftCheckMs?: number } = {}): Promise<RunningControllers> {
     return startControllers(t, {
-      namespace: ns, controllers: ['network'], neutron: { cloudConfig: opts.cloudsYaml ?? this.cloudsYaml, cloud: opts.cloud ?? 'local' },
+      namespace: ns, controllers: ['network'],
+      neutron: {
+        cloudConfig: opts.cloudsYaml ?? this.cloudsYaml, cloud: opts.cloud ?? 'local',
+        ...(opts.createSettleMs !== undefined && { createSettleMs: opts.createSettleMs }),
+        ...(opts.driftCheckMs !== undefined && { driftCheckMs: opts.driftCheckMs }),
+      },
       ...(opts.resyncPeriodMs !== undefined && { resyncPeriodMs: opts.resyncPeriodMs }),
       ...(opts.concurrency !== undefined && { concurrency: opts.concurrency }),
     });

@@ -101,10 +101,10 @@ describe('computeStatus', () => {
     assert.equal(statusEqual(undefined, s), false);
   });
 
-  test('statusPatch clears vanished ids and is guarded by uid', () => {
+  test('statusPatch clears vanished ids and is fenced by uid and the resourceVersion it was derived from', () => {
     const s = computeStatus(net(), { ...readyObs, subnetID: undefined, ready: false, reason: 'NeutronRejected' }, t1);
     assert.deepEqual(statusPatch(net(), s), {
-      metadata: { uid: 'u-1' },
+      metadata: { uid: 'u-1', resourceVersion: '10' },
       status: { networkID: 'net', subnetID: null, observedGeneration: 2, conditions: s.conditions },
     });
   });

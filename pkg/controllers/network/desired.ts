@@ -165,10 +165,13 @@ export function statusEqual(a: NetworkStatus | undefined, b: NetworkStatus): boo
   return ca.length === cb.length && ca.every((k, i) => k === cb[i]);
 }
 
-/** JSON merge patch body for /status: ids that disappeared are removed (null). */
+/**
+ * JSON merge patch body for /status: ids that disappeared are removed (null). Fenced: the uid (not a re-created
+ * Network of the same name) and the resourceVersion of the Network the status was derived from (409 if it changed).
+ */
 export function statusPatch(net: Network, status: NetworkStatus): unknown {
   return {
-    metadata: { uid: net.metadata?.uid },
+    metadata: { uid: net.metadata?.uid, resourceVersion: net.metadata?.resourceVersion },
     status: { networkID: status.networkID ?? null, subnetID: status.subnetID ?? null, observedGeneration: status.observedGeneration, conditions: status.conditions },
   };
 }
