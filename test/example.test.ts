@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -66,9 +66,11 @@ describe('the packed library and the example controller', () => {
     }));
   });
 
-  test('a fresh project type-checks both examples and their tests against the packed .d.ts files (both entry points)', async () => {
+  test('a fresh project type-checks both examples and their tests against the packed .d.ts files (both entry points); each main.ts is under 120 lines', async () => {
     const res = await run(tsc, ['-p', app]).then(() => ({ code: 0, out: '' }), (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }));
     assert.equal(res.code, 0, `tsc in the user's project:\n${res.out}`);
+    // docs/library.md: each example is readable on one screen.
+    for (const f of ['main.ts', 'memcached/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
   });
 
   test('the example copies a labelled ConfigMap into labelled namespaces, keeps copies in sync, and cleans up', async (t) => {
