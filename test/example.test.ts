@@ -5,15 +5,17 @@
  * next to the example controller (examples/configmap-copier/main.ts and its own test main.test.ts, importing
  * `ts-controller-manager` and `ts-controller-manager/testing` by package name), type-checked there against the packed
  * .d.ts files, run as its own process against the real control plane, and its test run there with `node --test`
- * (a private control plane from `ts-controller-manager/testing`).
+ * (a private control plane from `ts-controller-manager/testing`). The second example, examples/memcached (its own CRD
+ * and types generated from it), goes into the same project: type-checked with the first, its generated types checked
+ * up to date by the packed `ts-controller-manager gen types --check`, and its own test run there.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 
@@ -54,18 +56,21 @@ describe('the packed library and the example controller', () => {
     }));
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev'], { cwd: app, maxBuffer: 16 << 20 });
     for (const f of ['main.ts', 'main.test.ts']) copyFileSync(join(repoRoot, 'examples', 'configmap-copier', f), join(app, f));
+    cpSync(join(repoRoot, 'examples', 'memcached'), join(app, 'memcached'), { recursive: true });
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
         target: 'ES2024', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true,
         types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')], skipLibCheck: false,
       },
-      files: ['main.ts', 'main.test.ts'],
+      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts'],
     }));
   });
 
-  test('a fresh project type-checks the example and its test against the packed .d.ts files (both entry points)', async () => {
+  test('a fresh project type-checks both examples and their tests against the packed .d.ts files (both entry points); each main.ts is under 120 lines', async () => {
     const res = await run(tsc, ['-p', app]).then(() => ({ code: 0, out: '' }), (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }));
     assert.equal(res.code, 0, `tsc in the user's project:\n${res.out}`);
+    // docs/library.md: each example is readable on one screen.
+    for (const f of ['main.ts', 'memcached/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
   });
 
   test('the example copies a labelled ConfigMap into labelled namespaces, keeps copies in sync, and cleans up', async (t) => {
@@ -126,17 +131,34 @@ describe('the packed library and the example controller', () => {
     assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-3000)}`);
   });
 
-  test('the example\'s own test passes in the fresh project, on a control plane from ts-controller-manager/testing', async (t) => {
+  /** `node --test main.test.ts` in `dir` of the user's project, as its author runs it; the runner's output. */
+  async function ownTest(t: TestContext, dir: string): Promise<string> {
     // KUBEBUILDER_ASSETS unset: the packed package finds this machine's cached binaries itself.
     const childEnv = { ...process.env };
     delete childEnv['KUBEBUILDER_ASSETS'];
     delete childEnv['NODE_OPTIONS'];
     // Set by the runner for this file's process; inherited, it makes the nested `node --test` skip its files.
     delete childEnv['NODE_TEST_CONTEXT'];
-    const res = await run(node, ['--test', '--test-reporter=spec', 'main.test.ts'], { cwd: app, env: childEnv, maxBuffer: 16 << 20 })
+    const res = await run(node, ['--test', '--test-reporter=spec', 'main.test.ts'], { cwd: dir, env: childEnv, maxBuffer: 16 << 20 })
       .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
     for (const line of res.out.split('\n').filter((l) => l.includes('control plane ready in') || l.includes('✔') || l.includes('✖'))) t.diagnostic(line.trim());
-    assert.equal(res.code, 0, `node --test main.test.ts in the user's project:\n${res.out.slice(-4000)}`);
-    assert.match(res.out, /ℹ pass 1\n/);
+    assert.equal(res.code, 0, `node --test main.test.ts in ${dir}:\n${res.out.slice(-4000)}`);
+    return res.out;
+  }
+
+  test('the example\'s own test passes in the fresh project, on a control plane from ts-controller-manager/testing', async (t) => {
+    assert.match(await ownTest(t, app), /ℹ pass 1\n/);
+  });
+
+  test('memcached: the checked-in types are what the packed `ts-controller-manager gen types` makes of its CRD', async () => {
+    // As an npm script runs the bin: node_modules/.bin first on PATH, and the Node 24 this repository pins.
+    const path = `${join(app, 'node_modules', '.bin')}:${dirname(node)}:${process.env['PATH'] ?? ''}`;
+    const res = await run('ts-controller-manager', ['gen', 'types', '--out', 'api', '--check', 'crd.yaml'], { cwd: join(app, 'memcached'), env: { ...process.env, PATH: path } })
+      .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
+    assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
+  });
+
+  test('memcached: its own test passes in the fresh project (Deployment applied and owned, Ready, drift undone, finalizer, nothing left)', async (t) => {
+    assert.match(await ownTest(t, join(app, 'memcached')), /ℹ pass 1\n/);
   });
 });
