@@ -54,7 +54,7 @@ const processesIn = (dir: string): number[] => readdirSync('/proc').map(Number).
   }
 });
 
-test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undone, the finalizer cleans up', async () => {
+test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undone, a foreign Deployment is never taken over, the finalizer cleans up', async () => {
   await env.client.json('POST', '/api/v1/namespaces', { body: { metadata: { name: 'cache' } } });
   const memcacheds = env.client.resource<Memcached>(memcachedResource).namespace('cache');
   const deployments = env.client.resource<Deployment>(coreResources.deployments).namespace('cache');
@@ -93,6 +93,24 @@ test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undo
   await eventually('Memcached and Deployment gone', async () =>
     (await ignoreNotFound(memcacheds.get('sessions'))) === undefined && (await ignoreNotFound(deployments.get('sessions'))) === undefined);
   assert.match(logs, /Deleted the Deployment/);
+
+  // Someone else's Deployment of a Memcached's name is never taken over: Ready=False ResourceExists, until it goes.
+  await deployments.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'foreign' }, spec: {
+    replicas: 1, selector: { matchLabels: { app: 'foreign' } }, template: { metadata: { labels: { app: 'foreign' } }, spec: { containers: [{ name: 'x', image: 'x' }] } },
+  } } as Deployment);
+  await memcacheds.create({ apiVersion: 'example.ts-controller-manager.io/v1alpha1', kind: 'Memcached', metadata: { name: 'foreign' }, spec: { size: 3 } });
+  const refused = await eventually('Ready=False ResourceExists', async () => (await memcacheds.get('foreign')).status?.conditions?.find((c) => c.reason === 'ResourceExists'));
+  assert.equal(refused.status, 'False');
+  const untouched = await deployments.get('foreign');
+  assert.deepEqual([untouched.spec?.replicas, untouched.metadata?.ownerReferences], [1, undefined], 'the foreign Deployment is left as it was');
+  await deployments.delete('foreign');
+  const own = await eventually('its own Deployment once the foreign one is gone', async () => {
+    const now = await ignoreNotFound(deployments.get('foreign'));
+    return now?.metadata?.ownerReferences?.[0]?.kind === 'Memcached' && now;
+  });
+  assert.equal(own.spec?.replicas, 3);
+  await memcacheds.delete('foreign');
+  await eventually('the second Memcached gone', async () => (await ignoreNotFound(memcacheds.get('foreign'))) === undefined);
 
   // Nothing left behind: the controller exits 0 on SIGTERM, the control plane's processes are gone after stop().
   const exited = new Promise((resolve) => controller.once('exit', resolve));

@@ -7,7 +7,7 @@
  *   kubectl apply -f crd.yaml && KUBECONFIG=… node main.ts  (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  */
 import {
-  ControllerManager, controllerOf, coreResources, ignoreNotFound, newControllerRef, parseWatchNamespace,
+  ControllerManager, controllerOf, coreResources, ignoreNotFound, keyOf, newControllerRef, parseWatchNamespace,
   type KubeObject, type Reconciler,
 } from 'ts-controller-manager';
 import {
@@ -60,6 +60,11 @@ const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
   // The finalizer goes on before the Deployment exists, so no Deployment can outlive its Memcached.
   if (!finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
 
+  // Never take over someone else's Deployment of that name (a forced apply would): say so and wait for it to change.
+  const existing = deployments.get(namespace, name);
+  if (existing && controllerOf(existing)?.uid !== m.metadata?.uid) {
+    return setReady(false, 'ResourceExists', `Deployment ${name} exists and is not managed by this Memcached`, 0);
+  }
   // Server-side apply: states exactly the fields this controller owns; idempotent (no write when nothing changed),
   // and `force` takes back any of them someone changed by hand. Fields others set (annotations, …) are left alone.
   const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': name };
@@ -86,19 +91,24 @@ const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
   const d = deployments.get(namespace, name);
   const available = d?.status?.availableReplicas ?? 0;
   const ready = d?.status?.observedGeneration === d?.metadata?.generation && d?.spec?.replicas === size && available >= size;
-  const old = m.status?.conditions?.find((c) => c.type === 'Ready');
-  const condition: MemcachedStatusCondition = {
-    type: 'Ready', status: ready ? 'True' : 'False', reason: ready ? 'Available' : 'Progressing',
-    message: `${available}/${size} replicas available`, observedGeneration: m.metadata?.generation,
-    lastTransitionTime: old?.status === (ready ? 'True' : 'False') ? old.lastTransitionTime : new Date().toISOString(),
-  };
-  await api.status().apply({ metadata: { name }, status: { availableReplicas: available, conditions: [condition] } },
-    { fieldManager, force: true, signal });
-  if (old?.status !== condition.status) log.info({ memcached: name, ready: condition.status, message: condition.message }, 'Ready changed');
+  return setReady(ready, ready ? 'Available' : 'Progressing', `${available}/${size} replicas available`, available);
+
+  async function setReady(isReady: boolean, reason: string, message: string, available: number): Promise<void> {
+    const old = m?.status?.conditions?.find((c) => c.type === 'Ready');
+    const status = isReady ? 'True' : 'False';
+    const condition: MemcachedStatusCondition = {
+      type: 'Ready', status, reason, message, observedGeneration: m?.metadata?.generation,
+      lastTransitionTime: old?.status === status ? old.lastTransitionTime : new Date().toISOString(),
+    };
+    await api.status().apply({ metadata: { name }, status: { availableReplicas: available, conditions: [condition] } },
+      { fieldManager, force: true, signal });
+    if (old?.status !== status || old.reason !== reason) log.info({ memcached: name, ready: status, reason, message }, 'Ready changed');
+  }
 };
 
 mgr.controller('memcached')
   .for<Memcached>(memcachedResource)
   .owns(coreResources.deployments) // a change to an owned Deployment (drift, status) requeues its Memcached
+  .watches<Deployment>(coreResources.deployments, (d) => [keyOf(d.metadata?.namespace, d.metadata?.name ?? '')]) // and a foreign one of its name
   .complete(reconcile);
 process.exitCode = await mgr.run();
