@@ -218,9 +218,11 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
   try {
     await kubectl('apply', '-n', ns, '-k', 'config/samples');
     const checks: Check[] = [
-      ['the Lease is held', async () => {
+      // Held, and renewed at least once (an update: renewTime moves past acquireTime, one retry period after).
+      ['the Lease is held and renewed', async () => {
         const l = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases/${leaseId}`);
-        return l.status === 200 && Boolean((JSON.parse(l.body) as { spec: { holderIdentity?: string } }).spec.holderIdentity);
+        const spec = (JSON.parse(l.body) as { spec: { holderIdentity?: string; acquireTime?: string; renewTime?: string } }).spec;
+        return l.status === 200 && Boolean(spec.holderIdentity) && spec.renewTime !== undefined && spec.renewTime !== spec.acquireTime;
       }],
       ['Foo: Deployment created and status written', async () => {
         const foo = await cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos/example-foo`);
