@@ -139,9 +139,10 @@ describe('leadership chaos: delayed and reordered delivery', () => {
           `--leader-elect-retry-period=${retryMs}ms`, '--graceful-shutdown-timeout=10s'],
         env: { WATCH_NAMESPACE: ns }, metrics: false,
       });
-      const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
-      const r: Replica = { mgr, kind, identity: String(line['identity']), ...(tcp ? { tcp } : {}), ...(http ? { http } : {}) };
+      // Listed at once, so that teardown closes its proxy even when it fails to start.
+      const r: Replica = { mgr, kind, identity: '', ...(tcp ? { tcp } : {}), ...(http ? { http } : {}) };
       replicas.push(r);
+      r.identity = String((await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager'))['identity']);
       return r;
     };
     const leads = (r: Replica): boolean => r.mgr.running && r.mgr.logs.some((l) => l.msg === 'successfully acquired lease');
