@@ -8,9 +8,10 @@
  * audit log alone:
  *  - every write a replica made (Deployments, Foo status, Events) lies inside its leadership: at or after its
  *    acquiring Lease write and finished before the next leader even sent its acquiring write;
- *  - every Foo's Deployment saw exactly one create ATTEMPT (every POST counts, a 409 too: a second attempt means a
- *    second actor acted on a stale view — the API server never answers 201 twice for one name, so counting 201s
- *    could not fail);
+ *  - every Foo's Deployment saw exactly one create attempt that succeeded and none answered 409 (every POST counts:
+ *    the API server never answers 201 twice for one name, so counting 201s alone could not fail; a 409 is a second
+ *    actor creating on a stale view). A POST cut off by the kill of its sender (504 "context canceled", nothing
+ *    committed) is a failed attempt, counted and reported;
  *  - a black-holed leader exited within renew deadline + 2 s of the start of its last successful Lease write.
  */
 import assert from 'node:assert/strict';
@@ -56,7 +57,7 @@ rules:
 `;
 
 describe('leadership chaos', () => {
-  test(`${perKind} rounds each of kill -9 / SIGTERM / black-holed leader: no overlapping writers, every Foo's Deployment created by exactly one attempt`, { timeout: 420_000 }, async (t) => {
+  test(`${perKind} rounds each of kill -9 / SIGTERM / black-holed leader: no overlapping writers, every Foo's Deployment created once, no 409 create attempt`, { timeout: 420_000 }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tscm-chaos-'));
     const policy = join(dir, 'audit-policy.yaml');
     const auditLog = join(dir, 'audit.log');
@@ -240,9 +241,14 @@ describe('leadership chaos', () => {
         attempts.set(name, [...(attempts.get(name) ?? []), e.responseStatus?.code ?? 0]);
       }
     }
-    const conflicts = [...attempts.values()].flat().filter((c) => c === 409).length;
-    t.diagnostic(`Deployment create attempts: ${[...attempts.values()].flat().length} for ${total} Foos, ${conflicts} answered 409`);
-    for (let i = 0; i < total; i++) assert.deepEqual(attempts.get(`d-${i}`), [201], `Deployment d-${i}: exactly one create attempt, and it succeeded`);
+    const codes = [...attempts.values()].flat();
+    t.diagnostic(`Deployment create attempts: ${codes.length} for ${total} Foos; answered 409: ${codes.filter((c) => c === 409).length}; `
+      + `failed otherwise: ${codes.filter((c) => c !== 201 && c !== 409).join(', ') || 'none'}`);
+    for (let i = 0; i < total; i++) {
+      const got = attempts.get(`d-${i}`) ?? [];
+      assert.equal(got.filter((c) => c === 201).length, 1, `Deployment d-${i}: exactly one create attempt succeeded (${got.join(', ')})`);
+      assert.equal(got.filter((c) => c === 409).length, 0, `Deployment d-${i}: no create attempt on a stale view (409) (${got.join(', ')})`);
+    }
 
     const exits: number[] = [];
     for (const b of blackholed) {
