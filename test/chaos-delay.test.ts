@@ -251,7 +251,7 @@ describe('leadership chaos: delayed and reordered delivery', () => {
       const at = micros(e.requestReceivedTimestamp);
       if (next && at >= next.start) late.push({ e, lateBy: Math.round((at - next.start) / 1000) });
     }
-    const describe = ({ e, lateBy }: { e: AuditEvent; lateBy: number }): string =>
+    const explain = ({ e, lateBy }: { e: AuditEvent; lateBy: number }): string =>
       `${identityOf(e)} ${e.verb} ${objectKey(e)}${e.objectRef?.subresource ? ` (${e.objectRef.subresource})` : ''} → ${e.responseStatus?.code}, `
       + `${lateBy} ms into the next term, rv ${e.responseObject?.metadata?.resourceVersion ?? '-'}, request ${JSON.stringify(e.requestObject)}`;
     const lateEvents = late.filter(({ e }) => e.objectRef?.resource === 'events');
@@ -279,7 +279,7 @@ describe('leadership chaos: delayed and reordered delivery', () => {
     t.diagnostic(`${made} Foos; ${terms.length} terms; effective rounds ${JSON.stringify(effective)}; Deployment create attempts ${[...attempts.values()].reduce((n, c) => n + c.ok + c.conflict + c.other, 0)}, of which 409: ${conflicts}`);
     for (let i = 0; i < made; i++) assert.equal(attempts.get(`d-foo-${i}`)?.ok, 1, `Deployment d-foo-${i}: exactly one create attempt succeeded (${JSON.stringify(attempts.get(`d-foo-${i}`))})`);
 
-    assert.deepEqual(violations.map(describe), [], `old leaders' writes that landed after their term and changed an object (${violations.length} of ${judged.length} late writes)`);
+    assert.deepEqual(violations.map(explain), [], `old leaders' writes that landed after their term and changed an object (${violations.length} of ${judged.length} late writes)`);
     assert.ok(effective.delay >= perKind && effective.reorder >= perKind,
       `each fault kind ran at least ${perKind} rounds in which held writes landed late: ${JSON.stringify(effective)}`);
     assert.ok(judged.length >= 2 * perKind, `late writes were judged: ${judged.length}`);
