@@ -22,7 +22,11 @@ interface Lease {
 describe('shutdown with Event writes that never answer', () => {
   test('SIGTERM → exit 0 and the Lease released within --graceful-shutdown-timeout', async (t) => {
     const cp = cluster();
+    const t0 = performance.now();
+    const phases: string[] = [];
+    const phase = (name: string): void => void phases.push(`${name} +${Math.round(performance.now() - t0)} ms`);
     await installCRDs();
+    phase('CRDs');
     const ns = await testNamespace(t, 'evhang');
     const leaseName = 'evhang-leader';
     const gracefulMs = 10_000;
@@ -40,6 +44,7 @@ describe('shutdown with Event writes that never answer', () => {
     t.after(() => mgr.stop('SIGKILL'));
     await mgr.waitForLog('lease acquired', (l) => l.msg === 'successfully acquired lease');
     await mgr.waitReady();
+    phase('leader and ready');
 
     // Work that records Events: each Foo's first sync creates its Deployment and records "Synced".
     for (let i = 0; i < 3; i++) {
@@ -48,6 +53,7 @@ describe('shutdown with Event writes that never answer', () => {
       }), 201, 'create Foo');
     }
     await waitFor('3 Event writes withheld by the proxy', () => proxy.held.length >= 3, { timeoutMs: 60_000 });
+    phase('Events withheld');
     for (let i = 0; i < 3; i++) expectStatus(await cp.get(`/apis/apps/v1/namespaces/${ns}/deployments/d-${i}`), 200, `Deployment d-${i}`);
     const before = expectStatus<Lease>(await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${leaseName}`), 200, 'Lease');
     assert.notEqual(before.spec.holderIdentity ?? '', '', 'the manager holds the Lease before SIGTERM');
@@ -66,6 +72,7 @@ describe('shutdown with Event writes that never answer', () => {
     assert.equal(after.spec.holderIdentity ?? '', '', 'the Lease was released (holderIdentity emptied)');
     assert.equal(after.spec.leaseDurationSeconds, 1, 'the release write set leaseDurationSeconds 1');
     assert.ok(mgr.logs.some((l) => l.msg === 'released leader lease'), 'the manager logged the release');
+    t.diagnostic(phases.join('; '));
     t.diagnostic(`exit 0 ${Math.round(tookMs)} ms after SIGTERM; ${proxy.held.length} Event writes withheld; ${proxy.forwarded.length} requests forwarded`);
   });
 });
