@@ -383,3 +383,17 @@ test('writes different Events concurrently (up to maxConcurrentWrites) but never
   assert.match(foo0[1] ?? '', /^patch .* count=2$/);
   assert.equal(sink.events().find((e) => e.metadata.name.startsWith('foo-0.'))?.count, 2);
 });
+
+test('Events recorded one at a time while a write hangs are written concurrently, not queued behind it', async () => {
+  // Issue 23 (seen with the real API server behind a proxy withholding Event POSTs): the second Event of a trickle
+  // waited for the first write's 30 s timeout because busy writers were counted as available.
+  const { recorder: rec, sink } = setup({ maxConcurrentWrites: 4 });
+  sink.gate = new Promise(() => {}); // every write hangs
+  for (let i = 0; i < 6; i++) {
+    rec.event({ ...foo, metadata: { ...foo.metadata, name: `foo-${i}`, uid: `u${i}` } }, 'Normal', 'Synced', 'ok');
+    await new Promise((r) => setImmediate(r)); // the previous write is in flight before the next Event is recorded
+  }
+  assert.equal(sink.calls.length, 4, 'four writes in flight (maxConcurrentWrites), each for another Event');
+  assert.equal(new Set(sink.calls).size, 4);
+  rec.broadcaster.abandon(new Error('done'));
+});

@@ -337,10 +337,13 @@ export class EventBroadcaster {
     this.startWriters();
   }
 
-  /** Starts writers up to the limit while there is work no writer holds. */
+  /**
+   * Starts writers up to the limit while queued work outnumbers the IDLE writers (a writer whose write is in flight
+   * is busy: counting it as available queued a trickle of Events behind one hanging write, for its whole timeout).
+   */
   private startWriters(): void {
     const max = this.opts.maxConcurrentWrites ?? 4;
-    while (this.writers < max && this.writers < this.queue.size) {
+    while (this.writers < max && this.writers - this.writing.size < this.queue.size) {
       this.writers++;
       void this.writer();
     }
