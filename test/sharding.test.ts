@@ -201,7 +201,7 @@ describe('sharding', () => {
      * sharder even decides to reassign; dead: the reassigning patch).
      */
     const intervals = new Map<string, { shard: string; from: number; to: number }[]>();
-    const writes: { key: string; shard: string; received: number; completed: number; what: string }[] = [];
+    const writes: { key: string; shard: string; received: number; completed: number; what: string; ack?: boolean }[] = [];
     for (const e of events.sort((a, b) => micros(a.stageTimestamp) - micros(b.stageTimestamp))) {
       const name = e.objectRef?.name ?? '';
       const resource = e.objectRef?.resource;
@@ -226,7 +226,7 @@ describe('sharding', () => {
         const ack = ['foo', 'deployment'].find((c) => body.some((op) => op.op === 'remove' && op.path.endsWith(shardLabel(c).replace('/', '~1'))));
         assert.ok(ack, `unexpected JSON patch ${what}`);
         const key = `${ack}|${name}`;
-        writes.push({ key, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what });
+        writes.push({ key, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what, ack: true });
         const open = timeline(key).at(-1);
         if (open && open.shard === shardOf(e) && open.to === Infinity) open.to = micros(e.stageTimestamp);
       } else if (!labelOnly && e.verb !== 'delete') {
@@ -235,7 +235,11 @@ describe('sharding', () => {
       }
     }
     assert.ok(writes.length >= N, `audit log holds the shards' writes (${writes.length})`);
-    const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && w.completed <= i.to));
+    // An acknowledgement fences itself (its JSON patch `test`s that the label still names the shard, so it commits
+    // only inside the shard's interval): it must have been sent inside it. Its audit completion can trail the
+    // sharder's reassigning patch, which reacts to the ack's watch event — on one shared HTTP/2 connection (one per
+    // process, issue 23) the event and the sharder's patch can overtake the ack's own response.
+    const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && (w.ack ? w.received : w.completed) <= i.to));
     assert.deepEqual(outside.slice(0, 5), [], `${outside.length} writes outside the writer's assignment interval`);
     t.diagnostic(`audit: ${writes.length} shard writes, all inside their shard's assignment interval; ${moved.length} drains`);
   });

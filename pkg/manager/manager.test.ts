@@ -273,6 +273,36 @@ test('guarded writes are flushed after controllers stop and before the release; 
   assert.equal(t.code(), 1);
 });
 
+test('hanging Event writes never hold the Lease: the flush is abandoned at its deadline, released before the graceful deadline, exit 0', async () => {
+  // Issue 23: the flush waits on writes that never answer and ignore their abort (RestClient never cuts a write); the
+  // broadcaster resolves its flush when told to abandon. The release must still come within the graceful timeout.
+  let flushSignal: AbortSignal | undefined;
+  const t = setup({
+    gracefulShutdownTimeoutMs: 10_000, releaseGraceMs: 5_000,
+    afterGatedStopped: (signal) => {
+      flushSignal = signal;
+      t.log.push('flush');
+      return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    },
+  });
+  t.election.lead();
+  t.sync.resolve(true);
+  await settle();
+  t.log.length = 0;
+  t.ac.abort();
+  await settle();
+  assert.deepEqual(t.log.slice(0, 3), ['abort:controller', 'stop:controller', 'flush']);
+  t.clock.step(4_999);
+  await settle();
+  assert.equal(flushSignal?.aborted, false, 'the flush gets the time before the release share');
+  assert.ok(!t.log.includes('release'));
+  t.clock.step(1);
+  await settle();
+  assert.equal(flushSignal?.aborted, true, 'abandoned at graceful timeout − min(releaseGraceMs, timeout/2)');
+  assert.ok(t.log.includes('release'), 'released at 5 s, within the 10 s graceful timeout');
+  assert.equal(t.code(), 0, 'abandoning best-effort Events is not a failure');
+});
+
 test('a flush that completes runs between the controllers stopping and the release', async () => {
   const t = setup({ afterGatedStopped: () => {
     t.log.push('flush');

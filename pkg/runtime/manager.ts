@@ -199,7 +199,8 @@ export class ControllerManager {
       gracefulShutdownTimeoutMs,
       ...(opts.cacheSyncTimeoutMs !== undefined ? { cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs } : {}),
       unsyncedCaches: unsynced,
-      // Events queued by the controllers are written before the lease is released (bounded by the graceful deadline).
+      // Events queued by the controllers are written before the lease is released, best effort: abandoned at the
+      // flush deadline (pkg/manager/manager.ts step 3b) without waiting for writes in flight, so they never hold it.
       afterGatedStopped: (signal) => this.events.shutdown(signal),
       logger: log,
       // Informers first, then every handler registration (synced once its informer's initial list reached it).
