@@ -5,25 +5,12 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { crdManifest } from '../../test/helpers/crdmanifest.ts';
 import { genMain, GenUsageError, parseGenTypesArgs, type GenIO } from './cli.ts';
 
-const crd = (description: string): string => `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {kind: Thing, plural: things}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, properties: {size: {type: integer, description: ${description}}}}
-`;
+const crd = (description: string): string => crdManifest({
+  kind: 'Thing', plural: 'things', properties: [`spec: {type: object, properties: {size: {type: integer, description: ${description}}}}`],
+});
 
 function project(): { dir: string; io: GenIO; out: string[]; err: string[] } {
   const dir = mkdtempSync(join(tmpdir(), 'codegen-cli-'));

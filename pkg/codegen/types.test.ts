@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import ts from 'typescript';
+import { crdManifest } from '../../test/helpers/crdmanifest.ts';
 import { parseCRDs, type CRDVersion } from './crd.ts';
 import { literal, pascalCase, singular } from './schema.ts';
 import { generateTypes, lowerCamel, type GeneratedFile } from './types.ts';
@@ -118,25 +119,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: not-a-crd}
 ---
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  scope: Cluster
-  names: {kind: Gadget, plural: gadgets}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            apiVersion: {type: string}
-            kind: {type: string}
-            metadata: {type: object}
-`;
+${crdManifest({ kind: 'Gadget', plural: 'gadgets', scope: 'Cluster', properties: ['apiVersion: {type: string}', 'kind: {type: string}', 'metadata: {type: object}'] })}`;
 
 const pkgDir = resolve(import.meta.dirname, '..');
 
