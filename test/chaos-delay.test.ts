@@ -25,12 +25,11 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadYaml } from '@kubernetes/client-node';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { auditedControlPlane, leaderElectionArgs, writeManagerLog } from './helpers/auditedcluster.ts';
+import { prepareControlPlane } from './helpers/crds.ts';
 import { changedObject, identityOf, leadershipTerms, micros, objectKey, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 import { HoldingApiProxy } from './helpers/proxies.ts';
@@ -78,23 +77,8 @@ interface DepObj { metadata: { name: string }; spec: { replicas: number }; statu
 
 describe('leadership chaos: delayed and reordered delivery', () => {
   test(`old leaders' writes delivered after the next leader acted change nothing (${perKind} delay + ${perKind} reorder rounds)`, { timeout: 900_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tscm-chaos-delay-'));
-    const policy = join(dir, 'audit-policy.yaml');
-    const auditLog = join(dir, 'audit.log');
-    writeFileSync(policy, auditPolicy);
-    const cp = await ControlPlane.start({
-      mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
-    });
-    t.after(() => cp.stop());
-    const crd = loadYaml<{ metadata: { name: string } }>(readFileSync(join(import.meta.dirname, '..', 'config', 'crd', 'bases', 'samplecontroller.k8s.io_foos.yaml'), 'utf8'));
-    expectStatus(await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd), 201, 'CRD');
-    await waitFor('CRD established', async () => {
-      const got = expectStatus<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        await cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`), 200, 'CRD');
-      return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    });
-    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
+    const { cp, dir, auditLog } = await auditedControlPlane(t, { prefix: 'tscm-chaos-delay-', policy: auditPolicy });
+    await prepareControlPlane(cp, ns);
     const createFoo = async (name: string): Promise<void> => {
       expectStatus(await cp.request('POST', foosPath, {
         apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name }, spec: { deploymentName: `d-${name}`, replicas: 1 },
@@ -106,7 +90,7 @@ describe('leadership chaos: delayed and reordered delivery', () => {
     t.after(async () => {
       await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
       await Promise.all(replicas.map(async (r) => { await r.tcp?.close(); await r.http?.close(); }));
-      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}-${r.kind}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
+      replicas.forEach((r, i) => writeManagerLog(join(dir, `replica-${i}-${r.kind}.log`), r.mgr));
     });
     t.diagnostic(`logs and audit log: ${dir}`);
     const api = new URL(cp.server);
@@ -133,10 +117,8 @@ describe('leadership chaos: delayed and reordered delivery', () => {
       const file = join(mkdtempSync(join(dir, 'kc-')), 'kubeconfig');
       writeFileSync(file, JSON.stringify(kc));
       const mgr = await ManagerProcess.start({
-        args: [`--kubeconfig=${file}`, '--controllers=foo', '--foo-concurrency=4', '--leader-elect',
-          `--leader-election-namespace=${ns}`, `--leader-election-id=${leaseName}`,
-          `--leader-elect-lease-duration=${leaseMs}ms`, `--leader-elect-renew-deadline=${renewMs}ms`,
-          `--leader-elect-retry-period=${retryMs}ms`, '--graceful-shutdown-timeout=10s'],
+        args: [`--kubeconfig=${file}`, '--controllers=foo', '--foo-concurrency=4',
+          ...leaderElectionArgs({ namespace: ns, id: leaseName, leaseMs, renewMs, retryMs }), '--graceful-shutdown-timeout=10s'],
         env: { WATCH_NAMESPACE: ns }, metrics: false,
       });
       // Listed at once, so that teardown closes its proxy even when it fails to start.

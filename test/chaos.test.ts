@@ -18,12 +18,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadYaml } from '@kubernetes/client-node';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { auditedControlPlane, leaderElectionArgs, writeManagerLog } from './helpers/auditedcluster.ts';
+import { prepareControlPlane } from './helpers/crds.ts';
 import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
@@ -59,32 +58,15 @@ rules:
 
 describe('leadership chaos', () => {
   test(`${perKind} rounds each of kill -9 / SIGTERM / black-holed leader: no overlapping writers, every Foo's Deployment created once, by one actor`, { timeout: 420_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tscm-chaos-'));
-    const policy = join(dir, 'audit-policy.yaml');
-    const auditLog = join(dir, 'audit.log');
-    writeFileSync(policy, auditPolicy);
-    const cp = await ControlPlane.start({
-      mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
-    });
-    t.after(() => cp.stop());
-    for (const f of ['samplecontroller.k8s.io_foos.yaml']) {
-      const crd = loadYaml<{ metadata: { name: string } }>(readFileSync(join(import.meta.dirname, '..', 'config', 'crd', 'bases', f), 'utf8'));
-      expectStatus(await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd), 201, 'CRD');
-      await waitFor('CRD established', async () => {
-        const got = expectStatus<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          await cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`), 200, 'CRD');
-        return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-      });
-    }
-    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
+    const { cp, dir, auditLog } = await auditedControlPlane(t, { prefix: 'tscm-chaos-', policy: auditPolicy });
+    await prepareControlPlane(cp, ns);
 
     const replicas: Replica[] = [];
     t.after(async () => {
       await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
       await Promise.all(replicas.map((r) => r.proxy.close()));
       // Post-mortem material: every replica's log lines, next to the audit log.
-      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
+      replicas.forEach((r, i) => writeManagerLog(join(dir, `replica-${i}.log`), r.mgr));
     });
     t.diagnostic(`logs and audit log: ${dir}`);
     const api = new URL(cp.server);
@@ -97,10 +79,8 @@ describe('leadership chaos', () => {
       const file = join(mkdtempSync(join(dir, 'kc-')), 'kubeconfig');
       writeFileSync(file, JSON.stringify(kc));
       const mgr = await ManagerProcess.start({
-        args: [`--kubeconfig=${file}`, '--controllers=foo', '--foo-concurrency=4', '--leader-elect',
-          `--leader-election-namespace=${ns}`, `--leader-election-id=${leaseName}`,
-          `--leader-elect-lease-duration=${leaseMs}ms`, `--leader-elect-renew-deadline=${renewMs}ms`,
-          `--leader-elect-retry-period=${retryMs}ms`, '--graceful-shutdown-timeout=10s'],
+        args: [`--kubeconfig=${file}`, '--controllers=foo', '--foo-concurrency=4',
+          ...leaderElectionArgs({ namespace: ns, id: leaseName, leaseMs, renewMs, retryMs }), '--graceful-shutdown-timeout=10s'],
         // A replica that hangs gets a diagnostic report (JS stack) on SIGUSR2 before it is killed (see the SIGTERM round).
         env: { WATCH_NAMESPACE: ns, NODE_OPTIONS: `--report-on-signal --report-signal=SIGUSR2 --report-directory=${dir}` }, metrics: false,
       });

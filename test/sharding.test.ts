@@ -20,17 +20,15 @@
  *     the deletes nothing is left in Neutron.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { RestClient } from '../pkg/client/rest.ts';
 import { drainLabel, shardLabel } from '../pkg/sharding/assignment.ts';
 import { shardNameOf } from '../pkg/sharding/shard.ts';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { adminKubeConfig, cluster, waitFor } from './helpers/cluster.ts';
 import { prepareControlPlane } from './helpers/crds.ts';
 import { NetworkTestBed, networksPath } from './helpers/network.ts';
+import { auditedControlPlane, leaderElectionArgs, writeManagerLog } from './helpers/auditedcluster.ts';
 import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
@@ -60,14 +58,7 @@ interface Deployment { metadata: { name: string; labels?: Record<string, string>
 
 describe('sharding', () => {
   test(`3 replicas, ${N} Foos: a third each; a fourth takes a quarter through drains; kill -9 → reassigned and reconciled elsewhere; no overlapping writers`, { timeout: 900_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tscm-sharding-'));
-    const auditLog = join(dir, 'audit.log');
-    writeFileSync(join(dir, 'audit-policy.yaml'), auditPolicy);
-    const cp = await ControlPlane.start({
-      mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-batch-max-wait=1s'] },
-    });
-    t.after(() => cp.stop());
+    const { cp, dir, auditLog } = await auditedControlPlane(t, { prefix: 'tscm-sharding-', policy: auditPolicy, mode: 'batch' });
     await prepareControlPlane(cp, ns);
     const api = new RestClient({ kubeConfig: adminKubeConfig(cp), userAgent: 'sharding-test' });
     const foosPath = `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`;
@@ -78,14 +69,13 @@ describe('sharding', () => {
     const replicas: { mgr: ManagerProcess; shard: string }[] = [];
     t.after(async () => {
       await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
-      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
+      replicas.forEach((r, i) => writeManagerLog(join(dir, `replica-${i}.log`), r.mgr));
     });
     t.diagnostic(`logs and audit log: ${dir}`);
     const startReplica = async (): Promise<{ mgr: ManagerProcess; shard: string }> => {
       const mgr = await ManagerProcess.start({
-        args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo,deployment', '--foo-concurrency=4', '--leader-elect', '--sharding',
-          `--leader-election-namespace=${ns}`, `--leader-election-id=${group}`, `--leader-elect-lease-duration=${leaseMs}ms`,
-          `--leader-elect-renew-deadline=${renewMs}ms`, `--leader-elect-retry-period=${retryMs}ms`],
+        args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo,deployment', '--foo-concurrency=4', '--sharding',
+          ...leaderElectionArgs({ namespace: ns, id: group, leaseMs, renewMs, retryMs })],
         env: { WATCH_NAMESPACE: ns },
       });
       const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
