@@ -200,7 +200,8 @@ describe('streaming lists (WatchList) on a real kube-apiserver', () => {
 
     // The cache is exactly the server's state (names and resourceVersions), delivered to the handler as adds.
     assert.deepEqual(sorted(cacheState(h.informer)), sorted(before));
-    assert.equal(h.handled.adds.size, count);
+    // The handler's deliveries trail the cache (its own queue): every object reaches it as an add.
+    await waitFor('the handler saw every object as an add', () => h.handled.adds.size === count, { timeoutMs: 30_000 });
 
     // What the reflector saw on its one stream: the initial ADDED events (informer not yet synced at any of them),
     // then the bookmark annotated k8s.io/initial-events-end, whose resourceVersion the informer took over.
