@@ -40,6 +40,10 @@ deps: node_modules/.package-lock.json ## Install npm packages (Node 24 included)
 build: deps ## Compile TypeScript to dist/.
 	tsc -p tsconfig.build.json
 
+.PHONY: generate
+generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases (a stale one fails make test).
+	npm run --silent generate
+
 .PHONY: typecheck
 typecheck: deps ## Type-check everything (tsc --noEmit).
 	tsc --noEmit -p tsconfig.json

@@ -20,14 +20,13 @@
  * Prints progress on stderr and ONE markdown table (plus notes) on stdout. Exits 0 even when a goal is missed (the
  * row says "goal missed"); exits 1 only if the benchmark itself failed. The control plane is always stopped.
  */
-import { mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { coreResources, type ResourceType } from '../pkg/informerfactory/index.ts';
-import { ControlPlane } from '../test/cluster/controlplane.ts';
+import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import {
   createNamespace, fooResource, gc, installFooCRD, progress, runChild, runLoad,
 } from './informer/cluster.ts';
+import { startPrivateControlPlane } from './informer/privatecluster.ts';
 import { rawDecode, replayPacedLatency, replayThroughInformer, type ReplayResult } from './informer/replay.ts';
 import type { RssConfig, RssResult } from './informer/rss-child.ts';
 import { steadyState } from './informer/steady.ts';
@@ -161,22 +160,8 @@ async function rssRows(cp: ControlPlane, resource: ResourceType, raw: RawListRes
 }
 
 async function main(): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-bench-'));
   const load0 = loadavg()[0] ?? NaN;
-  progress(`${quick ? 'QUICK run' : 'full run'}: N=${N}; starting a private minimal control plane in ${dir}`);
-  const cp = await ControlPlane.start({ mode: 'minimal', dir, log: (m) => progress(`cluster: ${m}`) });
-  let stopping = false;
-  const stop = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    progress('stopping the control plane');
-    await cp.stop();
-  };
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      void stop().finally(() => process.exit(130));
-    });
-  }
+  const { cp, stop } = await startPrivateControlPlane('tscm-bench-', `${quick ? 'QUICK run' : 'full run'}: N=${N}`);
   try {
     const version = (JSON.parse((await cp.get('/version')).body) as { gitVersion?: string }).gitVersion ?? '?';
     await installFooCRD(cp);

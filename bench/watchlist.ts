@@ -17,12 +17,11 @@
  * Prints progress on stderr and ONE markdown table with medians (runs in brackets) and the verdict on stdout.
  * "Wins" = lower median time to sync AND lower-or-equal median peak RSS AND lower-or-equal median API server CPU.
  */
-import { mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { coreResources } from '../pkg/informerfactory/index.ts';
-import { ControlPlane } from '../test/cluster/controlplane.ts';
+import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import { createNamespace, fooResource, installFooCRD, progress, runChild, runLoad } from './informer/cluster.ts';
+import { startPrivateControlPlane } from './informer/privatecluster.ts';
 import { fmtMiB, markdownTable, median, procCpuMs } from './informer/stats.ts';
 import type { WatchListChildConfig, WatchListChildResult } from './informer/watchlist-child.ts';
 
@@ -80,20 +79,8 @@ async function oneRun(cp: ControlPlane, variant: Variant): Promise<Run> {
 const s = (ms: number): string => (ms / 1000).toFixed(2);
 
 async function main(): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-bench-watchlist-'));
   const load0 = loadavg();
-  progress(`N=${N} ${resource.resource}, ${PAIRS} ABBA blocks; starting a private minimal control plane in ${dir}`);
-  const cp = await ControlPlane.start({ mode: 'minimal', dir, log: (m) => progress(`cluster: ${m}`) });
-  let stopping = false;
-  const stop = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    progress('stopping the control plane');
-    await cp.stop();
-  };
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => void stop().finally(() => process.exit(130)));
-  }
+  const { cp, stop } = await startPrivateControlPlane('tscm-bench-watchlist-', `N=${N} ${resource.resource}, ${PAIRS} ABBA blocks`);
   try {
     const version = (JSON.parse((await cp.get('/version')).body) as { gitVersion?: string }).gitVersion ?? '?';
     if (KIND === 'foo') await installFooCRD(cp);

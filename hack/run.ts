@@ -17,6 +17,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
+import { observabilityHints } from './observability.ts';
 
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..');
@@ -129,7 +130,7 @@ async function runWith(cleanups: (() => Promise<void>)[], t0: number): Promise<n
   else args.push('--controllers=*,-network');
 
   if (process.argv.slice(2).some((a) => a.startsWith('--metrics-'))) say('metrics: as ARGS set them');
-  else say('metrics: http://127.0.0.1:8080/metrics (plain HTTP on loopback; a deployed manager serves HTTPS with token authentication)');
+  else for (const line of observabilityHints('http://127.0.0.1:8080/metrics', process.env['WATCH_NAMESPACE'] ?? 'default')) say(line);
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)}s; starting the manager (WATCH_NAMESPACE=${process.env['WATCH_NAMESPACE'] ?? 'default'}); Ctrl-C stops everything`);
   const manager = spawn(node, args, {
     env: { ...process.env, WATCH_NAMESPACE: process.env['WATCH_NAMESPACE'] ?? 'default' },

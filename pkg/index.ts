@@ -20,7 +20,7 @@ export * from './apis/meta/types.ts';
 
 // Reconcile: requests, results, errors, queue priorities.
 export {
-  Controller, TerminalError, isTerminalError, parseRequestKey, requestKey,
+  Controller, TerminalError, isTerminalError, PriorityError, withPriority, parseRequestKey, requestKey,
   type ControllerOptions, type ReconcileContext, type Reconciler, type Request, type Result, type StopResult,
 } from './controller/index.ts';
 export { PriorityLow, PriorityNormal, addPriority, updatePriority } from './controller/priority.ts';
@@ -40,6 +40,13 @@ export {
   RestClient, ApiError, isNotFound, isConflict, isAlreadyExists, type RestClientOptions, type RequestOptions, type Verb,
 } from './client/rest.ts';
 export { loadKubeConfig, type KubeConfigSource } from './manager/kubeconfig.ts';
+export { ResourceClient, StatusClient, ScaleClient } from './client/typed.ts';
+export { ignoreNotFound, ignoreAlreadyExists } from './client/ignore.ts';
+export type {
+  ApplyConfiguration, ApplyOptions, CallOptions, CreateOptions, DeepPartial, DeleteOptions, FieldValidation, GetOptions,
+  JsonPatchOperation, ListMeta, ListOptions, MergePatch, ObjectList, Patch, PatchOptions, Preconditions, Scale, Status,
+  UpdateOptions, WriteOptions,
+} from './client/options.ts';
 
 // Events.
 export { EventBroadcaster, type EventType, type ObjectReference, type Recorder } from './events/recorder.ts';

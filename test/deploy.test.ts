@@ -4,10 +4,12 @@
  *  - the manager, run in-cluster style with the ServiceAccount config/rbac creates (its token from TokenRequest,
  *    the Deployment's own flags: --leader-elect, --metrics-secure, POD_NAMESPACE), reconciles config/samples with
  *    zero 403s — Foo, Deployment rollout events, Network (real neutron-server), the Lease, a secure scrape;
- *  - for every RBAC rule config/rbac grants, the same run with that one rule removed fails (so every rule is needed);
+ *  - for every VERB of every RBAC rule config/rbac grants, the same run with that one verb removed fails (so every
+ *    verb is needed: the scenario exercises each — e.g. a drifted Deployment for `deployments patch`, a repeated Event
+ *    for `events patch`);
  *  - the same for config/sharded (issue 13): with the sharding Role and ClusterRole it adds, the manager run with
  *    `--sharding` (one replica: both the only shard and the sharder) labels and reconciles the samples with zero 403s,
- *    and removing any one of the rules the sharding adds makes that run fail.
+ *    and removing any one verb of the rules the sharding adds makes that run fail.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -93,6 +95,22 @@ async function waitAuthorized(cp: ControlPlane, role: RbacObject, rule: PolicyRu
     }), 201, 'SubjectAccessReview');
     return res.status.allowed === allowed;
   });
+}
+
+/**
+ * Every (role, one verb of one rule, the role's rules without that verb): the rule keeps its other verbs, and goes
+ * when that was its only one. The yielded rule carries just the removed verb (what `waitAuthorized` asks about).
+ */
+function* eachVerbRemoved(roles: readonly RbacObject[]): Generator<[RbacObject, PolicyRule, PolicyRule[]]> {
+  for (const role of roles) {
+    for (let i = 0; i < role.rules.length; i++) {
+      const rule = role.rules[i] as PolicyRule;
+      for (const verb of rule.verbs) {
+        const without = role.rules.map((r, j) => (j === i ? { ...r, verbs: r.verbs.filter((v) => v !== verb) } : r)).filter((r) => r.verbs.length > 0);
+        yield [role, { ...rule, verbs: [verb] }, without];
+      }
+    }
+  }
 }
 
 function describeRule(r: PolicyRule): string {
@@ -200,9 +218,11 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
   try {
     await kubectl('apply', '-n', ns, '-k', 'config/samples');
     const checks: Check[] = [
-      ['the Lease is held', async () => {
+      // Held, and renewed at least once (an update: renewTime moves past acquireTime, one retry period after).
+      ['the Lease is held and renewed', async () => {
         const l = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${systemNs}/leases/${leaseId}`);
-        return l.status === 200 && Boolean((JSON.parse(l.body) as { spec: { holderIdentity?: string } }).spec.holderIdentity);
+        const spec = (JSON.parse(l.body) as { spec: { holderIdentity?: string; acquireTime?: string; renewTime?: string } }).spec;
+        return l.status === 200 && Boolean(spec.holderIdentity) && spec.renewTime !== undefined && spec.renewTime !== spec.acquireTime;
       }],
       ['Foo: Deployment created and status written', async () => {
         const foo = await cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos/example-foo`);
@@ -221,19 +241,41 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
       ['secure /metrics scrape allowed (TokenReview + SubjectAccessReview)', async () => (await scrape()).status === 200],
       ...(variant.extraChecks?.(ns, leaseId) ?? []),
     ];
-    const pending = new Map(checks);
-    const deadline = Date.now() + 60_000;
-    while (pending.size > 0) {
-      const why = await forbidden();
-      if (why) return { ok: false, why };
-      for (const [name, check] of pending) if (await check().catch(() => false)) pending.delete(name);
-      if (Date.now() > deadline) {
-        const problems = mgr.logs.filter((l) => l.level === 'warn' || l.level === 'error').slice(-5)
-          .map((l) => `${String(l.msg)} ${JSON.stringify(l['err'] ?? '')}`.slice(0, 400));
-        return { ok: false, why: `not completed in 60 s: ${[...pending.keys()].join('; ')}; manager said: ${problems.join(' | ')}` };
+    /** Polls the checks until all passed (undefined) or a 403 / the deadline (why not). */
+    const until = async (list: Check[]): Promise<string | undefined> => {
+      const pending = new Map(list);
+      const deadline = Date.now() + 60_000;
+      while (pending.size > 0) {
+        const why = await forbidden();
+        if (why) return why;
+        for (const [name, check] of pending) if (await check().catch(() => false)) pending.delete(name);
+        if (Date.now() > deadline) {
+          const problems = mgr.logs.filter((l) => l.level === 'warn' || l.level === 'error').slice(-5)
+            .map((l) => `${String(l.msg)} ${JSON.stringify(l['err'] ?? '')}`.slice(0, 400));
+          return `not completed in 60 s: ${[...pending.keys()].join('; ')}; manager said: ${problems.join(' | ')}`;
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 250));
-    }
+      return undefined;
+    };
+    const incomplete = await until(checks);
+    if (incomplete) return { ok: false, why: incomplete };
+    // Drift: the Deployment's replicas changed behind the controller's back are put back with a patch (deployments
+    // patch), and the Foo's Synced Event repeats: the recorder patches the count of the Event it already wrote
+    // (events patch).
+    const deployment = `/apis/apps/v1/namespaces/${ns}/deployments/example-foo`;
+    expectStatus(await cp.request('PATCH', deployment, { spec: { replicas: 3 } }, { headers: { 'content-type': 'application/merge-patch+json' } }), 200, 'drift');
+    const drift = await until([
+      ['drifted Deployment put back to spec.replicas 1', async () => {
+        const d = await cp.get(deployment);
+        return d.status === 200 && (JSON.parse(d.body) as { spec: { replicas: number } }).spec.replicas === 1;
+      }],
+      ['the Foo\'s Synced Event repeated (count ≥ 2)', async () => {
+        const ev = JSON.parse((await cp.get(`/api/v1/namespaces/${ns}/events`)).body) as { items: { reason: string; count?: number; involvedObject: { kind: string } }[] };
+        return ev.items.some((e) => e.reason === 'Synced' && e.involvedObject.kind === 'Foo' && (e.count ?? 0) >= 2);
+      }],
+    ]);
+    if (drift) return { ok: false, why: drift };
     // The Network's deletion path needs the finalizer patch too.
     expectStatus(await cp.request('DELETE', `/apis/samplecrd.k8s.io/v1/namespaces/${ns}/networks/example-network`), 200, 'delete Network');
     const gone = await waitFor('Network finalizer removed', async () => {
@@ -323,28 +365,27 @@ describe('kustomize deployment and least-privilege RBAC', () => {
     assert.deepEqual(outcome, { ok: true });
   });
 
-  test('every rule is needed: removing any one makes the run fail', async (t) => {
+  test('every verb of every rule is needed: removing any one makes the run fail', async (t) => {
     const cp = cluster();
     const roles = await renderedRoles();
     const granting = roles.filter((r) => r.metadata.name !== 'ts-controller-manager-metrics-reader');
     let checked = 0;
-    for (const role of granting) {
-      for (let i = 0; i < role.rules.length; i++) {
-        const rule = role.rules[i] as PolicyRule;
-        await putRole(cp, role, role.rules.filter((_, j) => j !== i));
-        await waitAuthorized(cp, role, rule, false);
-        try {
-          const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`);
-          t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
-          assert.equal(outcome.ok, false, `rule ${describeRule(rule)} of ${role.metadata.name} is not needed`);
-        } finally {
-          await putRole(cp, role, role.rules);
-          await waitAuthorized(cp, role, rule, true);
-        }
-        checked++;
+    for (const [role, rule, without] of eachVerbRemoved(granting)) {
+      await putRole(cp, role, without);
+      await waitAuthorized(cp, role, rule, false);
+      try {
+        const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`);
+        t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
+        assert.equal(outcome.ok, false, `${describeRule(rule)} of ${role.metadata.name} is not needed`);
+      } finally {
+        await putRole(cp, role, role.rules);
+        await waitAuthorized(cp, role, rule, true);
       }
+      checked++;
     }
-    assert.ok(checked >= 10, `checked ${checked} rules`);
+    const verbs = granting.reduce((n, r) => n + r.rules.reduce((m, rule) => m + rule.verbs.length, 0), 0);
+    assert.equal(checked, verbs, `checked ${checked} verbs`);
+    assert.ok(checked >= 19, `checked ${checked} verbs`);
   });
 
   test('config/sharded: with the sharding RBAC as shipped, the manager with --sharding labels and reconciles the samples with zero 403s', async () => {
@@ -360,26 +401,23 @@ describe('kustomize deployment and least-privilege RBAC', () => {
     assert.deepEqual(outcome, { ok: true });
   });
 
-  test('config/sharded: every rule the sharding adds is needed: removing any one makes the --sharding run fail', async (t) => {
+  test('config/sharded: every verb of every rule the sharding adds is needed: removing any one makes the --sharding run fail', async (t) => {
     const cp = cluster();
     const roles = (await shardingRbac()).filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole') as RbacObject[];
     let checked = 0;
-    for (const role of roles) {
-      for (let i = 0; i < role.rules.length; i++) {
-        const rule = role.rules[i] as PolicyRule;
-        await putRole(cp, role, role.rules.filter((_, j) => j !== i));
-        await waitAuthorized(cp, role, rule, false);
-        try {
-          const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
-          t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
-          assert.equal(outcome.ok, false, `rule ${describeRule(rule)} of ${role.kind} ${role.metadata.name} is not needed`);
-        } finally {
-          await putRole(cp, role, role.rules);
-          await waitAuthorized(cp, role, rule, true);
-        }
-        checked++;
+    for (const [role, rule, without] of eachVerbRemoved(roles)) {
+      await putRole(cp, role, without);
+      await waitAuthorized(cp, role, rule, false);
+      try {
+        const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
+        t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
+        assert.equal(outcome.ok, false, `${describeRule(rule)} of ${role.kind} ${role.metadata.name} is not needed`);
+      } finally {
+        await putRole(cp, role, role.rules);
+        await waitAuthorized(cp, role, rule, true);
       }
+      checked++;
     }
-    assert.ok(checked >= 2, `checked ${checked} rules`);
+    assert.ok(checked >= 4, `checked ${checked} verbs`);
   });
 });

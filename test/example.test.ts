@@ -1,15 +1,21 @@
 /**
- * The library as a user gets it: `npm pack` of the built package, installed into a fresh project next to the example
- * controller (examples/configmap-copier/main.ts, imported by package name), type-checked there against the packed
- * .d.ts files, and run as its own process against the real control plane.
+ * The library as a user gets it: `npm pack` in a fresh copy of this repository's files (what `git clone` gives: the
+ * tracked files plus new ones not ignored — no dist/, no node_modules, which is linked from this checkout as `npm ci`
+ * would install it), so the package's `prepack` must build what it ships; the tarball installed into a fresh project
+ * next to the example controller (examples/configmap-copier/main.ts and its own test main.test.ts, importing
+ * `ts-controller-manager` and `ts-controller-manager/testing` by package name), type-checked there against the packed
+ * .d.ts files, run as its own process against the real control plane, and its test run there with `node --test`
+ * (a private control plane from `ts-controller-manager/testing`). The second example, examples/memcached (its own CRD
+ * and types generated from it), goes into the same project: type-checked with the first, its generated types checked
+ * up to date by the packed `ts-controller-manager gen types --check`, and its own test run there.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 
@@ -26,14 +32,21 @@ describe('the packed library and the example controller', () => {
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
   before(async () => {
-    const pkg = join(tmp, 'package');
-    mkdirSync(pkg);
-    // Build from the sources into the package dir (the repo's own dist/ is left alone), then pack it as npm would.
-    await run(tsc, ['-p', join(repoRoot, 'tsconfig.build.json'), '--outDir', join(pkg, 'dist')], { cwd: repoRoot });
-    for (const f of ['package.json', 'README.md']) copyFileSync(join(repoRoot, f), join(pkg, f));
-    const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: pkg })).stdout) as [{ filename: string; files: { path: string }[] }];
+    // A fresh clone's files (working-tree versions), nothing built.
+    const clone = join(tmp, 'clone');
+    const listed = (await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: repoRoot, maxBuffer: 16 << 20 })).stdout;
+    for (const file of listed.split('\0').filter((f) => f !== '' && existsSync(join(repoRoot, f)))) {
+      mkdirSync(dirname(join(clone, file)), { recursive: true });
+      copyFileSync(join(repoRoot, file), join(clone, file));
+    }
+    assert.equal(existsSync(join(clone, 'dist')), false, 'the fresh copy has no dist/');
+    symlinkSync(join(repoRoot, 'node_modules'), join(clone, 'node_modules'));
+    // npm pack runs `prepack` (the build) first; its banner goes to stderr, the JSON to stdout.
+    const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: clone, maxBuffer: 16 << 20 })).stdout) as [{ filename: string; files: { path: string }[] }];
     const files = packed[0].files.map((f) => f.path);
-    assert.ok(files.includes('dist/pkg/index.js') && files.includes('dist/pkg/index.d.ts'), 'the package holds the built entry point and its types');
+    for (const f of ['dist/pkg/index.js', 'dist/pkg/index.d.ts', 'dist/pkg/testing/index.js', 'dist/pkg/testing/index.d.ts', 'dist/pkg/testing/reaper.js', 'dist/cmd/manager/main.js']) {
+      assert.ok(files.includes(f), `the package holds ${f}`);
+    }
     assert.ok(!files.some((f) => f.endsWith('.test.js') || f.startsWith('pkg/') || f.startsWith('test/')), `no sources or tests packed: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}`);
 
     app = join(tmp, 'app');
@@ -42,19 +55,22 @@ describe('the packed library and the example controller', () => {
       name: 'copier-app', private: true, type: 'module', dependencies: { 'ts-controller-manager': `file:${join(tmp, packed[0].filename)}` },
     }));
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev'], { cwd: app, maxBuffer: 16 << 20 });
-    copyFileSync(join(repoRoot, 'examples', 'configmap-copier', 'main.ts'), join(app, 'main.ts'));
+    for (const f of ['main.ts', 'main.test.ts']) copyFileSync(join(repoRoot, 'examples', 'configmap-copier', f), join(app, f));
+    cpSync(join(repoRoot, 'examples', 'memcached'), join(app, 'memcached'), { recursive: true });
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
         target: 'ES2024', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true,
         types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')], skipLibCheck: false,
       },
-      files: ['main.ts'],
+      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts'],
     }));
   });
 
-  test('a fresh project type-checks the example against the packed .d.ts files', async () => {
+  test('a fresh project type-checks both examples and their tests against the packed .d.ts files (both entry points); each main.ts is under 120 lines', async () => {
     const res = await run(tsc, ['-p', app]).then(() => ({ code: 0, out: '' }), (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }));
     assert.equal(res.code, 0, `tsc in the user's project:\n${res.out}`);
+    // docs/library.md: each example is readable on one screen.
+    for (const f of ['main.ts', 'memcached/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
   });
 
   test('the example copies a labelled ConfigMap into labelled namespaces, keeps copies in sync, and cleans up', async (t) => {
@@ -113,5 +129,36 @@ describe('the packed library and the example controller', () => {
 
     proc.kill('SIGTERM');
     assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-3000)}`);
+  });
+
+  /** `node --test main.test.ts` in `dir` of the user's project, as its author runs it; the runner's output. */
+  async function ownTest(t: TestContext, dir: string): Promise<string> {
+    // KUBEBUILDER_ASSETS unset: the packed package finds this machine's cached binaries itself.
+    const childEnv = { ...process.env };
+    delete childEnv['KUBEBUILDER_ASSETS'];
+    delete childEnv['NODE_OPTIONS'];
+    // Set by the runner for this file's process; inherited, it makes the nested `node --test` skip its files.
+    delete childEnv['NODE_TEST_CONTEXT'];
+    const res = await run(node, ['--test', '--test-reporter=spec', 'main.test.ts'], { cwd: dir, env: childEnv, maxBuffer: 16 << 20 })
+      .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
+    for (const line of res.out.split('\n').filter((l) => l.includes('control plane ready in') || l.includes('✔') || l.includes('✖'))) t.diagnostic(line.trim());
+    assert.equal(res.code, 0, `node --test main.test.ts in ${dir}:\n${res.out.slice(-4000)}`);
+    return res.out;
+  }
+
+  test('the example\'s own test passes in the fresh project, on a control plane from ts-controller-manager/testing', async (t) => {
+    assert.match(await ownTest(t, app), /ℹ pass 1\n/);
+  });
+
+  test('memcached: the checked-in types are what the packed `ts-controller-manager gen types` makes of its CRD', async () => {
+    // As an npm script runs the bin: node_modules/.bin first on PATH, and the Node 24 this repository pins.
+    const path = `${join(app, 'node_modules', '.bin')}:${dirname(node)}:${process.env['PATH'] ?? ''}`;
+    const res = await run('ts-controller-manager', ['gen', 'types', '--out', 'api', '--check', 'crd.yaml'], { cwd: join(app, 'memcached'), env: { ...process.env, PATH: path } })
+      .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
+    assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
+  });
+
+  test('memcached: its own test passes in the fresh project (Deployment applied and owned, Ready, drift undone, finalizer, nothing left)', async (t) => {
+    assert.match(await ownTest(t, join(app, 'memcached')), /ℹ pass 1\n/);
   });
 });

@@ -166,13 +166,15 @@ describe('Foo controller', () => {
       return (await eventsFor(ns, 'Foo', 'no-name')).find((e) => e.reason === 'InvalidSpec');
     });
     assert.equal(warning.type, 'Warning');
+    // Not requeued (checked while it is the only Foo: a valid Foo's fenced status patch may be requeued once when the
+    // cache is behind its own last write — a 409, docs/safety.md — which also counts as a retry).
+    assert.equal(await m.metric('workqueue_retries_total', { name: 'foo' }), 0);
     // The controller keeps working: a valid Foo created afterwards converges.
     await createFoo(ns, 'ok', { deploymentName: 'ok', replicas: 1 });
     await waitFor('valid Foo converged', async () => (await getFoo(ns, 'ok')).status?.availableReplicas === 1);
-    // No hot loop: the invalid Foo was reconciled once (terminal), never requeued.
+    // No hot loop: the invalid Foo was reconciled once (terminal) meanwhile — each of its reconciles is an error.
     assert.equal(await m.metric('controller_runtime_terminal_reconcile_errors_total', { controller: 'foo' }), 1);
     assert.equal(await m.metric('controller_runtime_reconcile_errors_total', { controller: 'foo' }), 1);
-    assert.equal(await m.metric('workqueue_retries_total', { name: 'foo' }), 0);
     await m.flushEvents();
     const warnings = (await eventsFor(ns, 'Foo', 'no-name')).filter((e) => e.type === 'Warning');
     assert.deepEqual(warnings.map((e) => [e.reason, e.count]), [['InvalidSpec', 1]]);

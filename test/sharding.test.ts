@@ -20,17 +20,15 @@
  *     the deletes nothing is left in Neutron.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { RestClient } from '../pkg/client/rest.ts';
 import { drainLabel, shardLabel } from '../pkg/sharding/assignment.ts';
 import { shardNameOf } from '../pkg/sharding/shard.ts';
-import { ControlPlane } from './cluster/controlplane.ts';
 import { adminKubeConfig, cluster, waitFor } from './helpers/cluster.ts';
 import { prepareControlPlane } from './helpers/crds.ts';
 import { NetworkTestBed, networksPath } from './helpers/network.ts';
+import { auditedControlPlane, leaderElectionArgs, writeManagerLog } from './helpers/auditedcluster.ts';
 import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
@@ -60,14 +58,7 @@ interface Deployment { metadata: { name: string; labels?: Record<string, string>
 
 describe('sharding', () => {
   test(`3 replicas, ${N} Foos: a third each; a fourth takes a quarter through drains; kill -9 → reassigned and reconciled elsewhere; no overlapping writers`, { timeout: 900_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tscm-sharding-'));
-    const auditLog = join(dir, 'audit.log');
-    writeFileSync(join(dir, 'audit-policy.yaml'), auditPolicy);
-    const cp = await ControlPlane.start({
-      mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-batch-max-wait=1s'] },
-    });
-    t.after(() => cp.stop());
+    const { cp, dir, auditLog } = await auditedControlPlane(t, { prefix: 'tscm-sharding-', policy: auditPolicy, mode: 'batch' });
     await prepareControlPlane(cp, ns);
     const api = new RestClient({ kubeConfig: adminKubeConfig(cp), userAgent: 'sharding-test' });
     const foosPath = `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`;
@@ -78,14 +69,13 @@ describe('sharding', () => {
     const replicas: { mgr: ManagerProcess; shard: string }[] = [];
     t.after(async () => {
       await Promise.all(replicas.map((r) => r.mgr.stop('SIGKILL')));
-      replicas.forEach((r, i) => writeFileSync(join(dir, `replica-${i}.log`), r.mgr.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + r.mgr.stderr.join('')));
+      replicas.forEach((r, i) => writeManagerLog(join(dir, `replica-${i}.log`), r.mgr));
     });
     t.diagnostic(`logs and audit log: ${dir}`);
     const startReplica = async (): Promise<{ mgr: ManagerProcess; shard: string }> => {
       const mgr = await ManagerProcess.start({
-        args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo,deployment', '--foo-concurrency=4', '--leader-elect', '--sharding',
-          `--leader-election-namespace=${ns}`, `--leader-election-id=${group}`, `--leader-elect-lease-duration=${leaseMs}ms`,
-          `--leader-elect-renew-deadline=${renewMs}ms`, `--leader-elect-retry-period=${retryMs}ms`],
+        args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo,deployment', '--foo-concurrency=4', '--sharding',
+          ...leaderElectionArgs({ namespace: ns, id: group, leaseMs, renewMs, retryMs })],
         env: { WATCH_NAMESPACE: ns },
       });
       const line = await mgr.waitForLog('startup line', (l) => l.msg === 'starting ts-controller-manager');
@@ -201,7 +191,7 @@ describe('sharding', () => {
      * sharder even decides to reassign; dead: the reassigning patch).
      */
     const intervals = new Map<string, { shard: string; from: number; to: number }[]>();
-    const writes: { key: string; shard: string; received: number; completed: number; what: string }[] = [];
+    const writes: { key: string; shard: string; received: number; completed: number; what: string; ack?: boolean }[] = [];
     for (const e of events.sort((a, b) => micros(a.stageTimestamp) - micros(b.stageTimestamp))) {
       const name = e.objectRef?.name ?? '';
       const resource = e.objectRef?.resource;
@@ -226,7 +216,7 @@ describe('sharding', () => {
         const ack = ['foo', 'deployment'].find((c) => body.some((op) => op.op === 'remove' && op.path.endsWith(shardLabel(c).replace('/', '~1'))));
         assert.ok(ack, `unexpected JSON patch ${what}`);
         const key = `${ack}|${name}`;
-        writes.push({ key, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what });
+        writes.push({ key, shard: shardOf(e), received: micros(e.requestReceivedTimestamp), completed: micros(e.stageTimestamp), what, ack: true });
         const open = timeline(key).at(-1);
         if (open && open.shard === shardOf(e) && open.to === Infinity) open.to = micros(e.stageTimestamp);
       } else if (!labelOnly && e.verb !== 'delete') {
@@ -235,7 +225,11 @@ describe('sharding', () => {
       }
     }
     assert.ok(writes.length >= N, `audit log holds the shards' writes (${writes.length})`);
-    const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && w.completed <= i.to));
+    // An acknowledgement fences itself (its JSON patch `test`s that the label still names the shard, so it commits
+    // only inside the shard's interval): it must have been sent inside it. Its audit completion can trail the
+    // sharder's reassigning patch, which reacts to the ack's watch event — on one shared HTTP/2 connection (one per
+    // process, issue 23) the event and the sharder's patch can overtake the ack's own response.
+    const outside = writes.filter((w) => !(intervals.get(w.key) ?? []).some((i) => i.shard === w.shard && w.received >= i.from && (w.ack ? w.received : w.completed) <= i.to));
     assert.deepEqual(outside.slice(0, 5), [], `${outside.length} writes outside the writer's assignment interval`);
     t.diagnostic(`audit: ${writes.length} shard writes, all inside their shard's assignment interval; ${moved.length} drains`);
   });

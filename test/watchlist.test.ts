@@ -14,8 +14,6 @@
  *     continue), syncs, watches from the list's resourceVersion, and never asks for a streaming list again.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
@@ -26,7 +24,8 @@ import {
   type KubeObject, type ListPage, type ListRequest, type ListWatcher, type WatchEvent, type WatchRequest,
 } from '../pkg/informerfactory/index.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
-import { ControlPlane } from './cluster/controlplane.ts';
+import type { ControlPlane } from './cluster/controlplane.ts';
+import { auditedControlPlane, writeManagerLog, type AuditedControlPlane } from './helpers/auditedcluster.ts';
 import { micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
@@ -43,26 +42,9 @@ rules:
 /** An audit line with the fields these tests read (Metadata level carries them). */
 type Audit = AuditEvent & { auditID: string; requestURI: string };
 
-interface Cluster {
-  cp: ControlPlane;
-  auditLog: string;
-  dir: string;
-}
-
 /** A private minimal control plane with the audit log above (and extra kube-apiserver flags). */
-async function privateCluster(t: TestContext, extraApiserverArgs: string[] = []): Promise<Cluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-watchlist-'));
-  const policy = join(dir, 'audit-policy.yaml');
-  const auditLog = join(dir, 'audit.log');
-  writeFileSync(policy, auditPolicy);
-  const cp = await ControlPlane.start({
-    mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
-    extraArgs: {
-      'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking', ...extraApiserverArgs],
-    },
-  });
-  t.after(() => cp.stop());
-  return { cp, auditLog, dir };
+function privateCluster(t: TestContext, extraApiserverArgs: string[] = []): Promise<AuditedControlPlane> {
+  return auditedControlPlane(t, { prefix: 'tscm-watchlist-', policy: auditPolicy, extraApiserverArgs });
 }
 
 /** The audit lines of requests made with this User-Agent, one per request (the last stage seen of each). */
@@ -218,7 +200,8 @@ describe('streaming lists (WatchList) on a real kube-apiserver', () => {
 
     // The cache is exactly the server's state (names and resourceVersions), delivered to the handler as adds.
     assert.deepEqual(sorted(cacheState(h.informer)), sorted(before));
-    assert.equal(h.handled.adds.size, count);
+    // The handler's deliveries trail the cache (its own queue): every object reaches it as an add.
+    await waitFor('the handler saw every object as an add', () => h.handled.adds.size === count, { timeoutMs: 30_000 });
 
     // What the reflector saw on its one stream: the initial ADDED events (informer not yet synced at any of them),
     // then the bookmark annotated k8s.io/initial-events-end, whose resourceVersion the informer took over.
@@ -266,7 +249,7 @@ describe('streaming lists (WatchList) on a real kube-apiserver', () => {
     });
     t.after(async () => {
       await mgr.stop('SIGKILL');
-      writeFileSync(join(dir, 'manager.log'), mgr.logs.map((l) => JSON.stringify(l)).join('\n'));
+      writeManagerLog(join(dir, 'manager.log'), mgr);
     });
     await mgr.waitReady({ timeoutMs: 120_000 });
     const mine = (): Audit[] => (readAuditLog(auditLog) as Audit[]).filter((e) => e.userAgent?.startsWith('ts-controller-manager/'));

@@ -17,6 +17,21 @@ function kubeconfigFile(): string {
   return file;
 }
 
+/** Runs `fn` with process.stderr.write captured (restored afterwards, also when `fn` throws): its result and what it wrote. */
+async function capturingStderr<T>(fn: () => Promise<T>): Promise<{ result: T; err: string[] }> {
+  const err: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = (chunk: string | Uint8Array): boolean => {
+    err.push(String(chunk));
+    return true;
+  };
+  try {
+    return { result: await fn(), err };
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
 test('signal handlers are installed before credentials load and before the wiring (controller setup) runs', async () => {
   // Issue 11 item 6: as PID 1, a SIGTERM during setup used to be ignored (handlers came after controller setup).
   const proc = Object.assign(new EventEmitter(), { exit: (code: number): void => assert.fail(`exit ${code}`) });
@@ -39,20 +54,9 @@ test('signal handlers are installed before credentials load and before the wirin
 
 test('the in-cluster ServiceAccount root is a constructor seam, not an environment variable', async () => {
   const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
-  const err: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = (chunk: string | Uint8Array): boolean => {
-    err.push(String(chunk));
-    return true;
-  };
-  let code: number;
-  try {
-    code = await main([], { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1', TSCM_IN_CLUSTER_PATH_PREFIX: '/tmp/x', HOME: '/nonexistent' }, {
-      proc, inClusterRoot: '/nonexistent-root', run: () => Promise.resolve(0),
-    });
-  } finally {
-    process.stderr.write = write;
-  }
+  const { result: code, err } = await capturingStderr(() => main([], { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1', TSCM_IN_CLUSTER_PATH_PREFIX: '/tmp/x', HOME: '/nonexistent' }, {
+    proc, inClusterRoot: '/nonexistent-root', run: () => Promise.resolve(0),
+  }));
   assert.equal(code, 2);
   assert.match(err.join(''), /\/nonexistent-root\/var\/run\/secrets\/kubernetes\.io\/serviceaccount\/token does not exist/);
   assert.doesNotMatch(err.join(''), /\/tmp\/x/, 'the old environment variable is ignored');
@@ -60,19 +64,8 @@ test('the in-cluster ServiceAccount root is a constructor seam, not an environme
 
 test('--watch-list: a malformed value exits 2 with one error line before anything runs; a valid one reaches the wiring', async () => {
   const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
-  const err: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = (chunk: string | Uint8Array): boolean => {
-    err.push(String(chunk));
-    return true;
-  };
   let ran = 0;
-  let code: number;
-  try {
-    code = await main([`--kubeconfig=${kubeconfigFile()}`, '--watch-list=yes'], {}, { proc, run: () => Promise.resolve(++ran) });
-  } finally {
-    process.stderr.write = write;
-  }
+  const { result: code, err } = await capturingStderr(() => main([`--kubeconfig=${kubeconfigFile()}`, '--watch-list=yes'], {}, { proc, run: () => Promise.resolve(++ran) }));
   assert.equal(code, 2);
   assert.equal(ran, 0, 'the wiring never ran');
   const lines = err.join('').trimEnd().split('\n');

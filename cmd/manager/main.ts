@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 /**
- * ts-controller-manager entry point (see cli.ts for the order of work and the exit codes).
+ * ts-controller-manager entry point (see cli.ts for the order of work and the exit codes). `gen …` runs the code
+ * generator instead (pkg/codegen/cli.ts; docs/codegen.md).
  */
 import { main } from './cli.ts';
 
-main(process.argv.slice(2), process.env).then(
+const argv = process.argv.slice(2);
+const command = argv[0] === 'gen'
+  ? import('../../pkg/codegen/cli.ts').then(({ genMain }) => genMain(argv.slice(1)))
+  : main(argv, process.env);
+command.then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

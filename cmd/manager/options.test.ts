@@ -41,6 +41,7 @@ test('defaults match the documented flag defaults', () => {
   assert.equal(o.priorityQueue, true);
   assert.equal(o.maxQueueWaitMs, 30_000);
   assert.equal(o.watchList, false);
+  assert.equal(o.reconcileTimeoutMs, 0, 'no reconcile timeout by default');
   assert.equal(o.logLevel, 'info');
   assert.deepEqual(o.watchNamespaces, []);
 });
@@ -98,6 +99,8 @@ test('--priority-queue: a boolean like the others (bare = true; false turns the 
   assert.equal(parse(['--priority-queue=false', '--priority-queue']).priorityQueue, true);
   assert.equal(parse(['--priority-queue=0']).priorityQueue, false);
   assert.equal(parse(['--max-queue-wait=500ms']).maxQueueWaitMs, 500);
+  assert.equal(parse(['--reconcile-timeout=1m30s']).reconcileTimeoutMs, 90_000);
+  assert.equal(parse(['--reconcile-timeout', '0']).reconcileTimeoutMs, 0);
 });
 
 test('--watch-list: a boolean like the others (off by default; bare = true)', () => {
@@ -132,6 +135,8 @@ test('help text lists every flag with its default and the environment', () => {
   assert.match(h, /--cache-sync-timeout=DURATION\s.*\(default "2m"\)/);
   assert.match(h, /--priority-queue\s.*\(default "true"\)/);
   assert.match(h, /--max-queue-wait=DURATION\s.*\(default "30s"\)/);
+  assert.match(h, /--reconcile-timeout=DURATION\s.*\(default "0"\)/);
+  assert.match(h, /^ +ts-controller-manager gen types --help /m, 'the gen subcommand is named');
   assert.match(h, /lease duration > renew deadline \+ retry period/, 'the timing rule and why');
 });
 
@@ -290,6 +295,8 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--watchlist'], message: /^unknown flag --watchlist \(did you mean --watch-list\?\)$/ },
   { argv: ['--max-queue-wait=0'], message: /^invalid value for --max-queue-wait: must be greater than 0$/ },
   { argv: ['--max-queue-wait=30'], message: /^invalid value for --max-queue-wait: invalid duration "30"/ },
+  { argv: ['--reconcile-timeout=30'], message: /^invalid value for --reconcile-timeout: invalid duration "30"/ },
+  { argv: ['--reconcile-timeout=-1s'], message: /^invalid value for --reconcile-timeout: / },
   { argv: ['--log-level=verbose'], message: /^invalid value "verbose" for --log-level: want one of trace\|debug\|info\|warn\|error$/ },
   { argv: ['--metrics-secure=false', '--metrics-cert-dir=/c'], message: /^--metrics-cert-dir only applies with --metrics-secure$/ },
   { argv: ['--leader-election-id=Bad_Name'], message: /--leader-election-id: not a DNS-1123 subdomain/ },

@@ -76,6 +76,8 @@ export interface Options {
   maxQueueWaitMs: number;
   /** `--watch-list`: informers fill their caches with streaming lists (falling back to paged LIST when refused). */
   watchList: boolean;
+  /** `--reconcile-timeout`: every controller's reconcile timeout; 0 = none (the default). */
+  reconcileTimeoutMs: number;
   logLevel: LogLevel;
   /** `--neutron-cloud-config`, else `$NEUTRON_CLOUD_CONFIG`. */
   neutronCloudConfig: string | undefined;
@@ -123,6 +125,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'priority-queue', kind: 'bool', def: 'true', help: 'Priority work queues: objects of the initial list and of resyncs are queued at low priority, real changes go first. false = plain FIFO queues.' },
   { name: 'max-queue-wait', kind: 'duration', def: '30s', help: 'Aging bound of the priority queue: a key that has waited this long goes before younger keys whatever their priority (no starvation).' },
   { name: 'watch-list', kind: 'bool', def: 'false', help: 'Fill informer caches with streaming lists (a WATCH with sendInitialEvents=true, ended by the k8s.io/initial-events-end bookmark) instead of paged LISTs; falls back to paged LIST for good when the API server refuses them.' },
+  { name: 'reconcile-timeout', kind: 'duration', def: '0', help: 'Abort a reconcile\'s signal after this long (it fails with a TimeoutError and is retried with backoff; counted in controller_runtime_reconcile_timeouts_total). 0 = no timeout.' },
   { name: 'log-level', kind: 'level', def: 'info', help: `Log level: ${logLevelChoices.join('|')}.` },
   { name: 'neutron-cloud-config', kind: 'string', help: 'Path to a clouds.yaml for the network controller. Default: $NEUTRON_CLOUD_CONFIG.' },
   { name: 'neutron-cloud', kind: 'string', help: 'Cloud name inside clouds.yaml. Default: $OS_CLOUD.' },
@@ -132,7 +135,7 @@ const specByName = new Map(flagSpecs.map((s) => [s.name, s]));
 
 /** The --help text: usage, every flag with its default, and the environment variables read. */
 export function helpText(): string {
-  const lines = ['Usage: ts-controller-manager [flags]', '', 'Flags:'];
+  const lines = ['Usage: ts-controller-manager [flags]', '       ts-controller-manager gen types --help   (TypeScript types from CRDs)', '', 'Flags:'];
   const label = (s: FlagSpec): string => (s.kind === 'bool' ? `--${s.name}` : `--${s.name}=${placeholder(s.kind)}`);
   const width = Math.max(...flagSpecs.map((s) => label(s).length), '-h, --help'.length) + 2;
   for (const s of flagSpecs) {
@@ -404,6 +407,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   if (sharding && !leaderElect) throw new UsageError('--sharding needs --leader-elect (the sharder is the holder of the leader Lease)');
   const maxQueueWaitMs = duration('max-queue-wait');
   const watchList = parseBool('watch-list', get('watch-list') ?? 'false');
+  const reconcileTimeoutMs = wrap('reconcile-timeout', parseDuration);
 
   const level = get('log-level') ?? 'info';
   if (!(logLevelChoices as readonly string[]).includes(level)) {
@@ -465,6 +469,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     sharding,
     maxQueueWaitMs,
     watchList,
+    reconcileTimeoutMs,
     logLevel: level as LogLevel,
     neutronCloudConfig: str('neutron-cloud-config') ?? nonEmpty(env.NEUTRON_CLOUD_CONFIG),
     neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),

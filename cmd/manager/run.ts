@@ -46,6 +46,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     priorityQueue: opts.priorityQueue,
     maxQueueWaitMs: opts.maxQueueWaitMs,
     watchList: opts.watchList,
+    reconcileTimeoutMs: opts.reconcileTimeoutMs,
   });
   // Controllers first: their informers must exist before the factory starts listing.
   for (const name of opts.controllers) {

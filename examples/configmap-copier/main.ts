@@ -5,8 +5,7 @@
  *   KUBECONFIG=… node main.ts      (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  */
 import {
-  ControllerManager, coreResources, isNotFound, keyOf, objectPath, collectionPath, parseWatchNamespace, selectorFromSet,
-  type KubeObject, type Reconciler,
+  ControllerManager, coreResources, ignoreNotFound, keyOf, parseWatchNamespace, selectorFromSet, type KubeObject, type Reconciler,
 } from 'ts-controller-manager';
 
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
@@ -25,15 +24,15 @@ const mgr = new ControllerManager({
 });
 const cms = mgr.informer<ConfigMap>(configMaps).lister();
 const nss = mgr.informer<KubeObject>(namespaces).lister();
+const api = mgr.client.resource<ConfigMap>(configMaps);
 const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
 
 const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
   const src = cms.get(namespace, name);
   const finalizers = src?.metadata?.finalizers ?? [];
   if (!src || (!isSource.matches(src.metadata?.labels) && !finalizers.includes(finalizer))) return;
-  const setFinalizers = (list: string[]): Promise<unknown> => mgr.client.json('PATCH', objectPath(configMaps, namespace, name), {
-    body: { metadata: { finalizers: list, resourceVersion: src.metadata?.resourceVersion } }, contentType: 'application/merge-patch+json', signal,
-  });
+  const setFinalizers = (list: string[]): Promise<unknown> => api.namespace(namespace)
+    .patch(name, { merge: { metadata: { finalizers: list, resourceVersion: src.metadata?.resourceVersion } } }, { signal });
   const wanted = !src.metadata?.deletionTimestamp && isSource.matches(src.metadata?.labels);
   const want = new Set(wanted ? nss.list(undefined, isReceiver).map((n) => n.metadata?.name ?? '').filter((n) => n !== namespace) : []);
   if (want.size > 0 && !finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
@@ -41,20 +40,19 @@ const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
   for (const copy of copiesOf(src)) {
     const ns = copy.metadata?.namespace ?? '';
     if (want.has(ns)) continue;
-    await mgr.client.json('DELETE', objectPath(configMaps, ns, name), { signal }).catch((err: unknown) => { if (!isNotFound(err)) throw err; });
+    await ignoreNotFound(api.namespace(ns).delete(name, { preconditions: { uid: copy.metadata?.uid }, signal }));
     log.info({ copy: keyOf(ns, name) }, 'Deleted copy');
   }
   for (const ns of want) {
     const copy = cms.get(ns, name);
     const metadata = { name, namespace: ns, labels: { [copyOf]: src.metadata?.uid ?? '' }, annotations: { [sourceKey]: keyOf(namespace, name) } };
-    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: src.data ?? {} };
     if (!copy) {
-      await mgr.client.json('POST', collectionPath(configMaps, ns), { body, signal });
+      await api.create({ metadata, data: src.data ?? {} }, { signal });
       log.info({ copy: keyOf(ns, name) }, 'Created copy');
     } else if (copy.metadata?.labels?.[copyOf] !== metadata.labels[copyOf]) {
       log.warn({ copy: keyOf(ns, name) }, 'A ConfigMap of that name exists and is not our copy; leaving it alone');
-    } else if (JSON.stringify(copy.data ?? {}) !== JSON.stringify(body.data)) {
-      await mgr.client.json('PUT', objectPath(configMaps, ns, name), { body: { ...body, metadata: { ...metadata, resourceVersion: copy.metadata?.resourceVersion } }, signal });
+    } else if (JSON.stringify(copy.data ?? {}) !== JSON.stringify(src.data ?? {})) {
+      await api.update({ metadata: { ...metadata, resourceVersion: copy.metadata?.resourceVersion }, data: src.data ?? {} }, { signal });
     }
   }
   // Deleted copies come back here through their delete events: the finalizer goes once none is left in the cache.

@@ -99,7 +99,8 @@ test('a black-holed connection is detected by an unanswered ping: its streams fa
     })();
     proxy.blackhole();
     const outcome = await ended; // without the health check this never resolves
-    assert.match(outcome, /failed|ended/);
+    // The watch must FAIL (so its reader resumes from its resourceVersion), never end as if the server closed it.
+    assert.match(outcome, /^failed: /);
     proxy.restore();
     const res = await c.send(get('/again'));
     assert.equal(await pathOf(res.body), '/again');
@@ -154,4 +155,40 @@ test('a stream closed without an error and without a response rejects (it used t
   assert.match(outcome, /closed before a complete response/);
   assert.equal(await pathOf((await c.send(get('/after-reset'))).body), '/after-reset', 'the connection still serves');
   c.close();
+});
+
+test('HTTP/1.1: a connection closed without an error and without a (complete) response rejects (no hang); the next request works', async () => {
+  // The HTTP/2 path had this hang (see the test above); here the server ends (FIN) or destroys (RST) the socket of a
+  // request without answering, on a fresh and on a reused keep-alive socket.
+  const { createServer: createHttpsServer } = await import('node:https');
+  const h1 = createHttpsServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+    if (req.url?.startsWith('/fin')) req.socket.end();
+    else if (req.url?.startsWith('/rst')) req.socket.destroy();
+    else if (req.url?.startsWith('/partial')) {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('abc', () => req.socket.destroy()); // headers and part of the body, then the socket closes
+    }
+    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url }));
+  });
+  await new Promise<void>((r) => h1.listen(0, '127.0.0.1', r));
+  try {
+    const c = new Connection(`https://127.0.0.1:${(h1.address() as AddressInfo).port}`, { tls: { ca: Buffer.from(cert.cert) } });
+    for (const path of ['/fin/1', '/rst/1', '/ok', '/fin/2', '/rst/2', '/partial']) {
+      const outcome = await Promise.race([
+        (async () => {
+          const res = await c.send(get(path));
+          return `resolved ${res.status}: ${await readText(res.body)}`;
+        })().catch((err: Error) => `rejected: ${err.message}`),
+        new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5_000).unref()),
+      ]);
+      if (path === '/ok') assert.equal(outcome, 'resolved 200: {"path":"/ok"}');
+      else assert.match(outcome, /^rejected: /, `${path}: ${outcome}`);
+    }
+    assert.equal(c.protocol, 'h1');
+    assert.equal(await pathOf((await c.send(get('/after'))).body), '/after', 'the connection still serves');
+    c.close();
+  } finally {
+    h1.closeAllConnections();
+    await new Promise<void>((r) => h1.close(() => r()));
+  }
 });

@@ -17,6 +17,8 @@
  *    stream pauses; other streams keep flowing.
  *  - A session keeps the process alive only while it has open streams (like a pending fetch); idle, it is unref'd.
  * Aborting a request's signal resets its stream (or destroys its HTTP/1.1 request) and rejects / errors the body.
+ * `beforeSend` runs once the session (HTTP/2) or socket (HTTP/1.1) is connected, right before the request is
+ * written: a request refused there never reaches the wire (a queued HTTP/2 request on a connecting session would).
  * Bodies: `buffered` requests are read inside the response handler (an HTTP/2 stream may close right after
  * END_STREAM, and a read started a few ticks later can fail with "premature close"); streamed bodies (watches) are
  * read by the caller, who treats such an error like any broken watch (resume from the last resourceVersion).
@@ -52,6 +54,12 @@ export interface SendOptions {
   signal: AbortSignal;
   /** Read the whole body before resolving (ordinary calls); otherwise the body is streamed (watches). */
   buffered?: boolean;
+  /**
+   * Called synchronously at the last moment before the request's first byte is handed to a connected session or
+   * socket (after the TLS handshake / session connect); throwing refuses the request with that error and nothing
+   * of it is sent. The write gate (rest.ts) uses it.
+   */
+  beforeSend?: () => void;
 }
 
 /** A response with its body unread: `body` is a byte stream (iterate it, or read it with text()). */
@@ -206,8 +214,39 @@ export class Connection {
     }
   }
 
+  /** Resolves once `s` is connected (at once when it is); rejects if it closes or fails first. */
+  private connected(s: Session): Promise<void> {
+    const session = s.session;
+    if (!session.connecting) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = (err?: Error): void => {
+        session.off('connect', onConnect);
+        session.off('close', onClose);
+        session.off('error', done);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onConnect = (): void => done();
+      const onClose = (): void => done(new Error(`HTTP/2 session to ${this.origin.host} closed before it connected`));
+      session.once('connect', onConnect);
+      session.once('close', onClose);
+      session.once('error', done);
+    });
+  }
+
   private async sendH2(opts: SendOptions): Promise<WireResponse> {
     const s = this.session();
+    if (opts.beforeSend) {
+      // A request on a connecting session is queued and written when it connects: wait, then ask the gate.
+      s.open++; // hold the slot meanwhile, so concurrent requests do not all pick this session past its limit
+      try {
+        await this.connected(s);
+      } finally {
+        s.open--;
+      }
+      opts.signal.throwIfAborted();
+      opts.beforeSend();
+    }
     const headers: Record<string, string> = {
       [h2c.HTTP2_HEADER_METHOD]: opts.method,
       [h2c.HTTP2_HEADER_PATH]: opts.path,
@@ -257,6 +296,7 @@ export class Connection {
     // the body.
     const signal = opts.signal;
     let response: IncomingMessage | undefined;
+    const beforeSend = opts.beforeSend;
     return new Promise<WireResponse>((resolve, reject) => {
       const req = send({
         protocol: this.origin.protocol, hostname: this.origin.hostname.replace(/^\[|\]$/g, ''), port: this.origin.port,
@@ -279,7 +319,38 @@ export class Connection {
         signal.removeEventListener('abort', onAbort);
         reject(err);
       });
-      req.end(opts.body);
+      if (!beforeSend) {
+        req.end(opts.body);
+        return;
+      }
+      // Nothing is written before end() (headers go with the first write). A pooled keep-alive socket is connected;
+      // a new one is not until 'connect' (http) / 'secureConnect' (https) — the 'socket' event comes a tick after
+      // it was created, before any connect can have completed.
+      req.once('socket', (socket) => {
+        const go = (): void => {
+          socket.off('close', onClose);
+          try {
+            signal.throwIfAborted();
+            beforeSend();
+          } catch (err) {
+            signal.removeEventListener('abort', onAbort);
+            reject(err instanceof Error ? err : new Error(String(err)));
+            req.destroy();
+            return;
+          }
+          req.end(opts.body);
+        };
+        const onClose = (): void => {
+          socket.off(ready, go); // req's 'error' rejects
+        };
+        const ready = this.origin.protocol === 'http:' ? 'connect' : 'secureConnect';
+        if (req.reusedSocket) {
+          go();
+          return;
+        }
+        socket.once(ready, go);
+        socket.once('close', onClose);
+      });
     });
   }
 }

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createSecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Registry } from 'prom-client';
+import { selfSignedCertificate } from '../manager/selfsigned.ts';
 import { KubeConfig, type User } from './kubeconfig.ts';
 import { ApiError, RestClient } from './rest.ts';
 
@@ -41,17 +43,34 @@ function client(user: Omit<User, 'name'>): RestClient {
   return new RestClient({ kubeConfig: kc, registry: new Registry() });
 }
 
-test('every request of a client reuses one connection (one pool per RestClient, not one per request)', async () => {
-  const rest = client({ token: 't' });
-  seen.length = 0;
+test('every request of a client goes over ONE connection: 20 sequential + 5 parallel requests, one TLS session (HTTP/2)', async (t) => {
+  // The API server's transport: TLS with ALPN h2 (a plain-HTTP/1.1 server needs one socket per parallel request).
+  const cert = await selfSignedCertificate({ commonName: 'one', ips: ['127.0.0.1'] });
+  const ports = new Set<number>();
+  const auth: (string | undefined)[] = [];
+  let sessions = 0;
+  const h2 = createSecureServer({ cert: cert.cert, key: cert.key });
+  h2.on('session', () => sessions++);
+  h2.on('request', (req, res) => {
+    ports.add(req.socket.remotePort ?? 0);
+    auth.push(req.headers.authorization);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url }));
+  });
+  await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => h2.close(() => r())));
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${(h2.address() as AddressInfo).port}`, caData: Buffer.from(cert.cert).toString('base64') }],
+    users: [{ name: 'u', token: 't' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry() });
   for (let i = 0; i < 20; i++) await rest.json('GET', `/r/${i}`);
   await Promise.all(Array.from({ length: 5 }, (_, i) => rest.json('GET', `/p/${i}`)));
-  const ports = new Set(seen.map((s) => s.port));
-  // One connection per request (what client-node's per-request dispatcher does) would be 25. HTTP/1.1 keep-alive:
-  // a request may start before the previous response's socket is back in the pool, so allow one spare.
-  assert.ok(ports.size <= 7, `20 sequential + 5 parallel requests used ${ports.size} connections`);
-  assert.ok(new Set(seen.slice(0, 20).map((s) => s.port)).size <= 2, 'sequential requests share keep-alive connections');
-  assert.ok(seen.every((s) => s.auth === 'Bearer t'));
+  // One connection per request (what client-node's per-request dispatcher does) would be 25.
+  assert.equal(auth.length, 25);
+  assert.equal(sessions, 1, 'one TLS connection');
+  assert.equal(ports.size, 1, 'one client port');
+  assert.ok(auth.every((a) => a === 'Bearer t'));
   await rest.close();
 });
 

@@ -1,9 +1,11 @@
 /**
  * RestClient: the one HTTP path from this process to the Kubernetes API server.
  *
- * Transport (transport.ts, connection.ts): one connection per client on Node's built-in http2/https (HTTP/2 by ALPN,
- * so all requests and watches share one multiplexed connection, as client-go), credentials per request (token files
- * re-read when rotated, exec plugins), TLS material re-read when its files change. No WHATWG stream or Response
+ * Transport (transport.ts, connection.ts): one connection per PROCESS for equal cluster + user settings — every
+ * RestClient of one kubeconfig shares one Transport (`sharedTransports`, as client-go's transport cache), on Node's
+ * built-in http2/https (HTTP/2 by ALPN, so all requests and watches share one multiplexed connection), credentials
+ * per request (token files re-read when rotated, exec plugins run once for all clients), TLS material re-read when
+ * its files change. The write gate, user agent and metrics stay per client. No WHATWG stream or Response
  * objects per call. Every request — including streaming watches — is counted in
  * `rest_client_requests_total{code,method,host}` (client-go's name); a request that fails before a response is
  * counted with code `<error>`.
@@ -22,7 +24,10 @@ import { Counter, type Registry } from 'prom-client';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { readText } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
-import { Transport } from './transport.ts';
+import { sharedTransports, type Transport } from './transport.ts';
+import { ResourceClient } from './typed.ts';
+import type { KubeObject } from '../apis/meta/types.ts';
+import type { ResourceType } from '../informerfactory/resource.ts';
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -90,9 +95,13 @@ export interface RestClientOptions {
   /**
    * Write gate (leader election): once this signal aborts, every request other than GET is refused with its reason
    * before anything is sent. The manager gives its guarded client (controllers, Events) the leadership signal, so
-   * nothing it writes starts after leadership can no longer be proven (writes already sent are not cut: see request()).
+   * nothing it writes starts after leadership can no longer be proven (writes already sent are not cut: see send()).
+   * Checked when the write is asked for AND again synchronously immediately before its bytes are handed to the
+   * connection — after the credentials (an exec plugin can take seconds) and the connection set-up were awaited.
    */
   writeGate?: AbortSignal;
+  /** The Transport to use (owned by the caller, not closed by `close()`). Default: the shared one of this kubeconfig. */
+  transport?: Transport;
 }
 
 export function requestsCounter(registry: Registry): Counter<'code' | 'method' | 'host'> {
@@ -135,11 +144,20 @@ export class RestClient {
   /** Counter children by "code method" (prom-client hashes labels on every inc otherwise). */
   private readonly counted = new Map<string, Child>();
   private readonly writeGate: AbortSignal | undefined;
+  /** Drops this client's hold on the shared Transport (no-op for a caller-owned one). */
+  private readonly releaseTransport: () => void;
 
   constructor(opts: RestClientOptions) {
     this.writeGate = opts.writeGate;
     this.kubeConfig = opts.kubeConfig;
-    this.transport = new Transport(opts.kubeConfig);
+    if (opts.transport) {
+      this.transport = opts.transport;
+      this.releaseTransport = () => {};
+    } else {
+      const lease = sharedTransports.acquire(opts.kubeConfig);
+      this.transport = lease.transport;
+      this.releaseTransport = () => lease.release();
+    }
     this.server = this.transport.cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
     this.prefix = new URL(this.server).pathname.replace(/\/+$/, '');
@@ -183,9 +201,19 @@ export class RestClient {
     // (shutdown aborts every reconcile at once) can leave Node 24's Http2Session spinning forever in
     // SendPendingData (seen here: 100% CPU, no timers, process never exits). The process exits right after a lost
     // lease anyway, which drops such a request with its connection.
+    // Issue 23: the gate is checked again synchronously right before the request is handed to the connection
+    // (`beforeSend`, called by connection.ts after the credentials and the connection set-up), so a write can never
+    // go on the wire after leadership ended while it awaited an exec plugin or a TLS handshake.
+    let beforeSend: (() => void) | undefined;
     if (method !== 'GET') {
-      opts.signal?.throwIfAborted();
-      this.writeGate?.throwIfAborted();
+      const caller = opts.signal;
+      const gate = this.writeGate;
+      caller?.throwIfAborted();
+      gate?.throwIfAborted();
+      beforeSend = () => {
+        caller?.throwIfAborted();
+        gate?.throwIfAborted();
+      };
       opts = { ...opts, signal: undefined };
     }
     // ---
@@ -211,7 +239,7 @@ export class RestClient {
     };
     let res;
     try {
-      res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal, buffered });
+      res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal, buffered, ...(beforeSend ? { beforeSend } : {}) });
     } catch (err) {
       release();
       this.count('<error>', method);
@@ -241,9 +269,20 @@ export class RestClient {
     return (text ? JSON.parse(text) : {}) as T;
   }
 
-  /** Closes the connection (requests in flight fail). */
+  /**
+   * A typed client of one resource type on this client (same write gate, metrics and signals): see typed.ts.
+   *   mgr.client.resource<ConfigMap>(coreResources.configMaps).namespace('default').get('settings')
+   */
+  resource<T extends KubeObject = KubeObject>(type: ResourceType): ResourceClient<T> {
+    return new ResourceClient<T>(this, type);
+  }
+
+  /**
+   * Releases this client's hold on the shared Transport: the connection closes (requests in flight on it fail) when
+   * the last client of the same kubeconfig settings closed. A caller-owned `transport` is left open. Idempotent.
+   */
   close(): Promise<void> {
-    this.transport.close();
+    this.releaseTransport();
     return Promise.resolve();
   }
 }

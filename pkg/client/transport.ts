@@ -1,6 +1,13 @@
 /**
  * Transport: ONE connection pool to the API server per process, and the credentials of each request.
  *
+ * Sharing (issue 23; client-go's transport cache keyed by tlsCacheKey, and its exec authenticator cache): every
+ * RestClient built from equal cluster + user settings gets the SAME Transport from `sharedTransports` — one connection
+ * (HTTP/2: one TLS connection for every request and watch of the process), one exec plugin run per credential
+ * lifetime, one token-file watcher — however many clients (reader, write-gated client, sharder writer) the process
+ * makes. What differs per client (write gate, user agent, metrics registry) lives in the RestClient. The Transport is
+ * reference-counted: it closes when the last client holding it closes.
+ *
  * Why: a new TLS connection per request (what client-node's `applySecurityAuthentication` gives) costs a full
  * handshake per call and leaves native TLS memory behind; at 1 000 objects it was most of the process's RSS. Like
  * client-go, this keeps one `Connection` (connection.ts: HTTP/2 chosen by ALPN, so every request and watch is a
@@ -265,6 +272,74 @@ function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
   return eq(a.ca, b.ca) && eq(a.cert, b.cert) && eq(a.key, b.key);
 }
 
+/**
+ * The cache key of a kubeconfig's connection and credentials: the current cluster and user, every field (names
+ * excluded; files by path — their content is watched by the Transport). Equal keys → one shared Transport.
+ */
+export function transportKey(kubeConfig: KubeConfig): string {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const user = kubeConfig.getCurrentUser();
+  const strip = (o: object | null): unknown => {
+    if (!o) return null;
+    const { name: _name, ...rest } = o as { name?: string };
+    return rest;
+  };
+  return canonicalJSON([strip(cluster), strip(user)]);
+}
+
+/** JSON with object keys sorted (so equal settings parsed in any order give one key); undefined fields dropped. */
+function canonicalJSON(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJSON).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJSON(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** A hold on a shared Transport; `release()` (idempotent) drops it, and the last release closes the Transport. */
+export interface TransportLease {
+  readonly transport: Transport;
+  release(): void;
+}
+
+/**
+ * Reference-counted Transports by `transportKey` (client-go's tlsTransportCache). Contract: `acquire` returns the live
+ * Transport of equal settings or builds one; each `acquire` must be matched by one `release`; the Transport is closed
+ * and forgotten when its count reaches 0 (a later `acquire` builds a fresh one). Single-threaded, process-wide.
+ */
+export class TransportCache {
+  private readonly entries = new Map<string, { transport: Transport; refs: number }>();
+
+  acquire(kubeConfig: KubeConfig, opts: TransportOptions = {}): TransportLease {
+    const key = transportKey(kubeConfig);
+    let entry = this.entries.get(key);
+    if (!entry) this.entries.set(key, (entry = { transport: new Transport(kubeConfig, opts), refs: 0 }));
+    entry.refs++;
+    const held = entry;
+    let released = false;
+    return {
+      transport: held.transport,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--held.refs > 0) return;
+        held.transport.close();
+        if (this.entries.get(key) === held) this.entries.delete(key);
+      },
+    };
+  }
+
+  /** Live shared Transports (tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/** The process-wide cache every RestClient uses unless it is handed its own Transport. */
+export const sharedTransports = new TransportCache();
+
 /** What sends requests: a Connection, or a ProxySender. */
 export interface Sender {
   send(opts: SendOptions): Promise<WireResponse>;
@@ -300,6 +375,9 @@ class ProxySender implements Sender {
     this.dispatcher ??= Promise.resolve(this.proxyUrl
       ? new undici.ProxyAgent({ uri: this.proxyUrl, requestTls })
       : new undici.EnvHttpProxyAgent({ requestTls }));
+    // undici connects inside request(): the gate is asked here, after the credentials, before the tunnel exists.
+    opts.signal.throwIfAborted();
+    opts.beforeSend?.();
     const res = await undici.request(this.origin + opts.path, {
       method: opts.method, headers: opts.headers, body: opts.body, signal: opts.signal,
       dispatcher: await this.dispatcher,

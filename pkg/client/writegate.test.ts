@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createSecureServer } from 'node:http2';
+import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { selfSignedCertificate } from '../manager/selfsigned.ts';
 import { KubeConfig } from './kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from './rest.ts';
@@ -65,4 +70,97 @@ test('a write already sent is not cut by its signal or the gate (it runs to its 
   await assert.rejects(rest.json('POST', '/api/v1/namespaces/ns/configmaps', { body: {} }), /leadership lost/);
   await assert.rejects(rest.json('PATCH', '/x', { body: {}, signal: caller.signal }), /shutting down|leadership lost/);
   assert.equal(s.seen.length, 1);
+});
+
+/**
+ * An exec credential plugin that takes as long as the test wants: it creates `started`, then waits until `go` exists
+ * before printing its ExecCredential, and counts its runs in `runs`.
+ */
+function slowExecPlugin(dir: string): { command: string; started: string; go: string; runs: () => number } {
+  const command = join(dir, 'plugin.sh');
+  const started = join(dir, 'started');
+  const go = join(dir, 'go');
+  const runs = join(dir, 'runs');
+  writeFileSync(command, `#!/bin/sh
+echo run >> '${runs}'
+touch '${started}'
+while [ ! -e '${go}' ]; do sleep 0.02; done
+echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}'
+`);
+  chmodSync(command, 0o755);
+  return { command, started, go, runs: () => (existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0) };
+}
+
+test('the gate is checked again after the credentials: a write whose exec plugin was slow while the gate aborted is never sent', async (t) => {
+  // Issue 23 item 6: the gate was checked before `await transport.headers()` only.
+  const s = await server();
+  t.after(s.close);
+  const plugin = slowExecPlugin(mkdtempSync(join(tmpdir(), 'gate-exec-')));
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: s.url }],
+    users: [{ name: 'u', exec: { command: plugin.command, apiVersion: 'client.authentication.k8s.io/v1' } }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const gate = new AbortController();
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), writeGate: gate.signal });
+  t.after(() => rest.close());
+  const write = rest.json('POST', '/api/v1/namespaces/ns/configmaps', { body: {} });
+  const outcome = write.then(() => 'sent', (err: Error) => err.message);
+  while (!existsSync(plugin.started)) await new Promise((resolve) => setTimeout(resolve, 10));
+  gate.abort(new Error('leadership lost while the exec plugin ran'));
+  writeFileSync(plugin.go, '');
+  assert.equal(await outcome, 'leadership lost while the exec plugin ran');
+  assert.deepEqual(s.seen, [], 'nothing reached the server');
+  await rest.json('GET', '/api/v1/namespaces/ns/configmaps');
+  assert.deepEqual(s.seen, ['GET /api/v1/namespaces/ns/configmaps'], 'reads still go');
+});
+
+test('the gate is checked again after the connection set-up: a write whose TLS handshake was held while the gate aborted is never sent', async (t) => {
+  const cert = await selfSignedCertificate({ commonName: 'gate', ips: ['127.0.0.1'] });
+  const seen: string[] = [];
+  const h2 = createSecureServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
+  // A TCP relay that holds every new connection (bytes buffered, nothing forwarded) until released.
+  const held: Socket[] = [];
+  const relay = createNetServer((client) => {
+    client.pause();
+    held.push(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const upstreams: Socket[] = [];
+  const release = (): void => {
+    for (const client of held.splice(0)) {
+      const up = netConnect((h2.address() as AddressInfo).port, '127.0.0.1', () => {
+        client.pipe(up);
+        up.pipe(client);
+        client.resume();
+      });
+      upstreams.push(up, client);
+    }
+  };
+  t.after(async () => {
+    for (const so of [...upstreams, ...held]) so.destroy();
+    await new Promise((resolve) => relay.close(resolve));
+    await new Promise((resolve) => h2.close(resolve));
+  });
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${(relay.address() as AddressInfo).port}`, caData: Buffer.from(cert.cert).toString('base64') }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const gate = new AbortController();
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), writeGate: gate.signal });
+  t.after(() => rest.close());
+  const outcome = rest.json('POST', '/api/v1/namespaces/ns/configmaps', { body: {} }).then(() => 'sent', (err: Error) => err.message);
+  while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  gate.abort(new Error('leadership lost during the handshake'));
+  release();
+  assert.equal(await outcome, 'leadership lost during the handshake');
+  await rest.json('GET', '/api/v1/namespaces/ns/configmaps');
+  assert.deepEqual(seen, ['GET /api/v1/namespaces/ns/configmaps'], 'the write never reached the server; the read did');
 });

@@ -28,6 +28,21 @@
  *  - `{requeueAfter: ms}` with ms > 0 → `forget(key)` + `addAfter(key, ms)`; result `requeue_after`;
  *  - `{requeue: true}` → `addRateLimited(key)`; result `requeue`;
  *  - anything else (void, {}) → `forget(key)`; result `success`.
+ * Every requeue (requeueAfter, requeue, error) is queued at `result.priority` when the reconcile returned one (and the
+ * priority queue is on), else at the priority the key was handed out with (controller-runtime's Result.Priority). A
+ * thrown error carries no Result: its requeue takes the priority of a PriorityError in its cause chain
+ * (`throw withPriority(err, p)`, errors.ts), else keeps the key's priority. The queue's de-duplication
+ * still keeps the HIGHER of that and any priority an event added meanwhile, and the aging bound still applies: a
+ * low `priority` defers a requeue behind real changes, it cannot starve it (pkg/workqueue/queue.ts).
+ *
+ * Reconcile timeout (`reconcileTimeoutMs`, off by default; controller-runtime's ReconciliationTimeout): each reconcile
+ * gets its own signal that also aborts, with a DOMException named "TimeoutError", once the timeout elapses (on the
+ * Clock). A reconciler that passes its signal on then rejects, which is an ordinary error: counted, requeued with
+ * backoff. `controller_runtime_reconcile_timeouts_total` counts the reconciles whose signal was aborted by the
+ * timeout (not by shutdown, which may abort it first), whatever they returned — as controller-runtime counts a
+ * context whose deadline, not its parent, ended it. The timeout never abandons a reconcile: the worker waits for
+ * the reconciler to return, so a key is still never reconciled twice at once; a reconciler that ignores its signal
+ * keeps its worker, and its own result is what counts.
  *
  * Lifecycle
  *  - `start(signal)` runs the workers. When `signal` aborts (or `stop()` is called) the queue is shut down with
@@ -44,7 +59,8 @@
  *  - Option `gracefulShutdownTimeoutMs` makes the abort of the start signal call `stop(timeoutMs)` by itself.
  *
  * Logs (pino): every reconcile gets a child logger with `controller`, `namespace`, `name` and `reconcileID` (a
- * random UUID), passed to the reconciler as `ctx.log`; errors are logged at error level as "Reconciler error".
+ * random UUID), passed to the reconciler as `ctx.log`; a failed reconcile is logged once, by `logReconcileError`
+ * (terminal errors at warn without a stack, everything else at error with the stack).
  */
 import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
@@ -55,7 +71,7 @@ import { realClock, type Clock } from '../util/clock.ts';
 import { PriorityNormal } from '../workqueue/queue.ts';
 import { RateLimitingQueue, type RateLimitingWorkQueue } from '../workqueue/ratelimiting.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
-import { isPanic, isTerminalError } from './errors.ts';
+import { isPanic, isTerminalError, requeuePriorityOf } from './errors.ts';
 import { controllerMetricFamilies, reconcileResultLabels, type ControllerMetricFamilies, type ReconcileResultLabel } from './metrics.ts';
 import { requestCodec, type Request, type RequestCodec } from './request.ts';
 
@@ -65,6 +81,11 @@ export interface Result {
   requeueAfter?: number;
   /** Reconcile again after the rate limiter's delay (counts as a requeue for backoff). */
   requeue?: boolean;
+  /**
+   * Queue priority of this key's requeue (see the file comment; PriorityNormal 0, PriorityLow -100, higher first).
+   * Default: the priority the key was handed out with. Ignored when the priority queue is off or nothing requeues.
+   */
+  priority?: number;
 }
 
 /** Per-reconcile context handed to the reconciler. */
@@ -77,8 +98,9 @@ export interface ReconcileContext {
 }
 
 /**
- * Reconciles one object. `signal` aborts when the controller's shutdown starts (SIGTERM, lost lease); pass it to
- * every API and Neutron call so no write starts after that.
+ * Reconciles one object. `signal` aborts when the controller's shutdown starts (SIGTERM, lost lease), or when the
+ * reconcile timeout elapses (reason: a DOMException named "TimeoutError"); pass it to every API and Neutron call so
+ * no write starts after that.
  * Throw (or reject) to retry with backoff; throw a TerminalError to give up until the next event.
  */
 export type Reconciler<Req = Request> = (req: Req, signal: AbortSignal, ctx: ReconcileContext) => Promise<Result | void>;
@@ -105,6 +127,11 @@ export interface BaseControllerOptions<Req> {
   priorityQueue?: boolean;
   /** Aging bound of the priority queue (ms): a waiting key goes first after this long. Default 30 s. */
   maxQueueWaitMs?: number;
+  /**
+   * Abort each reconcile's signal with a TimeoutError after this many ms (see the file comment). Default: no timeout
+   * (undefined, 0 or Infinity), as controller-runtime's ReconciliationTimeout.
+   */
+  reconcileTimeoutMs?: number;
 }
 
 /** `codec` is optional for the default `{namespace, name}` request and required for any other request type. */
@@ -136,6 +163,8 @@ export class Controller<Req = Request> {
   readonly needLeaderElection = true;
   /** The controller's queue (exposed for handlers that need addAfter, and for tests). */
   readonly queue: RateLimitingWorkQueue<string>;
+  /** The effective reconcile timeout (ms, > 0 and finite); undefined = none. */
+  readonly reconcileTimeoutMs: number | undefined;
 
   private readonly reconciler: Reconciler<Req>;
   private readonly codec: RequestCodec<Req>;
@@ -172,6 +201,11 @@ export class Controller<Req = Request> {
     this.labels = { controller: opts.name };
     this.gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs;
     this.priorities = opts.priorityQueue ?? true;
+    const timeoutMs = opts.reconcileTimeoutMs;
+    if (timeoutMs !== undefined && !(timeoutMs >= 0)) {
+      throw new Error(`controller ${opts.name}: reconcileTimeoutMs must be >= 0, got ${timeoutMs}`);
+    }
+    this.reconcileTimeoutMs = timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs) ? timeoutMs : undefined;
     this.queue = new RateLimitingQueue<string>({
       name: opts.name,
       registry,
@@ -219,6 +253,7 @@ export class Controller<Req = Request> {
     this.metrics.reconcileErrors.inc(this.labels, 0);
     this.metrics.terminalReconcileErrors.inc(this.labels, 0);
     this.metrics.reconcilePanics.inc(this.labels, 0);
+    this.metrics.reconcileTimeouts.inc(this.labels, 0);
     this.metrics.maxConcurrentReconciles.set(this.labels, this.workers);
     this.metrics.activeWorkers.set(this.labels, 0);
 
@@ -299,6 +334,31 @@ export class Controller<Req = Request> {
     }
   }
 
+  /**
+   * With a reconcile timeout: a signal for one reconcile that aborts on shutdown (with the shutdown's reason) or when
+   * the timeout elapses (with a TimeoutError), whichever comes first. `end()` releases the timer and the shutdown
+   * listener and says whether the timeout was what aborted it. Undefined without a timeout (the shared signal).
+   */
+  private withTimeout(): { signal: AbortSignal; end(): boolean } | undefined {
+    const ms = this.reconcileTimeoutMs;
+    if (ms === undefined) return undefined;
+    const shutdown = this.reconcileAbort.signal;
+    const ac = new AbortController();
+    const onShutdown = (): void => ac.abort(shutdown.reason);
+    if (shutdown.aborted) onShutdown();
+    else shutdown.addEventListener('abort', onShutdown, { once: true });
+    const timeout = new DOMException(`reconcile timed out after ${ms} ms`, 'TimeoutError');
+    const timer = this.clock.setTimer(ms, () => ac.abort(timeout));
+    return {
+      signal: ac.signal,
+      end: () => {
+        timer.cancel();
+        shutdown.removeEventListener('abort', onShutdown);
+        return ac.signal.reason === timeout;
+      },
+    };
+  }
+
   private count(result: ReconcileResultLabel): void {
     this.metrics.reconcileTotal.inc({ ...this.labels, result });
   }
@@ -325,11 +385,14 @@ export class Controller<Req = Request> {
     let failed = false;
     let error: unknown;
     let result: Result | void = undefined;
+    const deadline = this.withTimeout();
     try {
-      result = await this.reconciler(req, this.reconcileAbort.signal, { log, reconcileID, key });
+      result = await this.reconciler(req, deadline?.signal ?? this.reconcileAbort.signal, { log, reconcileID, key });
     } catch (err) {
       failed = true;
       error = err;
+    } finally {
+      if (deadline?.end()) this.metrics.reconcileTimeouts.inc(this.labels);
     }
     const seconds = (this.clock.now() - started) / 1000;
     this.metrics.reconcileTime.observe(this.labels, seconds);
@@ -342,7 +405,8 @@ export class Controller<Req = Request> {
         this.metrics.terminalReconcileErrors.inc(this.labels);
         this.queue.forget(key);
       } else {
-        this.queue.addRateLimited(key);
+        const priority = this.priorities ? requeuePriorityOf(error) : undefined;
+        this.queue.addRateLimited(key, priority !== undefined && Number.isFinite(priority) ? priority : undefined);
       }
       this.metrics.reconcileErrors.inc(this.labels);
       this.count('error');
@@ -350,19 +414,21 @@ export class Controller<Req = Request> {
         // Expected: the reconcile gave up because shutdown aborted its signal; the next leader redoes it.
         log.info({ err: error, durationSeconds: seconds }, 'Reconcile aborted by shutdown');
       } else {
-        log.error({ err: error, terminal, panic, durationSeconds: seconds }, panic ? 'Observed a panic in reconciler' : 'Reconciler error');
+        logReconcileError(log, error, { terminal, panic, durationSeconds: seconds });
       }
       return;
     }
 
     const r: Partial<Result> = typeof result === 'object' && result !== null ? result : {};
+    // undefined: the queue keeps the priority the key was handed out with.
+    const priority = this.priorities && typeof r.priority === 'number' && Number.isFinite(r.priority) ? r.priority : undefined;
     if (typeof r.requeueAfter === 'number' && r.requeueAfter > 0) {
       this.queue.forget(key);
-      this.queue.addAfter(key, r.requeueAfter);
+      this.queue.addAfter(key, r.requeueAfter, priority);
       this.count('requeue_after');
       log.debug({ requeueAfter: r.requeueAfter, durationSeconds: seconds }, 'Reconcile done, requeue after delay');
     } else if (r.requeue === true) {
-      this.queue.addRateLimited(key);
+      this.queue.addRateLimited(key, priority);
       this.count('requeue');
       log.debug({ durationSeconds: seconds }, 'Reconcile done, requeue');
     } else {
@@ -371,4 +437,20 @@ export class Controller<Req = Request> {
       log.debug({ durationSeconds: seconds }, 'Reconcile successful');
     }
   }
+}
+
+/**
+ * How a failed reconcile is logged (once per failed reconcile):
+ *  - TerminalError (a spec the user must fix, e.g. an empty deploymentName): `warn`, message and `error` (the error's
+ *    message, no stack) — not a fault of the manager, and the Warning Event already tells the user;
+ *  - panic (isPanic: a bug): `error` "Observed a panic in reconciler" with `err` (stack included);
+ *  - any other error (retried with backoff): `error` "Reconciler error" with `err` (stack included).
+ */
+export function logReconcileError(log: Logger, error: unknown, f: { terminal: boolean; panic: boolean; durationSeconds: number }): void {
+  if (f.terminal) {
+    const message = error instanceof Error ? error.message : String(error);
+    log.warn({ error: message, terminal: true, durationSeconds: f.durationSeconds }, 'Reconciler error (terminal: not retried until the object changes)');
+    return;
+  }
+  log.error({ err: error, terminal: false, panic: f.panic, durationSeconds: f.durationSeconds }, f.panic ? 'Observed a panic in reconciler' : 'Reconciler error');
 }

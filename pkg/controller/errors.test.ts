@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TerminalError, isPanic, isTerminalError } from './errors.ts';
+import { PriorityError, TerminalError, isPanic, isTerminalError, requeuePriorityOf, withPriority } from './errors.ts';
 import { parseRequestKey, requestKey } from './request.ts';
 
 describe('isPanic', () => {
@@ -52,5 +52,22 @@ describe('request keys', () => {
 
   it('rejects malformed keys', () => {
     for (const bad of ['', 'a/b/c', '/a', 'a/']) assert.throws(() => parseRequestKey(bad), /unexpected key format/, bad);
+  });
+});
+
+describe('withPriority / requeuePriorityOf', () => {
+  it('wraps any thrown value, keeps it as cause and its message; the outermost priority in the cause chain wins', () => {
+    const inner = new Error('API unavailable');
+    const e = withPriority(inner, -100);
+    assert.ok(e instanceof PriorityError);
+    assert.equal(e.message, 'API unavailable');
+    assert.equal(e.cause, inner);
+    assert.equal(withPriority('boom', 5).message, 'boom');
+    assert.equal(requeuePriorityOf(e), -100);
+    assert.equal(requeuePriorityOf(new Error('outer', { cause: e })), -100);
+    assert.equal(requeuePriorityOf(withPriority(e, 7)), 7);
+    assert.equal(requeuePriorityOf(inner), undefined);
+    assert.equal(requeuePriorityOf('boom'), undefined);
+    assert.equal(isPanic(withPriority(new TypeError('x'), 0)), false, 'a deliberate wrapper is an ordinary error');
   });
 });

@@ -15,6 +15,11 @@
  *   Subclasses of those built-ins are treated as ordinary errors (a library chose the class on purpose).
  *   A panic is also an error: counted in controller_runtime_reconcile_panics_total AND the error totals, and
  *   requeued with backoff — exactly what controller-runtime does with a recovered panic.
+ *
+ * - PriorityError (`withPriority(err, priority)`): a failed reconcile that asks for its backoff requeue at a queue
+ *   priority — what controller-runtime expresses by returning a Result with Priority together with an error (a
+ *   thrown error carries no Result here). Found anywhere in the `cause` chain (the outermost wins); a TerminalError
+ *   is still not requeued at all.
  */
 
 export class TerminalError extends Error {
@@ -39,6 +44,33 @@ export function isTerminalError(err: unknown): boolean {
     e = e.cause;
   }
   return false;
+}
+
+export class PriorityError extends Error {
+  /** Queue priority of the error requeue (PriorityNormal 0, PriorityLow -100; higher first). */
+  readonly priority: number;
+
+  constructor(priority: number, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PriorityError';
+    this.priority = priority;
+  }
+}
+
+/** `err` (kept as `cause`, message copied) as a PriorityError: the reconcile's error requeue goes in at `priority`. */
+export function withPriority(err: unknown, priority: number): PriorityError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new PriorityError(priority, message, { cause: err });
+}
+
+/** The priority of the first PriorityError in `err`'s `cause` chain, if any. */
+export function requeuePriorityOf(err: unknown): number | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 16 && e instanceof Error; depth++) {
+    if (e instanceof PriorityError) return e.priority;
+    e = e.cause;
+  }
+  return undefined;
 }
 
 const faultClasses: ReadonlySet<unknown> = new Set([TypeError, ReferenceError, RangeError, SyntaxError, EvalError, URIError]);

@@ -8,7 +8,7 @@ export {
   type Result,
   type StopResult,
 } from './controller.ts';
-export { TerminalError, isPanic, isTerminalError } from './errors.ts';
+export { PriorityError, TerminalError, isPanic, isTerminalError, requeuePriorityOf, withPriority } from './errors.ts';
 export { parseRequestKey, requestCodec, requestKey, type Request, type RequestCodec } from './request.ts';
 export {
   controllerMetricFamilies,

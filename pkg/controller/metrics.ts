@@ -5,6 +5,7 @@
  *   controller_runtime_reconcile_errors_total{controller}      every failed reconcile (terminal and panics included)
  *   controller_runtime_terminal_reconcile_errors_total{controller}
  *   controller_runtime_reconcile_panics_total{controller}
+ *   controller_runtime_reconcile_timeouts_total{controller}   reconciles whose signal the reconcile timeout aborted
  *   controller_runtime_reconcile_time_seconds{controller}      histogram, every reconcile whatever its outcome
  *   controller_runtime_max_concurrent_reconciles{controller}   gauge, set when the controller starts
  *   controller_runtime_active_workers{controller}              gauge, workers currently inside a reconcile
@@ -28,6 +29,7 @@ export interface ControllerMetricFamilies {
   reconcileErrors: Counter<'controller'>;
   terminalReconcileErrors: Counter<'controller'>;
   reconcilePanics: Counter<'controller'>;
+  reconcileTimeouts: Counter<'controller'>;
   reconcileTime: Histogram<'controller'>;
   maxConcurrentReconciles: Gauge<'controller'>;
   activeWorkers: Gauge<'controller'>;
@@ -58,6 +60,7 @@ export function controllerMetricFamilies(registry: Registry = globalRegistry): C
       'Total number of terminal reconciliation errors per controller',
     ),
     reconcilePanics: counter('controller_runtime_reconcile_panics_total', 'Total number of reconciliation panics per controller'),
+    reconcileTimeouts: counter('controller_runtime_reconcile_timeouts_total', 'Total number of reconciliation timeouts per controller'),
     reconcileTime: getOrCreate(
       registry,
       'controller_runtime_reconcile_time_seconds',

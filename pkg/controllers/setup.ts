@@ -14,8 +14,11 @@ import type { ControllerName } from './names.ts';
 export interface ControllerSettings {
   /** Workers (--<name>-concurrency). Default 1. */
   concurrency?: number;
-  /** Neutron settings for the Network controller (--neutron-cloud-config, --neutron-cloud). */
-  neutron?: { cloudConfig: string | undefined; cloud: string | undefined };
+  /**
+   * Neutron settings for the Network controller (--neutron-cloud-config, --neutron-cloud), and its timers (not flags:
+   * tests shorten them; see NetworkReconcilerDeps).
+   */
+  neutron?: { cloudConfig: string | undefined; cloud: string | undefined; createSettleMs?: number; driftCheckMs?: number };
 }
 
 export interface ControllerSetup {

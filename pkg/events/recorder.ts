@@ -18,10 +18,13 @@
  *    different Events may complete in any order (as client-go, which gives no cross-Event ordering either). Failed
  *    writes are retried (`maxRetries`, 5xx/transport errors only) and then dropped with a warning. `flush()`
  *    resolves once everything enqueued so far is written or dropped.
- *  - Bounded shutdown: Events are guarded writes (only the leader writes them). `stopSignal` (the leadership signal)
- *    aborting, or `shutdown(signal)`'s signal aborting, ABANDONS the broadcaster at once: the write in flight is
- *    aborted, everything queued is dropped (counted in one warning), retries stop, and later events are ignored. So
- *    a lost lease or a graceful deadline never waits on up to `queueLimit` × retries × request timeout.
+ *  - Bounded shutdown: Events are best-effort guarded writes — only the leader writes them (the write gate), but
+ *    nothing waits for them beyond a deadline (docs/safety.md, "Shutdown"). `stopSignal` (the leadership signal)
+ *    aborting, or `shutdown(signal)`'s signal aborting, ABANDONS the broadcaster at once: everything queued is dropped
+ *    (counted in one warning), retries stop, later events are ignored, and `flush()` / `shutdown()` resolve AT ONCE —
+ *    without waiting for the writes in flight. Those are handed the abort, but a sink may not honour it (RestClient
+ *    never cuts a write that was sent, see rest.ts): they finish, time out or die with the connection on their own.
+ *    So a lost lease or a graceful deadline never waits on a hanging write, nor on `queueLimit` × retries × timeouts.
  *
  * Structure (as client-go): one EventBroadcaster per process owns the sink, queue and caches; each controller gets
  * an EventRecorder from `broadcaster.recorderFor("<name>-controller")` (or `new EventRecorder(opts)` stand-alone).
@@ -182,8 +185,10 @@ export class EventBroadcaster {
   private markIdle: () => void = () => {};
   private closed = false;
   private seq = 0;
-  /** Aborted when the broadcaster is abandoned: cancels the write in flight and the retry pause. */
+  /** Aborted when the broadcaster is abandoned: cancels the write in flight (if the sink honours it) and retry pauses. */
   private readonly abandonAc = new AbortController();
+  /** Resolves when abandoned: flush() and shutdown() stop waiting for writes in flight then. */
+  private readonly abandoned = new Promise<void>((resolve) => this.abandonAc.signal.addEventListener('abort', () => resolve(), { once: true }));
 
   constructor(opts: Omit<EventRecorderOptions, 'component'>) {
     this.opts = opts;
@@ -203,12 +208,18 @@ export class EventBroadcaster {
     return new EventRecorder({ broadcaster: this, component });
   }
 
-  /** Resolves once every write enqueued before the call (and any enqueued meanwhile) is done or dropped. */
+  /**
+   * Resolves once every write enqueued before the call (and any enqueued meanwhile) is done or dropped — or at once
+   * when the broadcaster is abandoned (writes still in flight then are not waited for).
+   */
   async flush(): Promise<void> {
-    while (this.active) await this.idle;
+    while (this.active && !this.abandonAc.signal.aborted) await Promise.race([this.idle, this.abandoned]);
   }
 
-  /** Stops accepting events and flushes the queue; if `signal` aborts first, abandons what is left. */
+  /**
+   * Stops accepting events and flushes the queue; if `signal` aborts first, abandons what is left and resolves at
+   * once, even while a write is in flight that ignores the abort (a hanging Event POST never holds the caller).
+   */
   async shutdown(signal?: AbortSignal): Promise<void> {
     this.closed = true;
     if (signal?.aborted) this.abandon(signal.reason);
@@ -326,10 +337,13 @@ export class EventBroadcaster {
     this.startWriters();
   }
 
-  /** Starts writers up to the limit while there is work no writer holds. */
+  /**
+   * Starts writers up to the limit while queued work outnumbers the IDLE writers (a writer whose write is in flight
+   * is busy: counting it as available queued a trickle of Events behind one hanging write, for its whole timeout).
+   */
   private startWriters(): void {
     const max = this.opts.maxConcurrentWrites ?? 4;
-    while (this.writers < max && this.writers < this.queue.size) {
+    while (this.writers < max && this.writers - this.writing.size < this.queue.size) {
       this.writers++;
       void this.writer();
     }

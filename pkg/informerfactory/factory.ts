@@ -23,11 +23,13 @@
 import type { Registry } from 'prom-client';
 import type { RestClient } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
+import { globalRegistry } from '../metrics/registry.ts';
 import { realClock, type Clock } from '../util/clock.ts';
 import type { Indexers } from './indexer.ts';
 import type { KubeObject } from './object.ts';
 import { resourceId, type ResourceType } from './resource.ts';
 import { SharedIndexInformer, type ReflectorTuning } from './sharedinformer.ts';
+import { registerInformerSyncedGauge } from './syncmetrics.ts';
 import { waitForCacheSync } from './waitforsync.ts';
 import { WatchCounter } from './watchcounter.ts';
 
@@ -147,6 +149,8 @@ export class SharedInformerFactory {
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     let failure: Error | undefined;
+    // informer_synced (syncmetrics.ts) reports this factory's informers while it runs.
+    const unregister = registerInformerSyncedGauge(this.opts.registry ?? globalRegistry, this);
     this.onFailure = (err) => {
       failure ??= err;
       ac.abort(err);
@@ -156,6 +160,7 @@ export class SharedInformerFactory {
       if (!ac.signal.aborted) await new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
       while (this.runs.size > 0) await Promise.allSettled([...this.runs]);
     } finally {
+      unregister();
       this.onFailure = undefined;
       signal.removeEventListener('abort', onAbort);
     }

@@ -284,7 +284,11 @@ test('leadership signal: aborts at the renew deadline instant, measured from the
   assert.ok(leadership && !leadership.aborted);
   await advance(clock, 2_000); // one renewal at +2 s (instant answer): deadline +12 s
   store.hang.add('a');
-  await advance(clock, 9_900, 100, () => assert.equal(leadership.aborted, a.elector.isLeader() ? false : leadership.aborted));
+  // Until the deadline, at every 100 ms step: still leader, and the signal not aborted (not a moment early).
+  await advance(clock, 9_900, 100, () => {
+    assert.equal(a.elector.isLeader(), true, 'leader until last renewal start + renewDeadline');
+    assert.equal(leadership.aborted, false, 'the signal does not abort before the deadline');
+  });
   assert.equal(leadership.aborted, false);
   await advance(clock, 100);
   assert.equal(leadership.aborted, true, 'aborted at last renewal start + renewDeadline');

@@ -136,7 +136,13 @@ function setup(opts: Partial<ManagerOptions> & { manualStopController?: boolean 
   const ac = new AbortController();
   let exitCode: number | undefined;
   const done = mgr.start(ac.signal).then((c) => (exitCode = c));
-  return { log, clock, election, sync, mgr, informer, server, controller, ac, done, code: () => exitCode };
+  /** This replica leads and its caches are synced (the common start of a test about what follows). */
+  const leadAndSync = async (): Promise<void> => {
+    election.lead();
+    sync.resolve(true);
+    await settle();
+  };
+  return { log, clock, election, sync, mgr, informer, server, controller, ac, done, code: () => exitCode, leadAndSync };
 }
 
 test('controllers start only after leading AND cache sync; others start at once', async () => {
@@ -180,9 +186,7 @@ test('without leader election controllers start right after cache sync', async (
 
 test('graceful shutdown order: controllers drain, then the lease is released, then the rest stop', async () => {
   const t = setup({ manualStopController: true });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.ac.abort();
   await settle();
@@ -196,9 +200,7 @@ test('graceful shutdown order: controllers drain, then the lease is released, th
 test('graceful shutdown timeout: stuck controllers are reported, the lease is NOT released (ReleaseOnCancel), exit code 1', async () => {
   // Issue 11 item 2: releasing while abandoned reconciles still run would let a standby lead next to them.
   const t = setup({ manualStopController: true, gracefulShutdownTimeoutMs: 5_000 });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.ac.abort();
   await settle();
   t.clock.step(4_999);
@@ -215,9 +217,7 @@ test('graceful shutdown timeout: stuck controllers are reported, the lease is NO
 
 test('the lease lost during a graceful shutdown: exit 1 at once, no release (issue 11 item 3)', async () => {
   const t = setup({ manualStopController: true });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.ac.abort();
   await settle();
   assert.equal(t.code(), undefined, 'waiting for the in-flight reconciles');
@@ -230,9 +230,7 @@ test('the lease lost during a graceful shutdown: exit 1 at once, no release (iss
 
 test('the leadership signal aborting is a loss even before the campaign returns', async () => {
   const t = setup({ manualStopController: true });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.election.lose({ resolveRun: false });
   await settle();
@@ -252,9 +250,7 @@ test('guarded writes are flushed after controllers stop and before the release; 
       return new Promise(() => {}); // never finishes on its own (e.g. Events to an unreachable API server)
     },
   });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.ac.abort();
   await settle();
@@ -273,14 +269,40 @@ test('guarded writes are flushed after controllers stop and before the release; 
   assert.equal(t.code(), 1);
 });
 
+test('hanging Event writes never hold the Lease: the flush is abandoned at its deadline, released before the graceful deadline, exit 0', async () => {
+  // Issue 23: the flush waits on writes that never answer and ignore their abort (RestClient never cuts a write); the
+  // broadcaster resolves its flush when told to abandon. The release must still come within the graceful timeout.
+  let flushSignal: AbortSignal | undefined;
+  const t = setup({
+    gracefulShutdownTimeoutMs: 10_000, releaseGraceMs: 5_000,
+    afterGatedStopped: (signal) => {
+      flushSignal = signal;
+      t.log.push('flush');
+      return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    },
+  });
+  await t.leadAndSync();
+  t.log.length = 0;
+  t.ac.abort();
+  await settle();
+  assert.deepEqual(t.log.slice(0, 3), ['abort:controller', 'stop:controller', 'flush']);
+  t.clock.step(4_999);
+  await settle();
+  assert.equal(flushSignal?.aborted, false, 'the flush gets the time before the release share');
+  assert.ok(!t.log.includes('release'));
+  t.clock.step(1);
+  await settle();
+  assert.equal(flushSignal?.aborted, true, 'abandoned at graceful timeout − min(releaseGraceMs, timeout/2)');
+  assert.ok(t.log.includes('release'), 'released at 5 s, within the 10 s graceful timeout');
+  assert.equal(t.code(), 0, 'abandoning best-effort Events is not a failure');
+});
+
 test('a flush that completes runs between the controllers stopping and the release', async () => {
   const t = setup({ afterGatedStopped: () => {
     t.log.push('flush');
     return Promise.resolve();
   } });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.ac.abort();
   await settle();
@@ -310,9 +332,7 @@ test('cache sync timeout (counted from leading): fatal, the error names the cach
 
 test('losing the lease stops controllers at once and exits non-zero without releasing', async () => {
   const t = setup({ manualStopController: true });
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.election.lose();
   await settle();
@@ -324,9 +344,7 @@ test('losing the lease stops controllers at once and exits non-zero without rele
 
 test('a failing runnable triggers an ordered shutdown with exit code 1', async () => {
   const t = setup();
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   t.log.length = 0;
   t.informer.fail(new Error('watch broke for good'));
   await settle();
@@ -351,9 +369,7 @@ test('signal before leadership: controllers never start, exit 0', async () => {
   await settle();
   assert.equal(t.code(), 0);
   assert.equal(t.controller.started, false);
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   assert.equal(t.controller.started, false);
 });
 
@@ -367,9 +383,7 @@ test('runnables added after start join their group; duplicates and late adds are
   await settle();
   assert.equal(lateInformer.started, true);
   assert.equal(late.started, false);
-  t.election.lead();
-  t.sync.resolve(true);
-  await settle();
+  await t.leadAndSync();
   assert.equal(late.started, true);
   const after = new FakeRunnable(t.log, 'after-gate', true);
   t.mgr.add(after);

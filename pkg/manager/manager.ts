@@ -10,9 +10,15 @@
  *     error names the caches from `unsyncedCaches()`), so a leader never holds the Lease with no controllers.
  *  3. Shutdown, when the signal aborts or a runnable fails (rejects):
  *       a. abort leader-gated runnables (they stop handing out keys; their reconciles' signals abort) and wait,
- *       b. then `afterGatedStopped` (flush the guarded writes they queued, e.g. Events),
+ *       b. then `afterGatedStopped`: a BEST-EFFORT flush of what they queued (Events). It gets the time up to the
+ *          flush deadline — the graceful deadline minus the release's share, min(`releaseGraceMs`, half the
+ *          timeout) — and is then told to abandon (its signal aborts) and must stop within `abandonGraceMs`
+ *          WITHOUT waiting for writes in flight. An abandoned flush is not a failure (exit code stays 0): Events
+ *          never hold the Lease (docs/safety.md, "Shutdown"),
  *       c. then stop the election, which releases the lease ONLY if a and b completed — client-go's ReleaseOnCancel
- *          contract: the Lease is released only when no guarded work runs. Otherwise it is left to expire,
+ *          contract: the Lease is released only when no guarded work runs (guarded work = the leader-gated
+ *          runnables and their reconciles' writes; a flush that did not stop when told to also counts). Otherwise it
+ *          is left to expire,
  *       d. then abort the remaining runnables (informers, servers) and wait for them.
  *     One deadline, `gracefulShutdownTimeoutMs`, covers a–d; runnables still running when it passes are named in the
  *     log and the exit code becomes 1. The lease release gets at least `releaseGraceMs` even past the deadline.
@@ -30,7 +36,7 @@ import type { LeaderElection } from './leaderelection.ts';
 import type { Runnable } from './runnable.ts';
 
 export const exitOK = 0;
-/** How long an abandoned flush of guarded writes may take to stop before the lease is kept unreleased. */
+/** How long an abandoned flush (Events) may take to stop before the lease is kept unreleased. */
 const abandonGraceMs = 1_000;
 export const exitFailure = 1;
 
@@ -55,7 +61,8 @@ export interface ManagerOptions {
   unsyncedCaches?: () => string[];
   /**
    * Called once on a graceful shutdown after the leader-gated runnables stopped, before the lease is released: flush
-   * what they queued (Events). Its signal aborts at the graceful deadline or on loss: then abandon at once.
+   * what they queued (Events), best effort. Its signal aborts at the flush deadline (see step 3b) or on loss: then
+   * resolve at once, without waiting for writes in flight.
    */
   afterGatedStopped?: (signal: AbortSignal) => Promise<void>;
   /** Minimum time given to the lease release even when the graceful deadline has passed (default 5 s). */
@@ -259,16 +266,21 @@ export class Manager {
       this.log.error({ runnables: stuckGated }, 'graceful shutdown timed out waiting for leader-election runnables; the lease will not be released');
     } else if (this.opts.afterGatedStopped) {
       const flushAc = new AbortController();
-      const entry: Running = { name: 'flush guarded writes', promise: Promise.resolve(), done: false };
+      const entry: Running = { name: 'flush events', promise: Promise.resolve(), done: false };
       entry.promise = this.opts.afterGatedStopped(flushAc.signal)
-        .catch((err: unknown) => this.log.error({ err }, 'flushing guarded writes failed'))
+        .catch((err: unknown) => this.log.error({ err }, 'flushing events failed'))
         .finally(() => (entry.done = true));
-      if ((await this.waitFor([entry], deadline)).length > 0) {
-        timedOut = true;
-        flushAc.abort(new Error('graceful shutdown timeout'));
-        this.log.error('graceful shutdown timed out flushing guarded writes (events); abandoning them');
+      // The release's share of the graceful timeout is kept free: Events are best effort (step 3b).
+      const releaseShare = Math.min(this.opts.releaseGraceMs ?? 5_000, this.opts.gracefulShutdownTimeoutMs / 2);
+      if ((await this.waitFor([entry], deadline - releaseShare)).length > 0) {
+        flushAc.abort(new Error('event flush deadline'));
         // Abandoning is prompt for a well-behaved flush; one that does not stop keeps the lease unreleased.
-        await this.waitFor([entry], this.clock.now() + abandonGraceMs);
+        if ((await this.waitFor([entry], this.clock.now() + abandonGraceMs)).length > 0) {
+          timedOut = true;
+          this.log.error('flushing events did not stop when abandoned; the lease will not be released');
+        } else {
+          this.log.warn('event flush deadline passed: queued and in-flight Events abandoned (best effort); releasing the lease');
+        }
       }
       if (entry.done && !this.lost) markGatedStopped();
     } else if (!this.lost) {

@@ -23,6 +23,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
+import { registerMemoryLimitMetrics } from '../metrics/process.ts';
 import type { RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { globalRegistry } from '../metrics/registry.ts';
@@ -276,6 +277,7 @@ export function registerProcessMetrics(registry: Registry): void {
   if (withProcessMetrics.has(registry) || registry.getSingleMetric('process_cpu_user_seconds_total')) return;
   withProcessMetrics.add(registry);
   collectDefaultMetrics({ register: registry });
+  registerMemoryLimitMetrics(registry); // process_memory_limit_bytes, nodejs_heap_size_limit_bytes
   // prom-client names three gauges *_total, which Prometheus reserves for counters (`promtool check metrics` flags
   // them). The same values stay available per type as nodejs_active_handles / _requests / _resources.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {

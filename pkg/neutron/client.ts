@@ -19,10 +19,13 @@
  *    omits them (no tag extension).
  *  - Wire types are Neutron's own (snake_case) so that they match the API reference one to one.
  *  - Headers (tokens) are never logged; debug logs carry method, path, status and duration only.
+ *  - Every HTTP request (each attempt) is counted in `openstack_requests_total{api="neutron"}` and its duration
+ *    histogram (metrics.ts), in the `registry` option's registry (default: the global one).
  *
  * Concurrency: stateless between requests apart from the Authenticator's token cache and the cached extension probe;
  * safe to share across workers.
  */
+import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import type { Clock } from '../util/clock.ts';
@@ -30,6 +33,7 @@ import { describeCloud, loadCloudConfig, type CloudConfig, type LoadCloudOptions
 import { decodeError, NeutronBadRequestError, NeutronNotFoundError, NeutronUnavailableError, parseRetryAfter } from './errors.ts';
 import { DEFAULT_TIMEOUT_MS, proxyEnv, send, Transport } from './http.ts';
 import { authenticatorFor, type Authenticator } from './keystone.ts';
+import { openStackMetrics, type OpenStackMetrics } from './metrics.ts';
 
 export interface Network {
   id: string;
@@ -174,6 +178,8 @@ export interface NeutronClientOptions {
    * noauth pipeline uses keystonecontext (hack/neutron/up.sh with NEUTRON_AUTH=keystonecontext).
    */
   headers?: Record<string, string>;
+  /** Where request metrics go (default: the global registry). */
+  registry?: Registry;
 }
 
 export interface FromCloudOptions {
@@ -184,6 +190,8 @@ export interface FromCloudOptions {
   headers?: Record<string, string>;
   /** The proxy environment (HTTP(S)_PROXY, NO_PROXY); default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Where Neutron and Keystone metrics go (default: the global registry). */
+  registry?: Registry;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -231,6 +239,7 @@ export class NeutronClient {
   private readonly userAgent: string;
   private readonly extraHeaders: Record<string, string>;
   private extensions: Promise<Set<string>> | undefined;
+  private readonly metrics: OpenStackMetrics;
 
   constructor(opts: NeutronClientOptions) {
     this.auth = opts.auth;
@@ -239,6 +248,8 @@ export class NeutronClient {
     this.transport = opts.transport;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.extraHeaders = { ...opts.headers };
+    this.metrics = openStackMetrics(opts.registry);
+    this.metrics.init('neutron');
   }
 
   /**
@@ -465,7 +476,7 @@ export class NeutronClient {
       const started = performance.now();
       const res = await send({
         method, url: auth.endpoint + suffix, headers, body, timeoutMs: spec.timeoutMs ?? this.timeoutMs,
-        signal: spec.signal, transport: this.transport,
+        signal: spec.signal, transport: this.transport, metrics: { api: 'neutron', sink: this.metrics },
       });
       this.logger.debug({ method, path, status: res.status, ms: Math.round(performance.now() - started) }, 'neutron request');
       if (spec.ok.includes(res.status)) return res.text;

@@ -7,6 +7,8 @@
  *    our own timeout and connection failures reject with NeutronUnavailableError (`Timeout` / `ConnectionError`).
  *  - Bodies are read completely before returning, so connections go back to the pool.
  *  - Nothing here logs headers or bodies (they carry tokens and credentials).
+ *  - With `metrics`, every request that ends in a response or in a failure of ours (timeout, connection) is counted
+ *    once, under `api` (metrics.ts); a request the caller cancelled is not counted.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +16,7 @@ import type * as Undici from 'undici';
 import type { Dispatcher } from 'undici';
 import { CloudConfigError, type CloudConfig } from './clouds.ts';
 import { NeutronUnavailableError } from './errors.ts';
+import type { OpenStackAPI, OpenStackMetrics } from './metrics.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -35,6 +38,8 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** TLS and proxy settings (default: undici's defaults, no proxy). */
   transport?: Transport;
+  /** Where the request is counted (openstack_requests_total etc.); not counted without it. */
+  metrics?: { api: OpenStackAPI; sink: OpenStackMetrics };
 }
 
 export interface HttpResponse {
@@ -69,6 +74,10 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
   }, timeoutMs);
   timer.unref();
   const path = new URL(req.url).pathname;
+  const started = performance.now();
+  const record = (status: number | undefined): void => {
+    req.metrics?.sink.request(req.metrics.api, req.method, status, (performance.now() - started) / 1000);
+  };
   try {
     const res = await fetch(req.url, {
       method: req.method,
@@ -78,10 +87,12 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
       ...(dispatcher && { dispatcher }),
     });
     const text = await res.text();
+    record(res.status);
     // undici's Headers and the global Headers are the same shape; callers only read them.
     return { status: res.status, headers: res.headers as unknown as Headers, text };
   } catch (err) {
     if (outer?.aborted && !timedOut) throw outer.reason;
+    record(undefined);
     if (timedOut) {
       throw new NeutronUnavailableError({
         status: 0, type: 'Timeout', message: `no complete response within ${timeoutMs} ms`, method: req.method, path, cause: err,

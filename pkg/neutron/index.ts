@@ -3,4 +3,5 @@ export * from './client.ts';
 export * from './clouds.ts';
 export * from './errors.ts';
 export * from './keystone.ts';
+export * from './metrics.ts';
 export { DEFAULT_TIMEOUT_MS } from './http.ts';

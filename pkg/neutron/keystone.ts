@@ -17,15 +17,20 @@
  *    is never a NeutronNotFoundError ("resource gone"); 5xx, 429, timeouts, connection errors → NeutronUnavailableError (retryable);
  *    no `network` endpoint in the catalog → NeutronAuthError (type EndpointNotFound).
  *  - Tokens and credentials are Secrets: they never appear in logs, errors or inspect output.
+ *  - Metrics (metrics.ts): every token request is counted in `openstack_keystone_token_requests_total` with why it was
+ *    made (`initial` until a token was issued, `renewal` ahead of expiry, `reauth` after `invalidate`) and its result;
+ *    its HTTP exchange in `openstack_requests_total{api="keystone"}`.
  *
  * `StaticAuth`: auth_type none — a fixed endpoint and no token.
  */
+import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
 import { silentLogger } from '../log/logger.ts';
 import { realClock, type Clock } from '../util/clock.ts';
 import { Secret, type ApplicationCredentialAuth, type CloudConfig, type PasswordAuth } from './clouds.ts';
 import { decodeError, isRetryable, NeutronAuthError, NeutronUnavailableError } from './errors.ts';
 import { DEFAULT_TIMEOUT_MS, send, type Transport } from './http.ts';
+import { openStackMetrics, type OpenStackMetrics, type TokenReason } from './metrics.ts';
 
 export interface AuthResult {
   /** Neutron's base URL, without a trailing slash or `/v2.0`. */
@@ -73,6 +78,8 @@ export interface KeystoneAuthOptions {
   /** TLS and proxy settings of the cloud (see http.ts `Transport`). */
   transport?: Transport;
   userAgent?: string;
+  /** Where token and request metrics go (default: the global registry). */
+  registry?: Registry;
 }
 
 interface CatalogEndpoint {
@@ -171,6 +178,9 @@ export class KeystoneAuth implements Authenticator {
   private readonly userAgent: string;
   private cached: CachedToken | undefined;
   private inflight: Promise<CachedToken> | undefined;
+  private readonly metrics: OpenStackMetrics;
+  /** Why the next token request is made: `initial` until one succeeded, then `renewal`, or `reauth` after invalidate. */
+  private nextReason: TokenReason = 'initial';
   /** Number of token requests sent (for metrics/tests). */
   tokenRequests = 0;
 
@@ -184,6 +194,8 @@ export class KeystoneAuth implements Authenticator {
     this.logger = opts.logger ?? silentLogger;
     this.transport = opts.transport;
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
+    this.metrics = openStackMetrics(opts.registry);
+    this.metrics.init('keystone');
   }
 
   async authenticate(signal?: AbortSignal): Promise<AuthResult> {
@@ -198,15 +210,32 @@ export class KeystoneAuth implements Authenticator {
   }
 
   invalidate(token: Secret | undefined): void {
-    if (token !== undefined && this.cached?.token === token) this.cached = undefined;
+    if (token !== undefined && this.cached?.token === token) {
+      this.cached = undefined;
+      this.nextReason = 'reauth';
+    }
   }
 
+  /** fetchToken, counted in openstack_keystone_token_requests_total. */
   private async fetchToken(): Promise<CachedToken> {
+    const reason = this.nextReason;
+    try {
+      const token = await this.requestToken();
+      this.metrics.tokenRequest(reason, 'success');
+      this.nextReason = 'renewal';
+      return token;
+    } catch (err) {
+      this.metrics.tokenRequest(reason, err instanceof NeutronAuthError ? 'auth_failure' : 'unavailable');
+      throw err;
+    }
+  }
+
+  private async requestToken(): Promise<CachedToken> {
     const url = `${keystoneV3Url(this.auth.authUrl)}/auth/tokens`;
     const sentAt = this.clock.now();
     this.tokenRequests++;
     const res = await send({
-      method: 'POST', url, timeoutMs: this.timeoutMs, transport: this.transport,
+      method: 'POST', url, timeoutMs: this.timeoutMs, transport: this.transport, metrics: { api: 'keystone', sink: this.metrics },
       headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': this.userAgent },
       body: JSON.stringify(tokenRequestBody(this.auth)),
     });

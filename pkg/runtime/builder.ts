@@ -73,6 +73,8 @@ export interface BuilderOptions {
   rateLimiter?: RateLimiter<string>;
   /** How long shutdown waits for running reconciles (ms). Default: the manager's graceful shutdown timeout. */
   gracefulShutdownTimeoutMs?: number;
+  /** Abort each reconcile's signal with a TimeoutError after this long (ms); 0 = none. Default: the manager's, none. */
+  reconcileTimeoutMs?: number;
   /** Called when the controller starts (on becoming leader, caches synced), before the first reconcile. */
   onStart?: () => void;
 }
@@ -168,6 +170,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     this.completed = true;
     const o = this.options;
     const maxQueueWaitMs = o.maxQueueWaitMs ?? this.mgr.opts.maxQueueWaitMs;
+    const reconcileTimeoutMs = o.reconcileTimeoutMs ?? this.mgr.opts.reconcileTimeoutMs;
     const shard = this.mgr.shardName;
     const controller = new Controller({
       name: this.name,
@@ -178,6 +181,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       gracefulShutdownTimeoutMs: o.gracefulShutdownTimeoutMs ?? this.mgr.opts.gracefulShutdownTimeoutMs ?? 30_000,
       priorityQueue: o.priorityQueue ?? this.mgr.opts.priorityQueue ?? true,
       ...(maxQueueWaitMs !== undefined ? { maxQueueWaitMs } : {}),
+      ...(reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs } : {}),
       ...(o.rateLimiter ? { rateLimiter: o.rateLimiter } : {}),
     });
 

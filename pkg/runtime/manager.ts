@@ -98,6 +98,11 @@ export interface ControllerManagerOptions {
    * server refuses them (SharedInformerFactory's `useWatchList`). Default false (bench/watchlist.ts).
    */
   watchList?: boolean;
+  /**
+   * Default reconcile timeout of every controller (ms; the builder can override): each reconcile's signal aborts with
+   * a TimeoutError after this long. 0 or undefined = none (the default, as controller-runtime's ReconciliationTimeout).
+   */
+  reconcileTimeoutMs?: number;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
@@ -194,7 +199,8 @@ export class ControllerManager {
       gracefulShutdownTimeoutMs,
       ...(opts.cacheSyncTimeoutMs !== undefined ? { cacheSyncTimeoutMs: opts.cacheSyncTimeoutMs } : {}),
       unsyncedCaches: unsynced,
-      // Events queued by the controllers are written before the lease is released (bounded by the graceful deadline).
+      // Events queued by the controllers are written before the lease is released, best effort: abandoned at the
+      // flush deadline (pkg/manager/manager.ts step 3b) without waiting for writes in flight, so they never hold it.
       afterGatedStopped: (signal) => this.events.shutdown(signal),
       logger: log,
       // Informers first, then every handler registration (synced once its informer's initial list reached it).

@@ -24,11 +24,17 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createPki, type Pki } from './pki.ts';
+// The minimal-mode core (etcd + kube-apiserver command lines, PKI, admin kubeconfig, process helpers) is shared with
+// the library's test environment (`ts-controller-manager/testing`), so both run the same flags.
+import { adminKubeconfig, etcdCommand, kubeApiserverCommand } from '../../pkg/testing/controlplane.ts';
+import { createPki, type Pki } from '../../pkg/testing/pki.ts';
+import { delay, freePort, isAlive, killGroup, tail } from '../../pkg/testing/process.ts';
 import { HOST_IP, importPauseImage, NODE_NAME, nodeComponents, nodeNetwork } from './node.ts';
+
+export { freePort, isAlive, killGroup };
 
 export type ClusterMode = 'minimal' | 'full' | 'node';
 export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok'
@@ -102,61 +108,6 @@ export async function ensureBinaries(log: Logger = defaultLogger, opts: { node?:
   return dirs as BinDirs;
 }
 
-/** Returns a TCP port that was free on 127.0.0.1 a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-/** True while `pid` is a live (non-zombie) process. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-const delay = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
-
-/** SIGTERM to the process group, then SIGKILL after `graceMs`; resolves when the leader is gone. */
-export async function killGroup(pid: number, graceMs = 10_000): Promise<void> {
-  const signal = (sig: NodeJS.Signals): void => {
-    try {
-      process.kill(-pid, sig);
-    } catch {
-      try {
-        process.kill(pid, sig);
-      } catch {
-        /* already gone */
-      }
-    }
-  };
-  signal('SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) {
-      signal('SIGKILL');
-      await delay(100);
-      if (!isAlive(pid)) break;
-    }
-    await delay(50);
-  }
-}
-
 /** True when a unix socket at `path` accepts a connection (the server listens, not just created the file). */
 function acceptsConnections(path: string): Promise<boolean> {
   return new Promise((res) => {
@@ -169,12 +120,28 @@ function acceptsConnections(path: string): Promise<boolean> {
   });
 }
 
-function tail(file: string, lines = 40): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
+/**
+ * The API server's flags for node mode, derived from the minimal-mode command line (pkg/testing/controlplane.ts):
+ * the Node authorizer before RBAC; the ServiceAccount admission plugin back on (it adds the projected token volume the
+ * kubelet fills, and kcm creates `default`); NodeRestriction; and for kubectl logs/exec through the kubelet the admin
+ * certificate as the API server's client identity, reaching the node only by its InternalIP (the API server must never
+ * resolve the node's name through the machine's DNS). Throws when a flag it rewrites is no longer there, so a change
+ * of the shared command line cannot silently drop node mode's settings.
+ */
+function nodeApiserverArgs(args: string[], pki: Pki): string[] {
+  // flag → its replacement ([] = removed)
+  const rewrites = new Map<string, string[]>([
+    ['--authorization-mode=RBAC', ['--authorization-mode=Node,RBAC']],
+    ['--disable-admission-plugins=ServiceAccount', []],
+    ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
+      ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement,NodeRestriction']],
+  ]);
+  for (const flag of rewrites.keys()) {
+    if (!args.includes(flag)) throw new Error(`node mode: the shared kube-apiserver command line has no ${flag}`);
   }
+  const out = args.flatMap((a) => rewrites.get(a) ?? [a]);
+  return [...out, `--kubelet-client-certificate=${pki.adminCert}`, `--kubelet-client-key=${pki.adminKey}`,
+    '--kubelet-preferred-address-types=InternalIP'];
 }
 
 export class ControlPlane {
@@ -247,33 +214,14 @@ export class ControlPlane {
       mkdirSync(join(dir, name), { recursive: true });
       return { name, bin, args: [...args, ...(opts.extraArgs?.[name] ?? [])], log: join(dir, name, `${name}.log`), pid: null, health };
     };
+    const etcd = etcdCommand({ dir, bin: join(bins.etcd, 'etcd'), port: etcdPort, peerPort });
+    const apiserver = kubeApiserverCommand({
+      dir, bin: join(bins.k8s, 'kube-apiserver'), port: apiPort, etcdURL, pki, address: apiAddress,
+    });
     const components: ClusterState['components'] = {
-      etcd: comp('etcd', join(bins.etcd, 'etcd'), [
-        '--name=tscm', `--data-dir=${join(dir, 'etcd', 'data')}`,
-        `--listen-client-urls=${etcdURL}`, `--advertise-client-urls=${etcdURL}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=tscm=http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync=true', '--log-level=warn',
-      ], `${etcdURL}/health`),
-      'kube-apiserver': comp('kube-apiserver', join(bins.k8s, 'kube-apiserver'), [
-        `--etcd-servers=${etcdURL}`, `--bind-address=${apiAddress}`, `--advertise-address=${apiAddress}`,
-        `--secure-port=${apiPort}`, `--cert-dir=${join(dir, 'kube-apiserver')}`,
-        `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`,
-        `--client-ca-file=${pki.caCert}`, `--authorization-mode=${nodeMode ? 'Node,RBAC' : 'RBAC'}`,
-        '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged=true',
-        `--service-account-issuer=https://${apiAddress}:${apiPort}/`,
-        `--service-account-key-file=${pki.saPublicKey}`, `--service-account-signing-key-file=${pki.saPrivateKey}`,
-        // As envtest does: Pods need no ServiceAccount controller to be admitted. On the real node the ServiceAccount
-        // plugin stays on: it adds the projected token volume the kubelet fills (and kcm creates `default`).
-        ...(nodeMode ? [] : ['--disable-admission-plugins=ServiceAccount']),
-        // As on hardened clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers subresource,
-        // so RBAC tests see that requirement.
-        `--enable-admission-plugins=OwnerReferencesPermissionEnforcement${nodeMode ? ',NodeRestriction' : ''}`,
-        // kubectl logs/exec through the kubelet (node mode): the admin certificate is the API server's client identity.
-        // Only the node's InternalIP: the API server must never resolve the node's name through the machine's DNS.
-        ...(nodeMode ? [`--kubelet-client-certificate=${pki.adminCert}`, `--kubelet-client-key=${pki.adminKey}`,
-          '--kubelet-preferred-address-types=InternalIP'] : []),
-        '--profiling=false', '--v=0',
-      ], `${server}/readyz`),
+      etcd: comp('etcd', etcd.bin, etcd.args, etcd.health),
+      'kube-apiserver': comp('kube-apiserver', apiserver.bin, nodeMode ? nodeApiserverArgs(apiserver.args, pki) : apiserver.args,
+        apiserver.health),
     };
     if (opts.mode === 'full' || nodeMode) {
       const common = [
@@ -567,17 +515,4 @@ export class ControlPlane {
     await post('/v3/kv/compaction', { revision: String(revision), physical: true });
     return revision;
   }
-}
-
-function adminKubeconfig(server: string, pki: Pki): string {
-  const b64 = (file: string): string => readFileSync(file).toString('base64');
-  // JSON is valid YAML; kubectl and client-node read it as a kubeconfig.
-  return `${JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'tscm-local', cluster: { server, 'certificate-authority-data': b64(pki.caCert) } }],
-    users: [{ name: 'tscm-admin', user: { 'client-certificate-data': b64(pki.adminCert), 'client-key-data': b64(pki.adminKey) } }],
-    contexts: [{ name: 'tscm-local', context: { cluster: 'tscm-local', user: 'tscm-admin', namespace: 'default' } }],
-    'current-context': 'tscm-local',
-  }, null, 2)}\n`;
 }

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { signClientCert, type Pki } from './pki.ts';
+import { signClientCert, type Pki } from '../../pkg/testing/pki.ts';
 
 export const NODE_NETNS = 'tscm-node';
 /** The host's end of the veth pair: the API server's address in node mode. */

@@ -45,6 +45,15 @@ export class MemoryCgroup {
     return Number(this.read('memory.max_usage_in_bytes').trim());
   }
 
+  /**
+   * How many times a charge hit the limit (`memory.failcnt`): 0 means the usage never reached it, so the kernel never
+   * had to reclaim the cgroup's memory or consider an OOM kill. (`max_usage_in_bytes` can never exceed the limit:
+   * comparing it with the limit proves nothing.)
+   */
+  failCount(): number {
+    return Number(this.read('memory.failcnt').trim());
+  }
+
   /** Number of processes the kernel OOM-killed in this cgroup. */
   oomKills(): number {
     const m = /oom_kill (\d+)/.exec(this.read('memory.oom_control'));

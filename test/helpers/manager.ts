@@ -14,6 +14,7 @@ import type { TestContext } from 'node:test';
 import type { LevelWithSilent } from 'pino';
 import { Registry } from 'prom-client';
 import { controllerSetups, type ControllerName } from '../../pkg/controllers/index.ts';
+import type { ControllerSettings } from '../../pkg/controllers/setup.ts';
 import type { RestClient } from '../../pkg/client/rest.ts';
 import type { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
 import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
@@ -28,7 +29,7 @@ export interface StartControllersOptions {
   /** Workers per controller; default 1. */
   concurrency?: number;
   /** Neutron settings for the Network controller (default: none — it then does not start). */
-  neutron?: { cloudConfig: string | undefined; cloud: string | undefined };
+  neutron?: ControllerSettings['neutron'];
 }
 
 export interface RunningControllers {

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import type { Network } from '../../pkg/apis/samplecrd/v1/types.ts';
+import type { Network, NetworkSpec } from '../../pkg/apis/samplecrd/v1/types.ts';
 import { cluster, expectStatus, testNamespace, waitFor } from './cluster.ts';
 import { installCRDs } from './crds.ts';
 import { startControllers, type RunningControllers } from './manager.ts';
@@ -31,7 +31,7 @@ export async function getNetwork(ns: string, name: string): Promise<Network | un
   return res.status === 404 ? undefined : expectStatus<Network>(res, 200, `get Network ${name}`);
 }
 
-export async function patchSpec(ns: string, name: string, spec: Network['spec']): Promise<Network> {
+export async function patchSpec(ns: string, name: string, spec: Partial<NetworkSpec>): Promise<Network> {
   return expectStatus<Network>(await cluster().request('PATCH', `${networksPath(ns)}/${name}`, { spec },
     { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch Network ${name}`);
 }
@@ -115,10 +115,18 @@ export class NetworkTestBed {
     return ns;
   }
 
-  /** The Network controller in-process (test/helpers/manager.ts's wiring) for `ns`, using `cloud` of `cloudsYaml`. */
-  startController(t: TestContext, ns: string, opts: { cloudsYaml?: string; cloud?: string; resyncPeriodMs?: number; concurrency?: number } = {}): Promise<RunningControllers> {
+  /**
+   * The Network controller in-process (test/helpers/manager.ts's wiring) for `ns`, using `cloud` of `cloudsYaml`;
+   * `createSettleMs` / `driftCheckMs` shorten its timers (NetworkReconcilerDeps).
+   */
+  startController(t: TestContext, ns: string, opts: { cloudsYaml?: string; cloud?: string; resyncPeriodMs?: number; concurrency?: number; createSettleMs?: number; driftCheckMs?: number } = {}): Promise<RunningControllers> {
     return startControllers(t, {
-      namespace: ns, controllers: ['network'], neutron: { cloudConfig: opts.cloudsYaml ?? this.cloudsYaml, cloud: opts.cloud ?? 'local' },
+      namespace: ns, controllers: ['network'],
+      neutron: {
+        cloudConfig: opts.cloudsYaml ?? this.cloudsYaml, cloud: opts.cloud ?? 'local',
+        ...(opts.createSettleMs !== undefined && { createSettleMs: opts.createSettleMs }),
+        ...(opts.driftCheckMs !== undefined && { driftCheckMs: opts.driftCheckMs }),
+      },
       ...(opts.resyncPeriodMs !== undefined && { resyncPeriodMs: opts.resyncPeriodMs }),
       ...(opts.concurrency !== undefined && { concurrency: opts.concurrency }),
     });

@@ -253,6 +253,11 @@ export class NeutronProxy {
   target: URL;
   delay: ((r: SeenRequest) => number) | undefined;
   hold: ((r: SeenRequest) => boolean) | undefined;
+  /**
+   * Forward only once this promise settles (undefined: at once): lets a test act at an exact point, e.g. change a
+   * resource between the controller's read and its write, or stop the controller while its request waits here.
+   */
+  gate: ((r: SeenRequest) => Promise<unknown> | undefined) | undefined;
   /** A status to answer INSTEAD of forwarding (e.g. 401: the token expired at exactly this request). */
   refuse: ((r: SeenRequest) => number | undefined) | undefined;
   /** Requests whose (already forwarded) answer is being held back. */
@@ -305,7 +310,9 @@ export class NeutronProxy {
           up.on('error', () => res.destroy()); // neutron-server down: the client sees a dropped connection
           up.end(body);
         };
-        if (delayMs > 0) setTimeout(forward, delayMs);
+        const gate = proxy.gate?.(seen);
+        if (gate) void gate.then(forward, forward);
+        else if (delayMs > 0) setTimeout(forward, delayMs);
         else forward();
       });
     });

@@ -4,12 +4,18 @@
  *    what clients send for http:// URLs) are forwarded, CONNECT opens a TCP tunnel (https:// URLs);
  *  - `TlsForwarder`: a TLS-terminating reverse proxy (node:https) in front of a plain-HTTP server such as the real
  *    neutron-server or Keystone, optionally requiring a client certificate signed by a given CA.
- * Neither changes requests or answers; both close every connection on `close()`.
+ *  - `HoldingApiProxy`: a TLS-terminating HTTP/2 reverse proxy in front of the kube-apiserver that can hold writes
+ *    and deliver them late, in or out of order (the leadership chaos test's request-level fault).
+ * None changes requests or answers; all close every connection on `close()`.
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import {
+  connect as http2Connect, createSecureServer, type ClientHttp2Session, type ClientHttp2Stream, type Http2SecureServer,
+  type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Session,
+} from 'node:http2';
 
 /** Forwards one request to `target` (http origin) and pipes the answer back; a failed upstream drops the client. */
 function forward(req: IncomingMessage, res: ServerResponse, target: URL, path: string): void {
@@ -146,5 +152,178 @@ export class TlsForwarder {
   async close(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise((r) => this.server.close(r));
+  }
+}
+
+export interface ApiProxyTls {
+  /** The proxy's serving certificate and key (PEM) for 127.0.0.1; clients must trust its CA instead of the API server's. */
+  cert: string;
+  key: string;
+  /** How the proxy reaches the API server: its CA, and the client certificate it authenticates with (PEM). */
+  upstreamCA: string;
+  upstreamCert: string;
+  upstreamKey: string;
+}
+
+/** A write the `HoldingApiProxy` kept, as the client sent it. */
+export interface HeldWrite {
+  method: string;
+  path: string;
+  userAgent: string;
+  /** Date.now() when it arrived at the proxy. */
+  at: number;
+}
+
+interface QueuedWrite extends HeldWrite {
+  headers: OutgoingHttpHeaders;
+  body: Buffer;
+  res: Http2ServerResponse;
+}
+
+const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host']);
+
+/** Request or response headers without HTTP/2 pseudo-headers and hop-by-hop fields. */
+function endToEnd(h: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) if (!k.startsWith(':') && !hopByHop.has(k) && v !== undefined) out[k] = v;
+  return out;
+}
+
+/**
+ * A TLS-terminating HTTP/2 reverse proxy in front of the REAL kube-apiserver that can hold writes (fault injection
+ * at request level, labelled as such: it re-originates each request on its own connection with its own client
+ * certificate — the admin's, as the managers' kubeconfig — and passes the User-Agent through, so the audit log still
+ * attributes every request to the client's leader-election identity).
+ *  - Normally every request is forwarded as it comes (watches stream through).
+ *  - `hold()`: from then on every write (any method but GET) is kept unanswered; reads still pass, so the client keeps
+ *    seeing changes and keeps deriving writes from them. `deliver('reverse')` sends the kept writes to the API server
+ *    one at a time, each to its answer before the next, newest first — out of order — or oldest first with 'sent'.
+ *    An answer goes back to the client if it is still connected, and is discarded otherwise.
+ */
+export class HoldingApiProxy {
+  readonly url: string;
+  private readonly server: Http2SecureServer;
+  private readonly tls: ApiProxyTls;
+  private readonly upstreamUrl: string;
+  private upstream: ClientHttp2Session | undefined;
+  private holding = false;
+  private queue: QueuedWrite[] = [];
+  private readonly sessions = new Set<ServerHttp2Session>();
+
+  private constructor(server: Http2SecureServer, port: number, upstreamUrl: string, tls: ApiProxyTls) {
+    this.server = server;
+    this.url = `https://127.0.0.1:${port}`;
+    this.upstreamUrl = upstreamUrl;
+    this.tls = tls;
+  }
+
+  static async start(upstreamUrl: string, tls: ApiProxyTls): Promise<HoldingApiProxy> {
+    const server = createSecureServer({ cert: tls.cert, key: tls.key, allowHTTP1: false });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const proxy = new HoldingApiProxy(server, (server.address() as AddressInfo).port, upstreamUrl, tls);
+    server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => proxy.handle(req, res));
+    server.on('session', (s: ServerHttp2Session) => {
+      proxy.sessions.add(s);
+      s.on('close', () => proxy.sessions.delete(s));
+    });
+    return proxy;
+  }
+
+  /** The writes kept now (in the order they came). */
+  get held(): readonly HeldWrite[] {
+    return this.queue;
+  }
+
+  hold(): void {
+    this.holding = true;
+  }
+
+  /** Ends `hold()` and sends what it kept (see the class comment); resolves with what was sent, in that order, and the answers' codes. */
+  async deliver(order: 'sent' | 'reverse'): Promise<(HeldWrite & { code: number })[]> {
+    this.holding = false;
+    const queued = order === 'reverse' ? [...this.queue].reverse() : [...this.queue];
+    this.queue = [];
+    const done: (HeldWrite & { code: number })[] = [];
+    for (const w of queued) {
+      const code = await this.send(w.method, w.path, w.headers, w.body, w.res);
+      done.push({ method: w.method, path: w.path, userAgent: w.userAgent, at: w.at, code });
+    }
+    return done;
+  }
+
+  private session(): ClientHttp2Session {
+    if (!this.upstream || this.upstream.closed || this.upstream.destroyed) {
+      const s = http2Connect(this.upstreamUrl, { ca: this.tls.upstreamCA, cert: this.tls.upstreamCert, key: this.tls.upstreamKey });
+      s.on('error', () => s.destroy());
+      this.upstream = s;
+    }
+    return this.upstream;
+  }
+
+  private handle(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    const method = req.method;
+    const path = req.url;
+    if (method === 'GET') {
+      void this.send(method, path, endToEnd(req.headers), undefined, res);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const headers = endToEnd(req.headers);
+      if (this.holding) {
+        this.queue.push({ method, path, headers, body, res, userAgent: String(req.headers['user-agent'] ?? ''), at: Date.now() });
+      } else {
+        void this.send(method, path, headers, body, res);
+      }
+    });
+  }
+
+  /** Sends one request upstream; pipes the answer to `res` while it is open; resolves with the status (0: no answer). */
+  private send(method: string, path: string, headers: OutgoingHttpHeaders, body: Buffer | undefined, res: Http2ServerResponse): Promise<number> {
+    return new Promise((resolve) => {
+      let stream: ClientHttp2Stream;
+      try {
+        stream = this.session().request({ ...headers, ':method': method, ':path': path });
+      } catch {
+        if (!res.stream?.destroyed) res.stream?.close();
+        resolve(0);
+        return;
+      }
+      const clientOpen = (): boolean => !res.stream?.destroyed && !res.stream?.closed;
+      // A client that left (a watch it stopped, or a process that died) ends the upstream stream — except for a
+      // held write, which runs to its answer (the point of holding it).
+      if (body === undefined) res.stream?.on('close', () => stream.close());
+      stream.on('response', (h) => {
+        const code = Number(h[':status'] ?? 0);
+        if (clientOpen()) {
+          try {
+            res.writeHead(code, endToEnd(h));
+            stream.pipe(res);
+          } catch {
+            stream.resume();
+          }
+        } else {
+          stream.resume();
+        }
+        stream.on('end', () => resolve(code));
+        stream.on('close', () => resolve(code));
+      });
+      stream.on('error', () => {
+        if (clientOpen()) res.stream?.close();
+        resolve(0);
+      });
+      stream.on('close', () => resolve(0));
+      stream.end(body);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.upstream?.destroy();
+    for (const w of this.queue) w.res.stream?.close();
+    this.queue = [];
+    for (const s of this.sessions) s.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
   }
 }

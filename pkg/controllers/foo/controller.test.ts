@@ -28,12 +28,12 @@ const ctx = { log: silentLogger, reconcileID: 'r', key: 'ns/foo' };
 const req = { namespace: 'ns', name: 'foo' };
 
 function aFoo(spec: Foo['spec'], status?: Foo['status']): Foo {
-  return { metadata: { name: 'foo', namespace: 'ns', uid: 'foo-uid', generation: 1 }, spec, ...(status ? { status } : {}) };
+  return { metadata: { name: 'foo', namespace: 'ns', uid: 'foo-uid', generation: 1, resourceVersion: '7' }, spec, ...(status ? { status } : {}) };
 }
 
 function owned(foo: Foo, replicas: number, available: number): Deployment {
   const d = newDeployment(foo);
-  return { ...d, metadata: { ...d.metadata, uid: 'dep-uid' }, spec: { ...d.spec, replicas }, status: { availableReplicas: available } };
+  return { ...d, metadata: { ...d.metadata, uid: 'dep-uid', resourceVersion: '11' }, spec: { ...d.spec, replicas }, status: { availableReplicas: available } };
 }
 
 let foos: Indexer<Foo>;
@@ -60,7 +60,7 @@ describe('fooReconciler', () => {
       'PATCH /apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status',
     ]);
     assert.deepEqual(rest.calls[0]?.body, newDeployment(foo));
-    assert.deepEqual(rest.calls[1]?.body, { metadata: { uid: 'foo-uid' }, status: { availableReplicas: 0 } });
+    assert.deepEqual(rest.calls[1]?.body, { metadata: { uid: 'foo-uid', resourceVersion: '7' }, status: { availableReplicas: 0 } });
     assert.equal(rest.calls[1]?.contentType, 'application/merge-patch+json');
     assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
   });
@@ -74,17 +74,53 @@ describe('fooReconciler', () => {
     assert.deepEqual(recorder.events, []);
   });
 
-  test('replica drift: merge-patches spec.replicas (guarded by uid) and mirrors availableReplicas', async () => {
+  test('replica drift: merge-patches spec.replicas (fenced by uid + the cached resourceVersion) and mirrors availableReplicas', async () => {
     const foo = aFoo({ deploymentName: 'web', replicas: 3 }, { availableReplicas: 1 });
     foos.add(foo);
     deployments.add(owned(foo, 1, 1));
     rest.reply = (c) => (c.method === 'PATCH' && c.path.endsWith('/deployments/web') ? owned(foo, 3, 2) : {});
     await reconcile(req, signal, ctx);
     assert.deepEqual(rest.calls.map((c) => [c.method, c.path, c.body]), [
-      ['PATCH', '/apis/apps/v1/namespaces/ns/deployments/web', { metadata: { uid: 'dep-uid' }, spec: { replicas: 3 } }],
-      ['PATCH', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status', { metadata: { uid: 'foo-uid' }, status: { availableReplicas: 2 } }],
+      ['PATCH', '/apis/apps/v1/namespaces/ns/deployments/web', { metadata: { uid: 'dep-uid', resourceVersion: '11' }, spec: { replicas: 3 } }],
+      ['PATCH', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status', { metadata: { uid: 'foo-uid', resourceVersion: '7' }, status: { availableReplicas: 2 } }],
     ]);
     assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
+  });
+
+  test('status patch refused with 409 (the Foo moved on since the cached version): requeue quietly, no error, no Event', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 }, { availableReplicas: 0 });
+    foos.add(foo);
+    deployments.add(owned(foo, 2, 2));
+    rest.reply = () => {
+      throw new ApiError(409, 'Conflict', 'Operation cannot be fulfilled on foos.samplecontroller.k8s.io "foo": the object has been modified', {});
+    };
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.deepEqual(rest.calls.map((c) => [c.method, c.path, c.body]), [
+      ['PATCH', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status', { metadata: { uid: 'foo-uid', resourceVersion: '7' }, status: { availableReplicas: 2 } }],
+    ]);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('replica patch refused with 409 (the Deployment moved on): requeue quietly, the status is not written from it', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 3 }, { availableReplicas: 1 });
+    foos.add(foo);
+    deployments.add(owned(foo, 1, 1));
+    rest.reply = () => {
+      throw new ApiError(409, 'Conflict', 'the object has been modified', {});
+    };
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.deepEqual(rest.calls.map((c) => c.path), ['/apis/apps/v1/namespaces/ns/deployments/web']);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('other write failures are still errors (not swallowed as conflicts)', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 }, { availableReplicas: 0 });
+    foos.add(foo);
+    deployments.add(owned(foo, 2, 2));
+    rest.reply = () => {
+      throw new ApiError(422, 'Invalid', 'invalid', {});
+    };
+    await assert.rejects(reconcile(req, signal, ctx), (err) => err instanceof ApiError && err.status === 422);
   });
 
   test('a Foo without replicas leaves the Deployment\'s replicas alone', async () => {

@@ -9,14 +9,19 @@
  * (all deliberate; see the README): `Synced` is recorded only when the reconcile changed something; replica drift is
  * fixed with a merge patch of spec.replicas (upstream PUTs the whole desired Deployment); a Foo being deleted is left
  * to the garbage collector; an empty deploymentName gets one Warning Event per Foo generation (upstream only logs).
+ *
+ * Fencing (docs/safety.md): the replica patch and the status patch carry the resourceVersion of the cached object they
+ * were derived from; a 409 (the object changed since: a late write, or a cache behind our own last write) requeues
+ * quietly. The create is fenced by name (AlreadyExists); Events are append-only and not fenced.
  */
 import type { Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
-import { isAlreadyExists, type RestClient } from '../../client/rest.ts';
+import { isAlreadyExists, isConflict, type RestClient } from '../../client/rest.ts';
 import { inheritedShardLabels } from '../../sharding/shard.ts';
-import { TerminalError, type Reconciler } from '../../controller/index.ts';
+import { TerminalError, type Reconciler, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { IndexerReader } from '../../informerfactory/indexer.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
+import type { Logger } from '../../log/logger.ts';
 import { keyOf, metaNamespaceKey } from '../../apis/meta/types.ts';
 import { collectionPath, objectPath } from '../../informerfactory/resource.ts';
 import { deploymentResource, type Deployment } from '../deployment/types.ts';
@@ -89,25 +94,52 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
       throw new Error(msg); // rate-limited retry, as upstream
     }
 
+    // Fencing (docs/safety.md): both patches carry the resourceVersion of the cached object they were derived from, so
+    // a write built from a cache that is behind (a late write of an old leader, or the cache lagging our own last
+    // write) fails with 409 instead of overwriting a newer one. That is expected, not an error: requeue quietly; the
+    // newer version reaches the cache (and queues this Foo) anyway.
     const replicas = foo.spec?.replicas;
     if (replicas !== undefined && replicas !== deployment.spec?.replicas) {
       log.info({ deployment: deploymentName, from: deployment.spec?.replicas, to: replicas }, 'Correcting Deployment replicas');
-      deployment = await rest.json<Deployment>('PATCH', objectPath(deploymentResource, namespace, deploymentName), {
-        body: { metadata: { uid: deployment.metadata?.uid }, spec: { replicas } }, contentType: mergePatch, signal,
-      });
+      try {
+        deployment = await rest.json<Deployment>('PATCH', objectPath(deploymentResource, namespace, deploymentName), {
+          body: { metadata: { uid: deployment.metadata?.uid, resourceVersion: deployment.metadata?.resourceVersion }, spec: { replicas } }, contentType: mergePatch, signal,
+        });
+      } catch (err) {
+        return staleWrite(err, log, 'Deployment');
+      }
       changed = true;
     }
 
     const available = deployment.status?.availableReplicas ?? 0;
     if (foo.status?.availableReplicas !== available) {
-      await rest.json('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
-        body: { metadata: { uid: foo.metadata?.uid }, status: { availableReplicas: available } }, contentType: mergePatch, signal,
-      });
+      try {
+        await rest.json('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
+          body: fooStatusPatch(foo, available), contentType: mergePatch, signal,
+        });
+      } catch (err) {
+        return staleWrite(err, log, 'Foo');
+      }
       changed = true;
     }
     if (changed) recorder.event(fooRef(foo), 'Normal', SuccessSynced, MessageResourceSynced);
     return undefined;
   };
+}
+
+/**
+ * The Foo status merge patch, fenced: the uid (not a re-created Foo of the same name) and the resourceVersion of the
+ * cached Foo the value was derived from (409 Conflict if the Foo changed since).
+ */
+export function fooStatusPatch(foo: Foo, availableReplicas: number): unknown {
+  return { metadata: { uid: foo.metadata?.uid, resourceVersion: foo.metadata?.resourceVersion }, status: { availableReplicas } };
+}
+
+/** A fenced write refused with 409 (the object moved on since the cached version): requeue quietly; else rethrow. */
+function staleWrite(err: unknown, log: Logger, kind: string): Result {
+  if (!isConflict(err)) throw err;
+  log.debug({ kind }, 'the object changed since the cached version this write was derived from (409); requeueing');
+  return { requeue: true };
 }
 
 /**

@@ -2,14 +2,11 @@
  * The pure parts of the Foo controller: the Foo resource, the Deployment a Foo wants (k8s.io/sample-controller's
  * newDeployment), ownership, the Foo index by wanted Deployment name and the Event texts.
  */
-import { apiVersion as fooApiVersion, fooKind, fooPlural, group as fooGroup, version as fooVersion, type Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
+import { apiVersion as fooApiVersion, fooKind, group as fooGroup, type Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
 import { controllerNameOf, controllerOf, newControllerRef, type KubeObject } from '../../apis/meta/types.ts';
-import type { ResourceType } from '../../informerfactory/resource.ts';
 import type { Deployment } from '../deployment/types.ts';
 
-export const fooResource: ResourceType = {
-  group: fooGroup, version: fooVersion, resource: fooPlural, kind: fooKind, namespaced: true,
-};
+export { fooResource } from '../../apis/samplecontroller/v1alpha1/types.ts';
 
 // Event reasons and messages (upstream's constants).
 export const SuccessSynced = 'Synced';

@@ -9,15 +9,20 @@ import { Lister } from '../../informerfactory/lister.ts';
 import { silentLogger } from '../../log/logger.ts';
 import {
   errorForStatus, type CallOptions, type Network as NNetwork, type NetworkCreate, type NetworkFilter, type Subnet,
-  type SubnetCreate, type SubnetFilter, type SubnetUpdate, type TaggableResource,
+  type SubnetCreate, type SubnetFilter, type SubnetUpdate, type TaggableResource, type UpdateOptions,
 } from '../../neutron/index.ts';
 import { DEFAULT_DRIFT_CHECK_MS, networkReconciler, type NeutronNetworkAPI } from './controller.ts';
 import { computeStatus, FINALIZER, neutronDescription, uidTag } from './desired.ts';
+import { generatePools, parseCIDR, parseIP } from './ipnet.ts';
 
 // ---- fakes ---------------------------------------------------------------------------------------------------------
 
 interface Call { method: Verb; path: string; body: unknown }
 
+/**
+ * The API server's writes to one Network: a finalizer patch answers the cached object with the new finalizers and
+ * the next resourceVersion (as the server does); other writes answer {}. `fail` makes a call fail instead.
+ */
 class FakeRest {
   readonly calls: Call[] = [];
   fail: ((c: Call) => Error | undefined) | undefined;
@@ -25,7 +30,13 @@ class FakeRest {
     const call = { method, path, body: opts.body };
     this.calls.push(call);
     const err = this.fail?.(call);
-    return err ? Promise.reject(err) : Promise.resolve({} as T);
+    if (err) return Promise.reject(err);
+    const cur = cache.getByKey('ns/net');
+    if (method === 'PATCH' && path === objPath && cur) {
+      const { finalizers } = (opts.body as { metadata: { finalizers: string[] } }).metadata;
+      return Promise.resolve({ ...cur, metadata: { ...cur.metadata, finalizers, resourceVersion: String(Number(cur.metadata?.resourceVersion ?? 0) + 1) } } as T);
+    }
+    return Promise.resolve({} as T);
   }
 }
 
@@ -71,6 +82,10 @@ class FakeNeutron implements NeutronNetworkAPI {
       ip_version: cidr.includes(':') ? 6 : 4, allocation_pools: [], enable_dhcp: true, dns_nameservers: [], host_routes: [],
       tags: [], revision_number: 1, ...over,
     };
+    if (s.allocation_pools.length === 0 && over.allocation_pools === undefined) {
+      const c = parseCIDR(cidr);
+      if (c) s.allocation_pools = generatePools(c, gateway ? parseIP(gateway) : undefined); // Neutron's default
+    }
     this.subnets.set(s.id, s);
     this.networks.get(networkId)?.subnets.push(s.id);
     return s;
@@ -134,7 +149,11 @@ class FakeNeutron implements NeutronNetworkAPI {
     });
   }
 
-  createSubnet(spec: SubnetCreate, _o?: CallOptions): Promise<Subnet> {
+  /** The signal of each createSubnet call, in order. */
+  readonly createSubnetSignals: (AbortSignal | undefined)[] = [];
+
+  createSubnet(spec: SubnetCreate, o?: CallOptions): Promise<Subnet> {
+    this.createSubnetSignals.push(o?.signal);
     return Promise.resolve().then(() => {
       this.step('createSubnet', spec.cidr);
       if (!this.networks.has(spec.network_id)) throw this.notFound('Network');
@@ -145,12 +164,16 @@ class FakeNeutron implements NeutronNetworkAPI {
     });
   }
 
-  updateSubnet(id: string, patch: SubnetUpdate, _o?: CallOptions): Promise<Subnet> {
+  /** As Neutron: `ifRevision` (If-Match) must equal the current revision_number (else 412); every update bumps it. */
+  updateSubnet(id: string, patch: SubnetUpdate, o?: UpdateOptions): Promise<Subnet> {
     return Promise.resolve().then(() => {
-      this.step('updateSubnet', `${id} ${JSON.stringify(patch)}`);
+      this.step('updateSubnet', `${id} ${JSON.stringify(patch)}${o?.ifRevision !== undefined ? ` if-match=${o.ifRevision}` : ''}`);
       const s = this.subnets.get(id);
       if (!s) throw this.notFound('Subnet');
-      Object.assign(s, patch);
+      if (o?.ifRevision !== undefined && o.ifRevision !== s.revision_number) {
+        throw errorForStatus({ status: 412, type: 'HTTP412', message: 'Constraint revision_number failed' });
+      }
+      Object.assign(s, patch, { revision_number: s.revision_number + 1 });
       return structuredClone(s);
     });
   }
@@ -306,18 +329,59 @@ describe('networkReconciler: create and converge', () => {
     assert.ok([...neutron.subnets.values()][0]?.tags.includes(TAG), 'an untagged subnet of our network gets the tag');
   });
 
-  test('gateway change: updated in place with the allocation pools moved around it', async () => {
+  test('gateway change: updated in place, fenced by If-Match with the revision read, the default pools moved with it', async () => {
     const n = neutron.addNetwork({ tags: [TAG] });
-    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG], revision_number: 4 });
     cache.add(aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.254' }, { generation: 2 }));
     await reconcile(req, signal, ctx);
     assert.deepEqual(neutron.ops.filter((o) => o.startsWith('updateSubnet')), [
-      `updateSubnet ${s.id} {"gateway_ip":"10.0.0.254","allocation_pools":[{"start":"10.0.0.1","end":"10.0.0.253"}]}`,
+      `updateSubnet ${s.id} {"gateway_ip":"10.0.0.254","allocation_pools":[{"start":"10.0.0.1","end":"10.0.0.253"}]} if-match=4`,
     ]);
     assert.equal(neutron.subnets.get(s.id)?.gateway_ip, '10.0.0.254');
     assert.equal(neutron.subnets.size, 1);
     assert.equal(statusWrites()[0]?.observedGeneration, 2);
     assert.match(recorder.events[0] ?? '', /updated gateway of subnet id-2 from 10.0.0.1 to 10.0.0.254/);
+  });
+
+  test('gateway change with narrowed pools: pools not sent when the gateway is outside them, only the containing pool split otherwise', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG], allocation_pools: [{ start: '10.0.0.100', end: '10.0.0.200' }, { start: '10.0.0.220', end: '10.0.0.230' }] });
+    const net = aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.254' }, { generation: 2 });
+    cache.add(net);
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.filter((o) => o.startsWith('updateSubnet')), [`updateSubnet ${s.id} {"gateway_ip":"10.0.0.254"} if-match=1`]);
+    assert.deepEqual(neutron.subnets.get(s.id)?.allocation_pools, [{ start: '10.0.0.100', end: '10.0.0.200' }, { start: '10.0.0.220', end: '10.0.0.230' }]);
+
+    neutron.ops.length = 0;
+    cache.update({ ...withWrittenStatus(net), metadata: { ...net.metadata, generation: 3 }, spec: { cidr: '10.0.0.0/24', gateway: '10.0.0.150' } });
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.filter((o) => o.startsWith('updateSubnet')), [
+      `updateSubnet ${s.id} {"gateway_ip":"10.0.0.150","allocation_pools":[{"start":"10.0.0.100","end":"10.0.0.149"},{"start":"10.0.0.151","end":"10.0.0.200"},{"start":"10.0.0.220","end":"10.0.0.230"}]} if-match=2`,
+    ]);
+  });
+
+  test('gateway change refused with 412 (the subnet changed since it was read): quiet requeue, no status, no Event; the retry re-reads', async () => {
+    const n = neutron.addNetwork({ tags: [TAG] });
+    const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.254' }, { generation: 2 }));
+    const origList = neutron.listSubnets.bind(neutron);
+    neutron.listSubnets = async (f, o) => {
+      const read = await origList(f, o);
+      neutron.listSubnets = origList;
+      // Someone narrows the pools between our read and our update.
+      const cur = neutron.subnets.get(s.id);
+      if (cur) Object.assign(cur, { allocation_pools: [{ start: '10.0.0.10', end: '10.0.0.20' }], revision_number: cur.revision_number + 1 });
+      return read;
+    };
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.deepEqual(rest.calls, [], 'no status write');
+    assert.deepEqual(recorder.events, []);
+    assert.equal(neutron.subnets.get(s.id)?.gateway_ip, '10.0.0.1', 'not applied over the newer subnet');
+
+    await reconcile(req, signal, ctx);
+    assert.deepEqual([neutron.subnets.get(s.id)?.gateway_ip, neutron.subnets.get(s.id)?.allocation_pools], ['10.0.0.254', [{ start: '10.0.0.10', end: '10.0.0.20' }]],
+      'applied on the re-read subnet: the narrowed pool kept');
+    assert.equal(lastReady()?.status, 'True');
   });
 
   test('no spec.gateway: Neutron\'s gateway is left alone', async () => {
@@ -460,11 +524,31 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
     assert.equal(lastReady()?.status, 'True');
   });
 
-  test('a Kubernetes API failure (finalizer patch conflict) is retried without touching Neutron', async () => {
+  test('a finalizer patch conflict (409: the Network changed since it was cached) requeues quietly without touching Neutron', async () => {
     cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { finalizers: [] }));
     rest.fail = () => new ApiError(409, 'Conflict', 'the object has been modified', {});
-    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /modified/.test((err as Error).message));
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
     assert.deepEqual(neutron.ops, []);
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('fencing: the status write carries the resourceVersion it was derived from — after adding the finalizer, the one the server answered', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { finalizers: [] }));
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls.map((c) => [c.path, (c.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion]), [[objPath, '5'], [statusPath, '6']]);
+    const converged = { ...withWrittenStatus(aNetwork({ cidr: '10.0.0.0/24' }, { resourceVersion: '9' })), spec: { cidr: '10.0.0.0/24', gateway: '10.0.0.9' } };
+    cache.update({ ...converged, metadata: { ...converged.metadata, generation: 2 } });
+    rest.calls.length = 0;
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls.map((c) => [c.path, (c.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion]), [[statusPath, '9']]);
+  });
+
+  test('a status write refused with 409 requeues quietly; the Neutron changes made are still reported (Normal Event)', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    rest.fail = (c) => (c.path === statusPath ? new ApiError(409, 'Conflict', 'the object has been modified', {}) : undefined);
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.equal(neutron.networks.size, 1);
+    assert.deepEqual(recorder.events.map((e) => e.split(' ').slice(0, 2).join(' ')), ['Normal Synced']);
   });
 });
 
@@ -495,20 +579,27 @@ describe('networkReconciler: deletion', () => {
     assert.deepEqual(recorder.events, []);
   });
 
-  test('409 NetworkInUse: Warning Event, error (backoff), finalizer kept', async () => {
+  test('409 NetworkInUse: Ready=False DeleteFailed + Warning Event, error (backoff), finalizer kept', async () => {
     neutron.addNetwork({ tags: [TAG] });
     neutron.failNext('deleteNetwork', errorForStatus({ status: 409, type: 'NetworkInUse', message: 'Unable to complete operation on network. There are one or more ports still in use on the network.' }));
     cache.add(deleting());
     await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err) && /NetworkInUse/.test((err as Error).message));
-    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(rest.calls.map((c) => c.path), [statusPath], 'the condition only: finalizer kept');
+    assert.deepEqual([lastReady()?.status, lastReady()?.reason], ['False', 'DeleteFailed']);
     assert.match(recorder.events[0] ?? '', /^Warning DeleteFailed Cannot delete Neutron network id-1: NetworkInUse: Unable to complete/);
   });
 
-  test('Neutron unavailable: error (backoff), finalizer kept', async () => {
-    neutron.failNext('listNetworks', errorForStatus({ status: 0, type: 'ConnectionError', message: 'refused' }));
+  test('Neutron unavailable: Ready=False DeleteFailed (once per condition change), error (backoff), finalizer kept', async () => {
+    const down = (): Error => errorForStatus({ status: 0, type: 'ConnectionError', message: 'refused' });
+    neutron.failNext('listNetworks', down(), down());
     cache.add(deleting());
     await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
-    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(rest.calls.map((c) => c.path), [statusPath]);
+    assert.match(lastReady()?.message ?? '', /^Cannot delete the Neutron network: Neutron is unavailable \(ConnectionError\)/);
+    cache.update(withWrittenStatus(deleting()));
+    await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
+    assert.equal(rest.calls.length, 1, 'same condition: not rewritten');
+    assert.equal(recorder.events.length, 1, 'one Warning');
   });
 
   test('without our finalizer: nothing to do; an object already gone when the finalizer is removed is fine', async () => {
@@ -522,7 +613,7 @@ describe('networkReconciler: deletion', () => {
 
   test('a Network that was rejected is still cleaned up on deletion', async () => {
     neutron.addNetwork({ tags: [TAG] });
-    const rejected = computeStatus(aNetwork({}), { networkID: undefined, subnetID: undefined, ready: false, reason: 'NeutronRejected', message: 'x' }, now);
+    const rejected = computeStatus(aNetwork({ cidr: 'not-a-cidr' }), { networkID: undefined, subnetID: undefined, ready: false, reason: 'NeutronRejected', message: 'x' }, now);
     cache.add({ ...deleting(), status: rejected });
     await reconcile(req, signal, ctx);
     assert.equal(neutron.networks.size, 0);
@@ -596,16 +687,19 @@ describe('networkReconciler: issue 12', () => {
     assert.ok(neutron.ops.includes(`deleteNetwork ${late.id}`));
     neutron.ops.length = 0;
     await reconcile(req, signal, ctx);
-    assert.deepEqual(neutron.ops, [`getNetwork ${n.id}`, `listSubnets ${n.id}`], 'later checks: by id');
+    assert.deepEqual(neutron.ops, ['listNetworks name=ns/net', `listSubnets ${n.id}`], 'later checks: by name (one listing), as every check');
   });
 
-  test('2: a Keystone 404 while deleting is an auth failure: the finalizer stays', async () => {
+  test('2: a Keystone 404 while deleting is an auth failure: the finalizer stays; Ready=False DeleteFailed and a Warning say why', async () => {
     neutron.addNetwork({ tags: [TAG] });
     neutron.failNext('deleteNetwork', errorForStatus({ status: 401, type: 'NotFound', message: 'Could not find Application Credential' }));
     cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { deletionTimestamp: '2024-05-01T09:00:00Z' }));
     await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
-    assert.deepEqual(rest.calls, [], 'finalizer kept');
+    assert.deepEqual(rest.calls.map((c) => c.path), [statusPath], 'finalizer kept');
     assert.equal(neutron.networks.size, 1);
+    assert.deepEqual([lastReady()?.status, lastReady()?.reason], ['False', 'DeleteFailed']);
+    assert.match(lastReady()?.message ?? '', /^Cannot delete Neutron network id-1: Neutron authentication failed \(HTTP 401 NotFound: Could not find Application Credential\)/);
+    assert.deepEqual(recorder.events, [`Warning DeleteFailed ${lastReady()?.message ?? ''}`]);
   });
 
   for (const [what, spec] of [
@@ -625,7 +719,7 @@ describe('networkReconciler: issue 12', () => {
     });
   }
 
-  test('3: a CIDR change Neutron rejects leaves the old subnet working (new subnet created before the old is deleted)', async () => {
+  test('3: a CIDR change Neutron rejects leaves the old subnet working (new subnet created before the old is deleted); status keeps naming it', async () => {
     const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
     const old = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
     cache.add(aNetwork({ cidr: '10.8.0.0/24' }, { generation: 2 }, { networkID: n.id, subnetID: old.id }));
@@ -633,6 +727,7 @@ describe('networkReconciler: issue 12', () => {
     await assert.rejects(reconcile(req, signal, ctx), (err) => isTerminalError(err));
     assert.ok(neutron.subnets.has(old.id), 'the old subnet is still there');
     assert.equal(lastReady()?.reason, 'NeutronRejected');
+    assert.equal(statusWrites().at(-1)?.subnetID, old.id, 'status.subnetID names the subnet that exists');
   });
 
   test('3: an overlapping CIDR change (must delete first) that Neutron rejects restores the old subnet', async () => {
@@ -644,6 +739,24 @@ describe('networkReconciler: issue 12', () => {
     const subnets = [...neutron.subnets.values()];
     assert.deepEqual(subnets.map((s) => [s.cidr, s.gateway_ip, s.tags]), [['10.0.0.0/24', '10.0.0.1', [TAG]]], 'the old subnet is back');
     assert.equal(lastReady()?.reason, 'NeutronRejected');
+    assert.equal(statusWrites().at(-1)?.subnetID, subnets[0]?.id, 'status names the restored subnet');
+    assert.deepEqual(neutron.createSubnetSignals, [signal, signal], 'the restore takes the reconcile\'s signal');
+  });
+
+  test('3: once the reconcile\'s signal is aborted (shutdown, leadership lost), the restore sends nothing to Neutron', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cache.add(aNetwork({ cidr: '10.0.0.0/23' }, { generation: 2 }));
+    const ac = new AbortController();
+    const origCreate = neutron.createSubnet.bind(neutron);
+    neutron.createSubnet = (spec, o) => {
+      neutron.createSubnet = origCreate;
+      ac.abort(new Error('leadership lost')); // the refusal arrives after the signal aborted
+      return origCreate(spec, o).then(() => Promise.reject(errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' })));
+    };
+    await assert.rejects(reconcile(req, ac.signal, ctx));
+    const after = neutron.ops.slice(neutron.ops.findIndex((o) => o.startsWith('createSubnet')) + 1);
+    assert.deepEqual(after.filter((o) => o.startsWith('createSubnet') || o.startsWith('addTag')), [], 'no restore after the abort');
   });
 
   test('4: an overlap 400 (allow_overlapping_ips = False: another network has the CIDR) is retried, not terminal', async () => {
@@ -700,7 +813,7 @@ describe('networkReconciler: issue 12', () => {
     assert.match(lastReady()?.message ?? '', /rule:create_network is disallowed by policy/);
   });
 
-  test('8: a Ready Network is checked again after the drift period, by status.networkID, and repaired', async () => {
+  test('8: a Ready Network is checked again after the drift period, by a listing (name + description, tag), and repaired', async () => {
     const r = reconcilerWithClock();
     const reconcile = r;
     const net = aNetwork({ cidr: '10.0.0.0/24' });
@@ -714,8 +827,14 @@ describe('networkReconciler: issue 12', () => {
     const id = statusWrites().at(-1)?.networkID ?? '';
     neutron.ops.length = 0;
     const again = await reconcile(req, signal, ctx);
-    assert.deepEqual(neutron.ops, [`getNetwork ${id}`, `listSubnets ${id}`], 'found by its id: no name/tag search');
+    assert.deepEqual(neutron.ops, ['listNetworks name=ns/net', `listSubnets ${id}`], 'one listing by name finds it');
     assert.ok(again && (again.requeueAfter ?? 0) > 0);
+    // A duplicate whose create committed long after every settle window (no sweep pending): found by the drift check.
+    const late = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) });
+    clock += again?.requeueAfter ?? 0;
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.has(late.id), false, 'the late duplicate is deleted by the drift check');
+    assert.deepEqual([...neutron.networks.keys()], [id]);
     const [s] = [...neutron.subnets.values()];
     await neutron.deleteSubnet(s?.id ?? ''); // someone deletes the subnet in Neutron
     await reconcile(req, signal, ctx);

@@ -12,18 +12,31 @@
  *  - The finalizer is added (merge patch guarded by resourceVersion) before anything is created in Neutron; deletion
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
  *    happened while the manager was down are seen as deletionTimestamp in the initial list.
- *  - Updates: a gateway change is done in place (with the allocation pools moved around it); a CIDR change deletes
- *    the old subnet, then creates the new one (Neutron refuses overlapping subnets on one network).
+ *  - Updates: a gateway change is done in place, fenced by `If-Match: revision_number=N` (the revision read in this
+ *    reconcile; a 412 — someone changed the subnet since — re-reads on a quiet requeue), changing only what the
+ *    controller owns: the gateway, and the allocation pools only as far as the gateway forces them (ipnet.ts
+ *    poolsForGatewayMove: default pools move with it; a narrowed pool is kept unless the new gateway falls inside it,
+ *    and then only that pool is split around it). A CIDR change deletes the old subnet, then creates the new one
+ *    (Neutron refuses overlapping subnets on one network); until the new one exists, status.subnetID keeps naming the
+ *    subnet that still exists.
+ *  - Fencing (docs/safety.md): the finalizer and status writes carry the resourceVersion of the object they were
+ *    derived from; a 409 (the object changed since: a late write of an old leader, or a cache behind our own last
+ *    write) requeues quietly. Every Neutron call takes the reconcile's signal, so none starts after shutdown or the
+ *    loss of leadership aborted it.
  *  - Errors: an invalid spec or a Neutron 400 → Ready=False (InvalidSpec / NeutronRejected), one Warning Event,
  *    TerminalError, and no Neutron call again for that generation (the status records it, so also across restarts).
  *    Neutron unavailable (5xx, 429, timeouts, connection errors), 409s, auth failures → Ready=False with the reason, a
  *    Warning when the condition changes, and a plain error: the work queue retries with per-key exponential backoff.
+ *  - Drift: a Ready Network is looked up again every driftCheckMs (5 min) by name + description and tag — a listing,
+ *    not a GET of the recorded id — so a duplicate whose create committed later than any settle window is found and
+ *    deleted then. A deletion Neutron refuses (auth, policy, NetworkInUse, unavailable) sets Ready=False DeleteFailed
+ *    and records a Warning when that condition changes; the finalizer stays and the work queue retries.
  *  - Reads come only from the lister; Neutron is queried only inside a reconcile; status is written only when it
  *    differs. Per-request timeouts come from the Neutron client (10 s).
  */
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
-import { isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
-import { TerminalError, type Reconciler, type Result } from '../../controller/index.ts';
+import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
+import { TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
 import { objectPath } from '../../informerfactory/resource.ts';
@@ -39,7 +52,8 @@ import {
   ReasonNeutronRejected, ReasonNeutronUnavailable, ReasonSynced, rejectedThisGeneration, statusEqual, statusPatch, uidTag,
   validateSpec, type DesiredSubnet, type Observation,
 } from './desired.ts';
-import { generatePools, overlaps, parseCIDR, sameCIDR, sameIP } from './ipnet.ts';
+import { overlaps, parseCIDR, poolsForGatewayMove, sameCIDR, sameIP } from './ipnet.ts';
+import { registerNetworksGauge } from './metrics.ts';
 
 export const networkControllerName = 'network';
 const mergePatch = 'application/merge-patch+json';
@@ -97,6 +111,19 @@ class AwaitingEarlierCreate extends Error {
   }
 }
 
+/** A fenced Neutron update was refused with 412: the resource changed since it was read. Re-read on a quiet requeue. */
+class StaleRevision extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${what} changed in Neutron since it was read (412 on If-Match); re-reading`, { cause });
+    this.name = 'StaleRevision';
+  }
+}
+
+/** Neutron's answer to a stale `If-Match: revision_number=N` (412 Precondition Failed). */
+export function isStaleRevision(err: unknown): boolean {
+  return err instanceof NeutronError && err.status === 412;
+}
+
 /** Neutron's refusal of a subnet whose CIDR overlaps another one (on this network, or anywhere without overlapping IPs). */
 export function isOverlapError(err: unknown): boolean {
   return err instanceof NeutronBadRequestError && /overlaps with/i.test(err.serverMessage);
@@ -137,11 +164,6 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * first reconcile of a Network without status.networkID does a full lookup anyway.
    */
   const settling = new Map<string, number>();
-  /**
-   * UIDs this process has looked up in full at least once. The first reconcile of each Network after a (re)start is
-   * a full lookup, so a late commit of a create made by a previous process is swept even when status is complete.
-   */
-  const lookedUp = new Set<string>();
 
   const statusPath = (net: Network): string => `${objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? '')}/status`;
 
@@ -153,9 +175,12 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return true;
   }
 
-  /** Sets or clears our finalizer; the resourceVersion makes a concurrent change fail (409) instead of being lost. */
-  async function patchFinalizers(net: Network, finalizers: string[], signal: AbortSignal): Promise<void> {
-    await rest.json('PATCH', objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? ''), {
+  /**
+   * Sets or clears our finalizer; the resourceVersion makes a concurrent change fail (409) instead of being lost.
+   * Returns the object as written (its new resourceVersion fences the status write that follows).
+   */
+  async function patchFinalizers(net: Network, finalizers: string[], signal: AbortSignal): Promise<Network> {
+    return rest.json<Network>('PATCH', objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? ''), {
       body: { metadata: { finalizers, resourceVersion: net.metadata?.resourceVersion } }, contentType: mergePatch, signal,
     });
   }
@@ -196,14 +221,9 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const until = settling.get(uid);
-    // Steady state (the drift check of a converged Network): the network by its id, one GET. Anything else (first
-    // sync, a new generation, a failure being retried, a sweep) looks it up by name and tag, finding duplicates too.
-    if (until === undefined && readyThisGeneration(net) && lookedUp.has(uid)) {
-      const recorded = await recordedNetwork(net, projectId, signal);
-      if (recorded) return recorded;
-    }
+    // Always a listing by name + description (and tag), also for the drift check of a converged Network (usually one
+    // list call): a GET of the recorded id would miss a duplicate whose create committed after every settle window.
     const [keep, ...surplus] = byKeepOrder(await findNetworks(net, projectId, signal), net.status?.networkID, tag);
-    lookedUp.add(uid);
     for (const dup of surplus) {
       log.warn({ neutronNetwork: dup.id }, 'Deleting a duplicate Neutron network');
       await neutron.deleteNetwork(dup.id, { signal }).catch((err: unknown) => {
@@ -278,20 +298,33 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const candidates = subnets.filter((s) => isDesired(s) && (ours.includes(s) || !hasUidTag(s.tags)));
     const [keep] = byKeepOrder(candidates, net.status?.subnetID, tag);
     const stale = ours.filter((s) => s !== keep);
-    p.subnetID = keep?.id;
     if (keep) {
+      p.subnetID = keep.id;
       await deleteSubnets(stale, p, signal, log);
       if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
       if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
-      const updated = await neutron.updateSubnet(keep.id, { gateway_ip: d.gatewayText ?? null, allocation_pools: generatePools(d.cidr, d.gateway) }, { signal });
+      const pools = poolsForGatewayMove(d.cidr, keep.gateway_ip, d.gateway, keep.allocation_pools);
+      let updated: Subnet;
+      try {
+        // Fenced by the revision read above: a subnet someone changed since (e.g. narrowed its pools) is re-read
+        // rather than overwritten with pools computed from the old state.
+        updated = await neutron.updateSubnet(keep.id, { gateway_ip: d.gatewayText ?? null, ...(pools && { allocation_pools: pools }) }, { signal, ifRevision: keep.revision_number });
+      } catch (err) {
+        if (isStaleRevision(err)) throw new StaleRevision(`subnet ${keep.id}`, err);
+        throw err;
+      }
       p.actions.push(`updated gateway of subnet ${keep.id} from ${keep.gateway_ip ?? 'none'} to ${updated.gateway_ip ?? 'none'}`);
-      log.info({ neutronSubnet: keep.id, from: keep.gateway_ip, to: updated.gateway_ip }, 'Updated Neutron subnet gateway');
+      log.info({ neutronSubnet: keep.id, from: keep.gateway_ip, to: updated.gateway_ip, allocationPools: updated.allocation_pools }, 'Updated Neutron subnet gateway');
       return updated;
     }
     const overlapping = stale.filter((s) => {
       const c = parseCIDR(s.cidr);
       return c !== undefined && overlaps(c, d.cidr);
     });
+    // Until the new subnet exists, status names the subnet of ours that still exists (the recorded one if it is among
+    // them): a refused disjoint CIDR change keeps the old subnet, and the status says so.
+    const surviving = stale.filter((s) => !overlapping.includes(s));
+    p.subnetID = (surviving.find((s) => s.id === net.status?.subnetID) ?? surviving[0])?.id;
     await deleteSubnets(overlapping, p, signal, log);
     let created: Subnet;
     try {
@@ -302,7 +335,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (err instanceof NeutronBadRequestError && (await neutron.listSubnets({ networkId: network.id }, { signal })).some((s) => isDesired(s) && !hasUidTag(s.tags.filter((t) => t !== tag)))) {
         throw new Error(`a subnet appeared on Neutron network ${network.id} while creating one (a late earlier create?); retrying`, { cause: err });
       }
-      if (err instanceof NeutronBadRequestError && overlapping.length > 0) await restoreSubnets(net, network.id, overlapping, p, log);
+      if (err instanceof NeutronBadRequestError && overlapping.length > 0) await restoreSubnets(net, network.id, overlapping, p, signal, log);
       throw err;
     }
     p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
@@ -312,39 +345,62 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return created;
   }
 
-  /** Best effort: puts back the subnets a refused CIDR change had deleted (same CIDR, gateway, pools, tag). */
-  async function restoreSubnets(net: Network, networkId: string, subnets: Subnet[], p: Progress, log: Logger): Promise<void> {
+  /**
+   * Best effort: puts back the subnets a refused CIDR change had deleted (same CIDR, gateway, pools, tag). With the
+   * reconcile's signal, like every Neutron call: once shutdown or the loss of leadership aborted it, nothing more is
+   * sent to Neutron (another leader may be acting on this Network). An aborted restore leaves the Network without a
+   * subnet; the status then names none and the next reconcile (of whoever leads) reports the refusal again.
+   */
+  async function restoreSubnets(net: Network, networkId: string, subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger): Promise<void> {
     for (const s of subnets) {
+      if (signal.aborted) return;
       try {
-        // Not the reconcile's signal: a shutdown in the middle should still restore what it removed.
-        const back = await createOurSubnet(net, networkId, { cidr: s.cidr, ipVersion: s.ip_version, gateway: s.gateway_ip, pools: s.allocation_pools }, AbortSignal.timeout(30_000));
+        const back = await createOurSubnet(net, networkId, { cidr: s.cidr, ipVersion: s.ip_version, gateway: s.gateway_ip, pools: s.allocation_pools }, signal);
         p.actions.push(`restored subnet ${s.cidr} as ${back.id} after Neutron refused the new CIDR`);
         p.subnetID = back.id;
         log.warn({ neutronSubnet: back.id, cidr: s.cidr }, 'Neutron refused the new CIDR: restored the previous subnet');
       } catch (err) {
+        if (signal.aborted) {
+          log.warn({ cidr: s.cidr }, 'Neutron refused the new CIDR; restoring the previous subnet was abandoned: the reconcile was aborted');
+          return;
+        }
         log.error({ err, cidr: s.cidr }, 'Neutron refused the new CIDR and the previous subnet could not be restored; retrying on the next generation');
       }
     }
   }
 
-  /** Deletion: Neutron network(s) first (subnets go with them), then the finalizer. */
+  /**
+   * Deletion: Neutron network(s) first (subnets go with them), then the finalizer. A Neutron failure (auth, policy,
+   * NetworkInUse, unavailable) keeps the finalizer, sets Ready=False DeleteFailed with the cause, records a Warning
+   * when that condition changes, and is retried by the work queue.
+   */
   async function finalize(net: Network, signal: AbortSignal, log: Logger): Promise<void> {
     if (!hasFinalizer(net)) return;
-    const projectId = await neutron.projectId(signal);
     const deleted: string[] = [];
-    const found = await findNetworks(net, projectId, signal, true);
-    const recorded = found.some((n) => n.id === net.status?.networkID) ? undefined : await recordedNetwork(net, projectId, signal);
-    for (const n of recorded ? [recorded, ...found] : found) {
-      try {
-        await neutron.deleteNetwork(n.id, { signal });
-        deleted.push(n.id);
-      } catch (err) {
-        if (isNotFound(err)) continue; // only a 404 of the network's own path means "gone" (auth errors are NeutronAuthError)
-        if (err instanceof NeutronConflictError) {
-          recorder.event(networkRef(net), 'Warning', ReasonDeleteFailed, `Cannot delete Neutron network ${n.id}: ${err.type}: ${err.serverMessage}; retrying with backoff`);
+    let current: string | undefined;
+    try {
+      const projectId = await neutron.projectId(signal);
+      const found = await findNetworks(net, projectId, signal, true);
+      const recorded = found.some((n) => n.id === net.status?.networkID) ? undefined : await recordedNetwork(net, projectId, signal);
+      for (const n of recorded ? [recorded, ...found] : found) {
+        current = n.id;
+        try {
+          await neutron.deleteNetwork(n.id, { signal });
+          deleted.push(n.id);
+        } catch (err) {
+          if (isNotFound(err)) continue; // only a 404 of the network's own path means "gone" (auth errors are NeutronAuthError)
+          throw err;
         }
-        throw err;
       }
+    } catch (err) {
+      const c = classifyNeutronError(err);
+      if (!c || signal.aborted) throw err;
+      const what = current !== undefined ? `Neutron network ${current}` : 'the Neutron network';
+      const detail = err instanceof NeutronConflictError ? `${err.type}: ${err.serverMessage}; retrying with backoff` : c.message;
+      const message = `Cannot delete ${what}: ${detail}`;
+      const changed = await writeStatus(net, { networkID: net.status?.networkID, subnetID: net.status?.subnetID, ready: false, reason: ReasonDeleteFailed, message }, signal);
+      if (changed) recorder.event(networkRef(net), 'Warning', ReasonDeleteFailed, message);
+      throw err;
     }
     if (deleted.length > 0) {
       log.info({ neutronNetworks: deleted }, 'Deleted Neutron network');
@@ -356,7 +412,6 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (!isKubeNotFound(err)) throw err;
     }
     settling.delete(net.metadata?.uid ?? '');
-    lookedUp.delete(net.metadata?.uid ?? '');
   }
 
   /** Next drift check: the period ±10 %, or the pending sweep if sooner. */
@@ -366,8 +421,24 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return { requeueAfter: until === undefined ? jittered : Math.max(1, Math.min(jittered, until - nowMs())) };
   }
 
-  return async ({ namespace, name }, signal, { log }): Promise<Result | void> => {
-    const net = networks.get(namespace, name);
+  /**
+   * Fencing: a Kubernetes write refused with 409 was derived from a Network that has changed since (a late write, or
+   * the cache behind our own last write): not an error. Requeue quietly (rate-limited); the next reconcile reads the
+   * newer version. (Status-only changes do not queue a Network: needsReconcile.)
+   */
+  const reconciler: Reconciler = async (req, signal, ctx) => {
+    try {
+      return await reconcile(req, signal, ctx);
+    } catch (err) {
+      if (!isKubeConflict(err)) throw err;
+      ctx.log.debug({ err }, 'the Network changed since the cached version a write was derived from (409); requeueing');
+      return { requeue: true };
+    }
+  };
+  return reconciler;
+
+  async function reconcile({ namespace, name }: Request, signal: AbortSignal, { log }: ReconcileContext): Promise<Result | void> {
+    let net = networks.get(namespace, name);
     if (!net) return; // gone: our finalizer guarantees it went through finalize() first
     if (net.metadata?.deletionTimestamp) return finalize(net, signal, log);
     if (rejectedThisGeneration(net)) return; // already reported; retrying cannot help until the spec changes
@@ -381,7 +452,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       throw new TerminalError(`invalid spec: ${v.message}`);
     }
 
-    if (!hasFinalizer(net)) await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
+    if (!hasFinalizer(net)) net = await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
 
     const p: Progress = { networkID: net.status?.networkID, subnetID: net.status?.subnetID, actions: [] };
     let subnet: Subnet;
@@ -396,6 +467,10 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (err instanceof AwaitingEarlierCreate) {
         log.info({ ms: err.ms }, err.message);
         return { requeueAfter: err.ms };
+      }
+      if (err instanceof StaleRevision) {
+        log.debug({ err }, err.message);
+        return { requeue: true };
       }
       const c = classifyNeutronError(err);
       if (!c) throw err;
@@ -412,10 +487,11 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
 
     const message = `Neutron network ${p.networkID} with subnet ${subnet.id} (${subnet.cidr}, gateway ${subnet.gateway_ip ?? 'none'})`;
-    await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: true, reason: ReasonSynced, message }, signal);
+    // Neutron has these changes whether or not the (fenced) status write below lands: say so first.
     if (p.actions.length > 0) recorder.event(ref, 'Normal', ReasonSynced, `Synced with Neutron: ${p.actions.join('; ')}`);
+    await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: true, reason: ReasonSynced, message }, signal);
     return nextCheck(uid);
-  };
+  }
 }
 
 /**
@@ -438,7 +514,7 @@ export const networkControllerSetup: ControllerSetup = {
     let neutron: NeutronClient;
     try {
       const cfg = loadCloudConfig({ ...(cloudConfig && { path: cloudConfig }), ...(cloud && { cloud }) });
-      neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager' });
+      neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager', registry: mgr.registry });
       log.info({ neutron: describeCloud(cfg) }, 'Network controller using Neutron');
     } catch (err) {
       const msg = `Network controller: unusable Neutron configuration: ${err instanceof Error ? err.message : String(err)}`;
@@ -447,10 +523,13 @@ export const networkControllerSetup: ControllerSetup = {
     }
     // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
     const builder = mgr.controller(networkControllerName).for<Network>(networkResource, { update: needsReconcile });
+    registerNetworksGauge(mgr.registry, { lister: builder.informer().lister(), active: () => mgr.controllersStarted() });
     return builder
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(networkReconciler({
         networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
+        ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
+        ...(settings?.driftCheckMs !== undefined && { driftCheckMs: settings.driftCheckMs }),
       }));
   },
 };

@@ -17,7 +17,7 @@ describe('validateSpec', () => {
     assert.ok(v.ok, v.ok ? '' : v.message);
     return { cidrText: v.desired.cidrText, gatewayText: v.desired.gatewayText };
   };
-  const bad = (spec: Network['spec'], re: RegExp): void => {
+  const bad = (spec: Parameters<typeof validateSpec>[0], re: RegExp): void => {
     const v = validateSpec(spec);
     assert.equal(v.ok, false, JSON.stringify(spec));
     if (!v.ok) assert.match(v.message, re);
@@ -101,10 +101,10 @@ describe('computeStatus', () => {
     assert.equal(statusEqual(undefined, s), false);
   });
 
-  test('statusPatch clears vanished ids and is guarded by uid', () => {
+  test('statusPatch clears vanished ids and is fenced by uid and the resourceVersion it was derived from', () => {
     const s = computeStatus(net(), { ...readyObs, subnetID: undefined, ready: false, reason: 'NeutronRejected' }, t1);
     assert.deepEqual(statusPatch(net(), s), {
-      metadata: { uid: 'u-1' },
+      metadata: { uid: 'u-1', resourceVersion: '10' },
       status: { networkID: 'net', subnetID: null, observedGeneration: 2, conditions: s.conditions },
     });
   });

@@ -3,16 +3,10 @@
  * description), spec validation, the Ready condition and status, and which informer updates need a reconcile.
  */
 import type { Condition, KubeObject } from '../../apis/meta/types.ts';
-import {
-  apiVersion as networkApiVersion, group as networkGroup, networkKind, networkPlural, version as networkVersion,
-  type Network, type NetworkStatus,
-} from '../../apis/samplecrd/v1/types.ts';
-import type { ResourceType } from '../../informerfactory/resource.ts';
+import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkSpec, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
 import { containsIP, formatCIDR, formatIP, lastAddress, parseCIDR, parseIP, within, type CIDR, type IP } from './ipnet.ts';
 
-export const networkResource: ResourceType = {
-  group: networkGroup, version: networkVersion, resource: networkPlural, kind: networkKind, namespaced: true,
-};
+export { networkResource } from '../../apis/samplecrd/v1/types.ts';
 
 /** Kept on every Network the controller manages until its Neutron network is gone. */
 export const FINALIZER = 'samplecrd.k8s.io/neutron';
@@ -83,9 +77,9 @@ const refusedRanges: readonly (readonly [string, string])[] = [
  * would otherwise have deleted the working subnet already), as checked against neutron-server 21 (Zed): prefix
  * length 0; with DHCP (the default) prefixes longer than /30 (IPv4) or /126 (IPv6), an IPv4 CIDR starting at
  * 0.0.0.0, multicast and loopback ranges; an IPv4 gateway on the network or broadcast address. Anything else Neutron
- * refuses becomes NeutronRejected.
+ * refuses becomes NeutronRejected. Takes a partial spec: the schema requires cidr, but stored objects may predate that.
  */
-export function validateSpec(spec: Network['spec']): Validation {
+export function validateSpec(spec: Partial<NetworkSpec> | undefined): Validation {
   const cidrRaw = spec?.cidr;
   if (!cidrRaw) return { ok: false, message: 'spec.cidr must be set' };
   const cidr = parseCIDR(cidrRaw.trim());
@@ -171,10 +165,13 @@ export function statusEqual(a: NetworkStatus | undefined, b: NetworkStatus): boo
   return ca.length === cb.length && ca.every((k, i) => k === cb[i]);
 }
 
-/** JSON merge patch body for /status: ids that disappeared are removed (null). */
+/**
+ * JSON merge patch body for /status: ids that disappeared are removed (null). Fenced: the uid (not a re-created
+ * Network of the same name) and the resourceVersion of the Network the status was derived from (409 if it changed).
+ */
 export function statusPatch(net: Network, status: NetworkStatus): unknown {
   return {
-    metadata: { uid: net.metadata?.uid },
+    metadata: { uid: net.metadata?.uid, resourceVersion: net.metadata?.resourceVersion },
     status: { networkID: status.networkID ?? null, subnetID: status.subnetID ?? null, observedGeneration: status.observedGeneration, conditions: status.conditions },
   };
 }

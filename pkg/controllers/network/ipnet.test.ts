@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { containsIP, formatCIDR, formatIP, generatePools, parseCIDR, parseIP, sameIP, type CIDR } from './ipnet.ts';
+import { containsIP, formatCIDR, formatIP, generatePools, parseCIDR, parseIP, poolsForGatewayMove, samePools, sameIP, type CIDR, type IP } from './ipnet.ts';
 
 const cidr = (s: string): CIDR => {
   const c = parseCIDR(s);
@@ -104,5 +104,41 @@ describe('generatePools (Neutron\'s default allocation pools)', () => {
     assert.deepEqual(generatePools(cidr('2001:db8:5::/64'), ip('2001:db8:5::1')), [{ start: '2001:db8:5::2', end: '2001:db8:5:0:ffff:ffff:ffff:ffff' }]);
     assert.deepEqual(generatePools(cidr('2001:db8:5::/120'), ip('2001:db8:5::ff')), [{ start: '2001:db8:5::1', end: '2001:db8:5::fe' }]);
     assert.deepEqual(generatePools(cidr('2001:db8::/127'), undefined), []);
+  });
+});
+
+describe('poolsForGatewayMove (the pools sent with a gateway change)', () => {
+  const ip = (s: string): IP => {
+    const x = parseIP(s);
+    assert.ok(x, s);
+    return x;
+  };
+  const c24 = cidr('10.0.0.0/24');
+
+  test('default pools (nobody narrowed them) move with the gateway; unchanged defaults are not sent', () => {
+    assert.deepEqual(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.254'), [{ start: '10.0.0.2', end: '10.0.0.254' }]), [{ start: '10.0.0.1', end: '10.0.0.253' }]);
+    // Moving from the network address (IPv6 default) to ::1: the default for ::1.
+    assert.deepEqual(poolsForGatewayMove(cidr('2001:db8::/64'), '2001:db8::', ip('2001:db8::1'), [{ start: '2001:db8::1', end: '2001:db8::ffff:ffff:ffff:ffff' }]),
+      [{ start: '2001:db8::2', end: '2001:db8::ffff:ffff:ffff:ffff' }]);
+    // Gateway moves outside the range the defaults cover (none → none): the default for the new gateway is the same.
+    assert.equal(poolsForGatewayMove(c24, null, ip('10.0.0.1'), [{ start: '10.0.0.2', end: '10.0.0.254' }]), undefined, 'gateway was none: defaults are .1-.254, not these');
+  });
+
+  test('a narrowed pool survives a gateway change that does not fall inside it (not sent at all)', () => {
+    assert.equal(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.254'), [{ start: '10.0.0.100', end: '10.0.0.200' }]), undefined);
+  });
+
+  test('a gateway inside a narrowed pool: only that pool is split around it; other pools kept as they are', () => {
+    assert.deepEqual(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.150'), [{ start: '10.0.0.10', end: '10.0.0.20' }, { start: '10.0.0.100', end: '10.0.0.200' }]), [
+      { start: '10.0.0.10', end: '10.0.0.20' }, { start: '10.0.0.100', end: '10.0.0.149' }, { start: '10.0.0.151', end: '10.0.0.200' },
+    ]);
+    assert.deepEqual(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.100'), [{ start: '10.0.0.100', end: '10.0.0.200' }]), [{ start: '10.0.0.101', end: '10.0.0.200' }], 'trimmed at the start');
+    assert.deepEqual(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.200'), [{ start: '10.0.0.100', end: '10.0.0.200' }]), [{ start: '10.0.0.100', end: '10.0.0.199' }], 'trimmed at the end');
+    assert.deepEqual(poolsForGatewayMove(c24, '10.0.0.1', ip('10.0.0.5'), [{ start: '10.0.0.5', end: '10.0.0.5' }, { start: '10.0.0.9', end: '10.0.0.9' }]), [{ start: '10.0.0.9', end: '10.0.0.9' }], 'a one-address pool disappears');
+  });
+
+  test('samePools ignores order and address spelling', () => {
+    assert.ok(samePools([{ start: '2001:DB8::1', end: '2001:db8::5' }, { start: '2001:db8::9', end: '2001:db8::a' }], [{ start: '2001:db8::9', end: '2001:db8:0::A' }, { start: '2001:db8::1', end: '2001:db8::5' }]));
+    assert.ok(!samePools([{ start: '10.0.0.1', end: '10.0.0.5' }], [{ start: '10.0.0.1', end: '10.0.0.6' }]));
   });
 });

@@ -182,3 +182,45 @@ export function within(inner: CIDR, outerText: string): boolean {
   if (!outer || outer.version !== inner.version || inner.prefix < outer.prefix) return false;
   return inner.network >= outer.network && lastAddress(inner) <= lastAddress(outer);
 }
+
+/**
+ * The allocation pools to send with a gateway move, or undefined to leave them alone. The controller owns the
+ * gateway, and the pools only as far as the gateway forces them:
+ *  - pools that are still Neutron's default for the old gateway (nobody narrowed them) move with it: the default for
+ *    the new gateway (undefined if that is what they already are);
+ *  - otherwise (someone narrowed or split them) they are kept, except that a pool containing the new gateway (Neutron
+ *    refuses a gateway inside a pool: 409) is split around it — only that pool changes; empty halves are dropped.
+ * Pools that do not parse, or of another family, are kept as they are.
+ */
+export function poolsForGatewayMove(c: CIDR, oldGateway: string | null | undefined, newGateway: IP, pools: readonly IPRange[]): IPRange[] | undefined {
+  const old = oldGateway ? parseIP(oldGateway) : undefined;
+  if (samePools(pools, generatePools(c, old))) {
+    const moved = generatePools(c, newGateway);
+    return samePools(pools, moved) ? undefined : moved;
+  }
+  const fmt = (v: bigint): string => formatIP({ version: c.version, value: v });
+  let changed = false;
+  const out: IPRange[] = [];
+  for (const p of pools) {
+    const start = parseIP(p.start);
+    const end = parseIP(p.end);
+    if (!start || !end || start.version !== newGateway.version || end.version !== newGateway.version
+      || newGateway.value < start.value || newGateway.value > end.value) {
+      out.push({ start: p.start, end: p.end });
+      continue;
+    }
+    changed = true;
+    if (newGateway.value > start.value) out.push({ start: p.start, end: fmt(newGateway.value - 1n) });
+    if (newGateway.value < end.value) out.push({ start: fmt(newGateway.value + 1n), end: p.end });
+  }
+  return changed ? out : undefined;
+}
+
+/** Whether two pool lists cover the same ranges (order and address spelling ignored). */
+export function samePools(a: readonly IPRange[], b: readonly IPRange[]): boolean {
+  if (a.length !== b.length) return false;
+  const key = (r: IPRange): string => `${String(parseIP(r.start)?.value ?? r.start)}-${String(parseIP(r.end)?.value ?? r.end)}`;
+  const ka = a.map(key).sort();
+  const kb = b.map(key).sort();
+  return ka.every((k, i) => k === kb[i]);
+}

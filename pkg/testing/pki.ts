@@ -1,5 +1,6 @@
 /**
- * Certificates and keys for the local control plane, made with the machine's `openssl` (Debian ships it).
+ * Certificates and keys for a local control plane (the test environment's and test/cluster's), made with the
+ * machine's `openssl` (Debian ships it; so do most Linux distributions and macOS).
  *
  * One throw-away CA signs the kube-apiserver serving certificate (SANs for loopback and the in-cluster service
  * names) and an admin client certificate in group `system:masters`. A separate RSA key pair signs ServiceAccount
@@ -51,7 +52,8 @@ export function signClientCert(dir: string, name: string, subject: string): { ce
 
 /**
  * Creates the CA, serving, admin and ServiceAccount-signing material in `dir` (which must exist). `extraIPs` are added
- * to the serving certificate's SANs (the real node's API server address, test/cluster/node.ts).
+ * to the serving certificate's SANs (an API server address other than loopback, e.g. the real node's in
+ * test/cluster/node.ts).
  */
 export function createPki(dir: string, extraIPs: string[] = []): Pki {
   openssl(

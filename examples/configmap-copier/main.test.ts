@@ -1,0 +1,80 @@
+/**
+ * The copier's own test, written as its author would: a real etcd + kube-apiserver from
+ * `ts-controller-manager/testing`, the controller run as its own process (`node main.ts`, as in production), and its
+ * behaviour observed through the API only.
+ *   node --test main.test.ts
+ * (From a clone of ts-controller-manager: NODE_OPTIONS=--conditions=ts-controller-manager-source node --test examples/configmap-copier/main.test.ts)
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { isNotFound, type KubeObject } from 'ts-controller-manager';
+import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+
+interface ConfigMap extends KubeObject { data?: Record<string, string> }
+let env: TestEnv;
+let controller: ChildProcess;
+let logs = '';
+
+before(async () => {
+  env = await startTestEnv();
+  console.log(`control plane ready in ${(env.startMs / 1000).toFixed(1)} s`);
+  controller = spawn(process.execPath, ['main.ts'], {
+    cwd: import.meta.dirname, env: { ...process.env, KUBECONFIG: env.kubeconfigPath, PROBE_ADDRESS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  controller.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
+  controller.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
+});
+after(async () => {
+  if (controller.exitCode === null) controller.kill('SIGKILL');
+  await env.stop();
+});
+
+const merge = 'application/merge-patch+json';
+const namespace = (name: string, receive: boolean): Promise<unknown> => env.client.json('POST', '/api/v1/namespaces', {
+  body: { metadata: { name, labels: receive ? { 'copier.example.com/receive': 'true' } : {} } },
+});
+const setReceive = (name: string, on: boolean): Promise<unknown> => env.client.json('PATCH', `/api/v1/namespaces/${name}`, {
+  body: { metadata: { labels: { 'copier.example.com/receive': on ? 'true' : null } } }, contentType: merge,
+});
+const get = (ns: string, name: string): Promise<ConfigMap | undefined> =>
+  env.client.json<ConfigMap>('GET', `/api/v1/namespaces/${ns}/configmaps/${name}`).catch((err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 30_000; !(await check());) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; controller logs:\n${logs.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and its copies go with it', async () => {
+  await namespace('src', false);
+  await namespace('a', true);
+  await namespace('b', true);
+  await namespace('c', false);
+  await env.client.json('POST', '/api/v1/namespaces/src/configmaps', {
+    body: { metadata: { name: 'settings', labels: { 'copier.example.com/source': 'true' } }, data: { greeting: 'hello' } },
+  });
+  await eventually('copies in a and b', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'hello' &&
+    (await get('b', 'settings'))?.data?.['greeting'] === 'hello');
+  assert.equal(await get('c', 'settings'), undefined, 'no copy in an unlabelled namespace');
+
+  await env.client.json('PATCH', '/api/v1/namespaces/src/configmaps/settings', { body: { data: { greeting: 'bonjour' } }, contentType: merge });
+  await eventually('copies follow the source', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'bonjour' &&
+    (await get('b', 'settings'))?.data?.['greeting'] === 'bonjour');
+
+  await setReceive('b', false);
+  await setReceive('c', true);
+  await eventually('the copy leaves b and arrives in c', async () => (await get('b', 'settings')) === undefined &&
+    (await get('c', 'settings'))?.data?.['greeting'] === 'bonjour');
+
+  await env.client.json('DELETE', '/api/v1/namespaces/src/configmaps/settings');
+  await eventually('source and copies gone', async () => (await get('src', 'settings')) === undefined &&
+    (await get('a', 'settings')) === undefined && (await get('c', 'settings')) === undefined);
+
+  const exited = new Promise((resolve) => controller.once('exit', resolve));
+  controller.kill('SIGTERM');
+  assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-2000)}`);
+});

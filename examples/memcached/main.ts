@@ -1,0 +1,114 @@
+/**
+ * memcached: kubebuilder's deploy-image sample (operator-sdk's Go tutorial) on ts-controller-manager. Each Memcached
+ * (crd.yaml) owns a Deployment of `spec.size` memcached Pods, applied with server-side apply; `status.conditions`
+ * says whether it is Ready (reason, message, observedGeneration); a finalizer deletes the Deployment before the
+ * Memcached goes (so it is cleaned up even where no garbage collector runs). Built only on the public entry point.
+ *   ts-controller-manager gen types --out api crd.yaml    # writes api/example/v1alpha1/zz_generated.types.ts
+ *   kubectl apply -f crd.yaml && KUBECONFIG=… node main.ts  (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
+ */
+import {
+  ControllerManager, controllerOf, coreResources, ignoreNotFound, keyOf, newControllerRef, parseWatchNamespace,
+  type KubeObject, type Reconciler,
+} from 'ts-controller-manager';
+import {
+  apiVersion, memcachedKind, memcachedResource, type Memcached, type MemcachedStatusCondition,
+} from './api/example/v1alpha1/zz_generated.types.ts';
+
+interface Deployment extends KubeObject {
+  spec?: {
+    replicas?: number;
+    selector?: { matchLabels?: Record<string, string> };
+    template?: { metadata?: { labels?: Record<string, string> }; spec?: Record<string, unknown> };
+  };
+  status?: { observedGeneration?: number; availableReplicas?: number };
+}
+const fieldManager = 'memcached-controller'; // owns the fields it applies: the Deployment's spec, the Memcached's status
+const finalizer = 'example.ts-controller-manager.io/finalizer';
+
+const env = process.env;
+const mgr = new ControllerManager({
+  namespaces: parseWatchNamespace(env['WATCH_NAMESPACE']),
+  healthProbeBindAddress: env['PROBE_ADDRESS'] ?? ':8081',
+  ...(env['LEADER_ELECTION_NAMESPACE'] ? { leaderElection: { id: 'memcached', namespace: env['LEADER_ELECTION_NAMESPACE'] } } : {}),
+});
+const memcacheds = mgr.informer<Memcached>(memcachedResource).lister();
+const deployments = mgr.informer<Deployment>(coreResources.deployments).lister();
+const memcachedApi = mgr.client.resource<Memcached>(memcachedResource);
+const deploymentApi = mgr.client.resource<Deployment>(coreResources.deployments);
+
+const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
+  const m = memcacheds.get(namespace, name);
+  if (!m) return; // gone: its finalizer already deleted the Deployment
+  const api = memcachedApi.namespace(namespace);
+  const deploys = deploymentApi.namespace(namespace);
+  const finalizers = m.metadata?.finalizers ?? [];
+  // Fenced by resourceVersion: a stale cache answers 409 and the reconcile is retried.
+  const setFinalizers = (list: string[]): Promise<unknown> =>
+    api.patch(name, { merge: { metadata: { finalizers: list, resourceVersion: m.metadata?.resourceVersion } } }, { signal });
+
+  if (m.metadata?.deletionTimestamp) {
+    if (!finalizers.includes(finalizer)) return;
+    // Read the API, not the cache: a Deployment applied a moment ago may not be cached yet. Delete only ours.
+    const d = await ignoreNotFound(deploys.get(name, { signal }));
+    if (d && controllerOf(d)?.uid === m.metadata.uid) {
+      await ignoreNotFound(deploys.delete(name, { preconditions: { uid: d.metadata?.uid }, signal }));
+      log.info({ deployment: name }, 'Deleted the Deployment');
+    }
+    await setFinalizers(finalizers.filter((f) => f !== finalizer));
+    return;
+  }
+  // The finalizer goes on before the Deployment exists, so no Deployment can outlive its Memcached.
+  if (!finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
+
+  // Never take over someone else's Deployment of that name (a forced apply would): say so and wait for it to change.
+  const existing = deployments.get(namespace, name);
+  if (existing && controllerOf(existing)?.uid !== m.metadata?.uid) {
+    return setReady(false, 'ResourceExists', `Deployment ${name} exists and is not managed by this Memcached`, 0);
+  }
+  // Server-side apply: states exactly the fields this controller owns; idempotent (no write when nothing changed),
+  // and `force` takes back any of them someone changed by hand. Fields others set (annotations, …) are left alone.
+  const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': name };
+  const size = m.spec?.size ?? 1;
+  await deploys.apply({
+    metadata: { name, labels, ownerReferences: [newControllerRef({ ...m, apiVersion, kind: memcachedKind })] },
+    spec: {
+      replicas: size,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{
+            name: 'memcached', image: m.spec?.image, command: ['memcached', '--memory-limit=64', '-o', 'modern', '-v'],
+            ports: [{ name: 'memcached', containerPort: 11211 }],
+          }],
+        },
+      },
+    },
+  }, { fieldManager, force: true, signal });
+
+  // Ready once the Deployment controller has seen this spec and every replica is available. The Deployment's status
+  // changes come back here through `.owns`. The same condition applied again is no write (lastTransitionTime kept).
+  const d = deployments.get(namespace, name);
+  const available = d?.status?.availableReplicas ?? 0;
+  const ready = d?.status?.observedGeneration === d?.metadata?.generation && d?.spec?.replicas === size && available >= size;
+  return setReady(ready, ready ? 'Available' : 'Progressing', `${available}/${size} replicas available`, available);
+
+  async function setReady(isReady: boolean, reason: string, message: string, available: number): Promise<void> {
+    const old = m?.status?.conditions?.find((c) => c.type === 'Ready');
+    const status = isReady ? 'True' : 'False';
+    const condition: MemcachedStatusCondition = {
+      type: 'Ready', status, reason, message, observedGeneration: m?.metadata?.generation,
+      lastTransitionTime: old?.status === status ? old.lastTransitionTime : new Date().toISOString(),
+    };
+    await api.status().apply({ metadata: { name }, status: { availableReplicas: available, conditions: [condition] } },
+      { fieldManager, force: true, signal });
+    if (old?.status !== status || old.reason !== reason) log.info({ memcached: name, ready: status, reason, message }, 'Ready changed');
+  }
+};
+
+mgr.controller('memcached')
+  .for<Memcached>(memcachedResource)
+  .owns(coreResources.deployments) // a change to an owned Deployment (drift, status) requeues its Memcached
+  .watches<Deployment>(coreResources.deployments, (d) => [keyOf(d.metadata?.namespace, d.metadata?.name ?? '')]) // and a foreign one of its name
+  .complete(reconcile);
+process.exitCode = await mgr.run();

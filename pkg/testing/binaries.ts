@@ -1,0 +1,97 @@
+/**
+ * Where the test environment's etcd and kube-apiserver come from, in this order (the first that names a directory
+ * decides; nothing falls through past a directory that lacks a binary):
+ *  1. `binaryAssetsDirectory` (an option), else `$KUBEBUILDER_ASSETS` — controller-runtime envtest's layout: one
+ *     directory holding `etcd`, `kube-apiserver` and `kubectl` (what `setup-envtest use -p path` prints).
+ *  2. ts-controller-manager's own build cache (`hack/build-tools.sh`, `make tools` in a clone of the repository):
+ *     `$TSCM_CACHE_DIR` (default `${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager`)`/bin/etcd-<version>-<hash>/etcd`
+ *     and `.../bin/k8s-<version>-<hash>/{kube-apiserver,kubectl}`; the highest version wins, then the newest build.
+ *  3. Otherwise an error that says how to get them.
+ * Only the file system is read; nothing is downloaded or built here.
+ */
+import { accessSync, constants, readdirSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ControlPlaneBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  /** kubectl of the same source, when there is one. */
+  kubectl: string | undefined;
+  /** Where they were found, for messages: "KUBEBUILDER_ASSETS", "binaryAssetsDirectory" or the cache directory. */
+  source: string;
+}
+
+const howToGet =
+  'set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kubectl (controller-runtime\'s ' +
+  '`setup-envtest use -p path` prints one), or build them once with `make tools` in a clone of ts-controller-manager ' +
+  '(needs Go >= 1.26; cached in ~/.cache/ts-controller-manager, or $TSCM_CACHE_DIR)';
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The build cache directory of hack/build-tools.sh for this environment. */
+export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env['TSCM_CACHE_DIR'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'ts-controller-manager');
+}
+
+/** Compares "v1.36.3"-style versions numerically (missing parts are 0). */
+function compareVersions(a: string, b: string): number {
+  const parts = (v: string): number[] => v.replace(/^v/, '').split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
+  const pa = parts(a);
+  const pb = parts(b);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** The newest cached build `<bin>/<prefix>-<version>-<hash>/` holding `binary`, if any. */
+function newestCached(binDir: string, prefix: string, binary: string): string | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync(binDir);
+  } catch {
+    return undefined;
+  }
+  const builds = entries
+    .map((name) => /^(.+)-(v\d[^-]*)-([0-9a-f]+)$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null && m[1] === prefix)
+    .map((m) => ({ dir: join(binDir, m[0]), version: m[2] ?? '' }))
+    .filter((b) => executable(join(b.dir, binary)))
+    .map((b) => ({ ...b, mtime: statSync(join(b.dir, binary)).mtimeMs }))
+    .sort((x, y) => compareVersions(y.version, x.version) || y.mtime - x.mtime);
+  return builds[0]?.dir;
+}
+
+/**
+ * Finds etcd and kube-apiserver as described at the top of this file; throws an Error naming what is missing and how
+ * to get it.
+ */
+export function findBinaries(binaryAssetsDirectory?: string, env: NodeJS.ProcessEnv = process.env): ControlPlaneBinaries {
+  const assets = binaryAssetsDirectory ?? (env['KUBEBUILDER_ASSETS'] || undefined);
+  if (assets !== undefined) {
+    const source = binaryAssetsDirectory !== undefined ? 'binaryAssetsDirectory' : 'KUBEBUILDER_ASSETS';
+    const missing = ['etcd', 'kube-apiserver'].filter((b) => !executable(join(assets, b)));
+    if (missing.length > 0) {
+      throw new Error(`${source}=${assets} has no executable ${missing.join(' or ')}: ${howToGet}`);
+    }
+    const kubectl = join(assets, 'kubectl');
+    return { etcd: join(assets, 'etcd'), kubeApiserver: join(assets, 'kube-apiserver'), kubectl: executable(kubectl) ? kubectl : undefined, source };
+  }
+  const cache = cacheDir(env);
+  const etcdDir = newestCached(join(cache, 'bin'), 'etcd', 'etcd');
+  const k8sDir = newestCached(join(cache, 'bin'), 'k8s', 'kube-apiserver');
+  if (!etcdDir || !k8sDir) {
+    throw new Error(`no ${!etcdDir ? 'etcd' : 'kube-apiserver'} binary: KUBEBUILDER_ASSETS is not set and ${join(cache, 'bin')} holds no build of it; ${howToGet}`);
+  }
+  const kubectl = join(k8sDir, 'kubectl');
+  return { etcd: join(etcdDir, 'etcd'), kubeApiserver: join(k8sDir, 'kube-apiserver'), kubectl: executable(kubectl) ? kubectl : undefined, source: cache };
+}

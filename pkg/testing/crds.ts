@@ -1,0 +1,76 @@
+/**
+ * Installing CustomResourceDefinitions into a test environment, as envtest's `CRDDirectoryPaths` does: every
+ * `.yaml`/`.yml`/`.json` file named, or found directly in a directory named (not recursively; other files such as a
+ * kustomization.yaml are read and skipped because they hold no CRD), is parsed as one or more documents, and every
+ * `apiextensions.k8s.io/v1` CustomResourceDefinition among them is applied (server-side apply, field manager
+ * `ts-controller-manager-testing`, forced: re-installing is idempotent) and then waited for until its `Established`
+ * condition is True — after that its resources are served and objects of it can be created.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { loadAll } from 'js-yaml';
+import type { Condition, KubeObject } from '../apis/meta/types.ts';
+import type { RestClient } from '../client/rest.ts';
+import { delay } from './process.ts';
+
+export interface CustomResourceDefinition extends KubeObject {
+  spec?: { group?: string; names?: { plural?: string } };
+  status?: { conditions?: Condition[] };
+}
+
+const manifestExtensions = new Set(['.yaml', '.yml', '.json']);
+const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** Reads the CRDs in `paths` (files, or directories of manifests); throws when a path does not exist or holds none. */
+export function readCRDs(paths: string[]): CustomResourceDefinition[] {
+  const crds: CustomResourceDefinition[] = [];
+  for (const path of paths) {
+    let files: string[];
+    try {
+      files = statSync(path).isDirectory()
+        ? readdirSync(path).filter((f) => manifestExtensions.has(extname(f))).sort().map((f) => join(path, f))
+        : [path];
+    } catch (err) {
+      throw new Error(`CRD path ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    const before = crds.length;
+    for (const file of files) {
+      for (const doc of loadAll(readFileSync(file, 'utf8'))) {
+        const obj = doc as CustomResourceDefinition | null;
+        if (obj?.kind === 'CustomResourceDefinition' && obj.apiVersion === 'apiextensions.k8s.io/v1') crds.push(obj);
+      }
+    }
+    if (crds.length === before) throw new Error(`CRD path ${path} holds no apiextensions.k8s.io/v1 CustomResourceDefinition`);
+  }
+  return crds;
+}
+
+/**
+ * Applies the CRDs found in `paths` and resolves with their names once every one is Established; rejects after
+ * `timeoutMs` (default 30 s) naming the CRDs still not Established, or when `signal` aborts.
+ */
+export async function installCRDs(client: RestClient, paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string[]> {
+  const crds = readCRDs(paths);
+  const names = crds.map((crd) => crd.metadata?.name ?? '');
+  for (const [i, crd] of crds.entries()) {
+    if (!names[i]) throw new Error(`a CustomResourceDefinition without metadata.name in ${paths.join(', ')}`);
+    await client.json('PATCH', `${crdPath}/${names[i]}`, {
+      query: { fieldManager: 'ts-controller-manager-testing', force: true },
+      body: crd, contentType: 'application/apply-patch+yaml', signal: opts.signal,
+    });
+  }
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  let pending = names;
+  while (pending.length > 0) {
+    opts.signal?.throwIfAborted();
+    const established = await Promise.all(pending.map(async (name) => {
+      const crd = await client.json<CustomResourceDefinition>('GET', `${crdPath}/${name}`, { signal: opts.signal });
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+    }));
+    pending = pending.filter((_, i) => !established[i]);
+    if (pending.length === 0) break;
+    if (Date.now() > deadline) throw new Error(`CRDs not Established within ${opts.timeoutMs ?? 30_000} ms: ${pending.join(', ')}`);
+    await delay(50);
+  }
+  return names;
+}
