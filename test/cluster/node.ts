@@ -105,6 +105,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   # Pods) fails in runc's nsexec with "failed to update /proc/self/oom_score_adj: Permission denied". Clamp to
   # containerd's own value (0), as for rootless containerd.
   restrict_oom_score_adj = true
+  # Pod network namespaces are bind-mounted below the state directory (so below <dir>, where node.sh down unmounts
+  # them), not in the machine's /var/run/netns, where every Pod of every run left one behind.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
