@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { isNotFound, type KubeObject } from 'ts-controller-manager';
+import { coreResources, ignoreNotFound, type KubeObject } from 'ts-controller-manager';
 import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
@@ -30,18 +30,13 @@ after(async () => {
   await env.stop();
 });
 
-const merge = 'application/merge-patch+json';
-const namespace = (name: string, receive: boolean): Promise<unknown> => env.client.json('POST', '/api/v1/namespaces', {
-  body: { metadata: { name, labels: receive ? { 'copier.example.com/receive': 'true' } : {} } },
-});
-const setReceive = (name: string, on: boolean): Promise<unknown> => env.client.json('PATCH', `/api/v1/namespaces/${name}`, {
-  body: { metadata: { labels: { 'copier.example.com/receive': on ? 'true' : null } } }, contentType: merge,
-});
-const get = (ns: string, name: string): Promise<ConfigMap | undefined> =>
-  env.client.json<ConfigMap>('GET', `/api/v1/namespaces/${ns}/configmaps/${name}`).catch((err: unknown) => {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  });
+const namespaces = () => env.client.resource(coreResources.namespaces);
+const configMaps = (ns: string) => env.client.resource<ConfigMap>(coreResources.configMaps).namespace(ns);
+const receive = (on: boolean): Record<string, string> => (on ? { 'copier.example.com/receive': 'true' } : {});
+const namespace = (name: string, on: boolean): Promise<unknown> => namespaces().create({ metadata: { name, labels: receive(on) } });
+const setReceive = (name: string, on: boolean): Promise<unknown> =>
+  namespaces().patch(name, { merge: { metadata: { labels: { 'copier.example.com/receive': on ? 'true' : null } } } });
+const get = (ns: string, name: string): Promise<ConfigMap | undefined> => ignoreNotFound(configMaps(ns).get(name));
 async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
   for (const deadline = Date.now() + 30_000; !(await check());) {
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; controller logs:\n${logs.slice(-2000)}`);
@@ -54,14 +49,12 @@ test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and
   await namespace('a', true);
   await namespace('b', true);
   await namespace('c', false);
-  await env.client.json('POST', '/api/v1/namespaces/src/configmaps', {
-    body: { metadata: { name: 'settings', labels: { 'copier.example.com/source': 'true' } }, data: { greeting: 'hello' } },
-  });
+  await configMaps('src').create({ metadata: { name: 'settings', labels: { 'copier.example.com/source': 'true' } }, data: { greeting: 'hello' } });
   await eventually('copies in a and b', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'hello' &&
     (await get('b', 'settings'))?.data?.['greeting'] === 'hello');
   assert.equal(await get('c', 'settings'), undefined, 'no copy in an unlabelled namespace');
 
-  await env.client.json('PATCH', '/api/v1/namespaces/src/configmaps/settings', { body: { data: { greeting: 'bonjour' } }, contentType: merge });
+  await configMaps('src').patch('settings', { merge: { data: { greeting: 'bonjour' } } });
   await eventually('copies follow the source', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'bonjour' &&
     (await get('b', 'settings'))?.data?.['greeting'] === 'bonjour');
 
@@ -70,7 +63,7 @@ test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and
   await eventually('the copy leaves b and arrives in c', async () => (await get('b', 'settings')) === undefined &&
     (await get('c', 'settings'))?.data?.['greeting'] === 'bonjour');
 
-  await env.client.json('DELETE', '/api/v1/namespaces/src/configmaps/settings');
+  await configMaps('src').delete('settings');
   await eventually('source and copies gone', async () => (await get('src', 'settings')) === undefined &&
     (await get('a', 'settings')) === undefined && (await get('c', 'settings')) === undefined);
 

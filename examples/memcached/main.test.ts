@@ -55,7 +55,7 @@ const processesIn = (dir: string): number[] => readdirSync('/proc').map(Number).
 });
 
 test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undone, a foreign Deployment is never taken over, the finalizer cleans up', async () => {
-  await env.client.json('POST', '/api/v1/namespaces', { body: { metadata: { name: 'cache' } } });
+  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'cache' } });
   const memcacheds = env.client.resource<Memcached>(memcachedResource).namespace('cache');
   const deployments = env.client.resource<Deployment>(coreResources.deployments).namespace('cache');
   const mc = await memcacheds.create({ apiVersion: 'example.ts-controller-manager.io/v1alpha1', kind: 'Memcached', metadata: { name: 'sessions' }, spec: { size: 2 } });
