@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,7 @@ import { after, before, describe, test } from 'node:test';
 import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
 import { importImage, NODE_NETNS } from './cluster/node.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 
 const run = promisify(execFile);
@@ -45,10 +46,32 @@ interface Pod {
   status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: ContainerStatus[] };
 }
 
+/**
+ * The node-mode API server's audit policy (this test only): the manager's Lease (with the request body, so a release —
+ * an update with an empty holderIdentity — is recognisable), and every write to Foos and Deployments, attributed to a
+ * manager process by the identity in its User-Agent. Blocking mode: an event is in the log before its request returns.
+ */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  namespaces: ["${ns}"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "samplecontroller.k8s.io", resources: ["foos", "foos/status"]}, {group: "apps", resources: ["deployments", "deployments/status"]}]
+- level: None
+`;
+
 const isReady = (p: Pod): boolean => (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 
 describe('real node: kubectl apply -k config/default runs the image as a Pod under a kubelet', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tscm-node-'));
+  // Outside `dir`: ControlPlane.start empties its directory first.
+  const auditDir = mkdtempSync(join(tmpdir(), 'tscm-node-audit-'));
+  const auditLog = join(auditDir, 'audit.log');
   let cp: ControlPlane;
   const timings: string[] = [];
   const kubectl = async (...args: string[]): Promise<string> =>
@@ -62,7 +85,12 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
 
   before(async () => {
     let t0 = Date.now();
-    cp = await ControlPlane.start({ mode: 'node', dir });
+    const policy = join(auditDir, 'policy.yaml');
+    writeFileSync(policy, auditPolicy);
+    cp = await ControlPlane.start({
+      mode: 'node', dir,
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
+    });
     timings.push(`node-mode control plane ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     t0 = Date.now();
     const setup = await run('bash', [join(repo, 'hack', 'image', 'setup.sh')], { cwd: repo, maxBuffer: 64 << 20 });
@@ -84,6 +112,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
 
   after(async () => {
     await cp?.stop();
+    rmSync(auditDir, { recursive: true, force: true });
   });
 
   test('the manager Pod becomes Ready through the kubelet\'s probes within 30 s of kubectl apply', async (t) => {
@@ -211,7 +240,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.equal(killed.lastState?.terminated?.exitCode, 137);
   });
 
-  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over', async (t) => {
+  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over; no leader overlap in the audit log', async (t) => {
     const [old] = await pods();
     assert.ok(old);
     const oldHolder = await holder();
@@ -252,6 +281,32 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     const now = await pods();
     assert.ok(now.some((p) => p.metadata.name !== old.metadata.name && isReady(p) && next.startsWith(`${p.metadata.name}_`)),
       'the new Ready Pod holds the Lease');
+
+    // Zero overlap, judged by the API server (audit log, blocking mode, microsecond timestamps): every successful write
+    // of the old process (Lease, Foo, Deployment) completed before the new process's first successful Lease write
+    // (its acquisition), and the new process wrote nothing before that acquisition.
+    const events = readAuditLog(auditLog).filter(succeeded);
+    const byId = (id: string): AuditEvent[] => events.filter((e) => identityOf(e) === id);
+    const isLease = (e: AuditEvent): boolean => e.objectRef?.resource === 'leases' && e.objectRef.name === lease;
+    const oldWrites = byId(oldHolder);
+    const newWrites = byId(next);
+    const acquire = newWrites.filter(isLease).sort((a, b) => micros(a.requestReceivedTimestamp) - micros(b.requestReceivedTimestamp))[0];
+    assert.ok(acquire, `the new leader's Lease acquisition is in the audit log (${newWrites.length} writes by ${next})`);
+    assert.ok(oldWrites.length > 0, `the old leader's writes are in the audit log (identity ${oldHolder})`);
+    const oldLast = oldWrites.reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
+    const acquiredAt = micros(acquire.requestReceivedTimestamp);
+    assert.ok(micros(oldLast.stageTimestamp) < acquiredAt,
+      `the old leader's last write (${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name}, completed ${oldLast.stageTimestamp}) precedes the new leader's acquisition (${acquire.requestReceivedTimestamp})`);
+    const early = newWrites.filter((e) => micros(e.requestReceivedTimestamp) < acquiredAt);
+    assert.deepEqual(early.map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`), [], 'the new process wrote nothing before it acquired the Lease');
+    // Reported, not asserted (timing): the old leader's last Lease write (its release, if the request body has an empty
+    // holderIdentity) → the new leader's acquisition; and the container's finishedAt (second precision) → acquisition.
+    const oldLease = oldWrites.filter(isLease).reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
+    const released = ((oldLease.requestObject as { spec?: { holderIdentity?: string } } | undefined)?.spec?.holderIdentity ?? '') === '';
+    t.diagnostic(`audit: old leader's last Lease write (${oldLease.verb}, ${released ? 'a release' : 'NOT a release'}) at ${oldLease.stageTimestamp}; ` +
+      `new leader's acquisition (${acquire.verb}) at ${acquire.requestReceivedTimestamp}: hand-over ${((acquiredAt - micros(oldLease.stageTimestamp)) / 1e6).toFixed(6)} s`);
+    if (exit.finishedAt) t.diagnostic(`old container finishedAt ${exit.finishedAt} → acquisition ${((acquiredAt - micros(exit.finishedAt)) / 1e6).toFixed(3)} s (second precision)`);
+    t.diagnostic(`old leader's last write of any kind: ${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name} completed ${oldLast.stageTimestamp}`);
   });
 
   test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {
