@@ -8,7 +8,10 @@
  *  - the metrics Service selects the Pod and its ClusterIP (kube-proxy, from inside the node) serves /metrics to an
  *    authorised token;
  *  - a container over its memory limit is OOM-killed (cgroup v1 memory controller) and restarted by the kubelet;
- *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over;
+ *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over, with no
+ *    overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API server);
+ *  - a Network converges from the Pod: neutron-server (hack/neutron/up.sh, on loopback) reached through a TCP forwarder
+ *    on HOST_IP, clouds.yaml from a Secret mounted into the test's copy of the Deployment;
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease.
  *
  * Needs root (network namespaces, cgroups, mounts) and a few minutes cold (the image, the node binaries). Not yet part of
@@ -16,14 +19,17 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
-import { importImage, NODE_NETNS } from './cluster/node.ts';
+import { HOST_IP, importImage, NODE_NETNS } from './cluster/node.ts';
+import { neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { createServer, connect, type Server } from 'node:net';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 
 const run = promisify(execFile);
@@ -45,10 +51,32 @@ interface Pod {
   status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: ContainerStatus[] };
 }
 
+/**
+ * The node-mode API server's audit policy (this test only): the manager's Lease (with the request body, so a release —
+ * an update with an empty holderIdentity — is recognisable), and every write to Foos and Deployments, attributed to a
+ * manager process by the identity in its User-Agent. Blocking mode: an event is in the log before its request returns.
+ */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  namespaces: ["${ns}"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "samplecontroller.k8s.io", resources: ["foos", "foos/status"]}, {group: "apps", resources: ["deployments", "deployments/status"]}]
+- level: None
+`;
+
 const isReady = (p: Pod): boolean => (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 
 describe('real node: kubectl apply -k config/default runs the image as a Pod under a kubelet', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tscm-node-'));
+  // Outside `dir`: ControlPlane.start empties its directory first.
+  const auditDir = mkdtempSync(join(tmpdir(), 'tscm-node-audit-'));
+  const auditLog = join(auditDir, 'audit.log');
   let cp: ControlPlane;
   const timings: string[] = [];
   const kubectl = async (...args: string[]): Promise<string> =>
@@ -62,7 +90,12 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
 
   before(async () => {
     let t0 = Date.now();
-    cp = await ControlPlane.start({ mode: 'node', dir });
+    const policy = join(auditDir, 'policy.yaml');
+    writeFileSync(policy, auditPolicy);
+    cp = await ControlPlane.start({
+      mode: 'node', dir,
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
+    });
     timings.push(`node-mode control plane ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     t0 = Date.now();
     const setup = await run('bash', [join(repo, 'hack', 'image', 'setup.sh')], { cwd: repo, maxBuffer: 64 << 20 });
@@ -82,8 +115,14 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     timings.push(`podman save + ctr import ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }, { timeout: 30 * 60_000 });
 
+  let neutron: NeutronInstance | undefined;
+  let forwarder: Server | undefined;
+
   after(async () => {
     await cp?.stop();
+    forwarder?.close();
+    await neutron?.stop();
+    rmSync(auditDir, { recursive: true, force: true });
   });
 
   test('the manager Pod becomes Ready through the kubelet\'s probes within 30 s of kubectl apply', async (t) => {
@@ -211,7 +250,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.equal(killed.lastState?.terminated?.exitCode, 137);
   });
 
-  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over', async (t) => {
+  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over; no leader overlap in the audit log', async (t) => {
     const [old] = await pods();
     assert.ok(old);
     const oldHolder = await holder();
@@ -252,6 +291,82 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     const now = await pods();
     assert.ok(now.some((p) => p.metadata.name !== old.metadata.name && isReady(p) && next.startsWith(`${p.metadata.name}_`)),
       'the new Ready Pod holds the Lease');
+
+    // Zero overlap, judged by the API server (audit log, blocking mode, microsecond timestamps): every successful write
+    // of the old process (Lease, Foo, Deployment) completed before the new process's first successful Lease write
+    // (its acquisition), and the new process wrote nothing before that acquisition.
+    const events = readAuditLog(auditLog).filter(succeeded);
+    const byId = (id: string): AuditEvent[] => events.filter((e) => identityOf(e) === id);
+    const isLease = (e: AuditEvent): boolean => e.objectRef?.resource === 'leases' && e.objectRef.name === lease;
+    const oldWrites = byId(oldHolder);
+    const newWrites = byId(next);
+    const acquire = newWrites.filter(isLease).sort((a, b) => micros(a.requestReceivedTimestamp) - micros(b.requestReceivedTimestamp))[0];
+    assert.ok(acquire, `the new leader's Lease acquisition is in the audit log (${newWrites.length} writes by ${next})`);
+    assert.ok(oldWrites.length > 0, `the old leader's writes are in the audit log (identity ${oldHolder})`);
+    const oldLast = oldWrites.reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
+    const acquiredAt = micros(acquire.requestReceivedTimestamp);
+    assert.ok(micros(oldLast.stageTimestamp) < acquiredAt,
+      `the old leader's last write (${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name}, completed ${oldLast.stageTimestamp}) precedes the new leader's acquisition (${acquire.requestReceivedTimestamp})`);
+    const early = newWrites.filter((e) => micros(e.requestReceivedTimestamp) < acquiredAt);
+    assert.deepEqual(early.map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`), [], 'the new process wrote nothing before it acquired the Lease');
+    // Reported, not asserted (timing): the old leader's last Lease write (its release, if the request body has an empty
+    // holderIdentity) → the new leader's acquisition; and the container's finishedAt (second precision) → acquisition.
+    const oldLease = oldWrites.filter(isLease).reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
+    const released = ((oldLease.requestObject as { spec?: { holderIdentity?: string } } | undefined)?.spec?.holderIdentity ?? '') === '';
+    t.diagnostic(`audit: old leader's last Lease write (${oldLease.verb}, ${released ? 'a release' : 'NOT a release'}) at ${oldLease.stageTimestamp}; ` +
+      `new leader's acquisition (${acquire.verb}) at ${acquire.requestReceivedTimestamp}: hand-over ${((acquiredAt - micros(oldLease.stageTimestamp)) / 1e6).toFixed(6)} s`);
+    if (exit.finishedAt) t.diagnostic(`old container finishedAt ${exit.finishedAt} → acquisition ${((acquiredAt - micros(exit.finishedAt)) / 1e6).toFixed(3)} s (second precision)`);
+    t.diagnostic(`old leader's last write of any kind: ${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name} completed ${oldLast.stageTimestamp}`);
+  });
+
+  test('a Network converges from the Pod: Ready, and one Neutron network tagged with its uid (neutron-server reached from the Pod)', async (t) => {
+    neutron = await startNeutron();
+    // hack/neutron/up.sh binds 127.0.0.1 only, which a Pod cannot reach. A plain TCP forwarder on the host's end of
+    // the node's veth (HOST_IP, where the API server listens too; no other address) carries the Pod's connections to it.
+    const target = new URL(neutron.endpoint);
+    const fwd = createServer((inbound) => {
+      const outbound = connect(Number(target.port), target.hostname);
+      inbound.pipe(outbound).pipe(inbound);
+      const close = (): void => { inbound.destroy(); outbound.destroy(); };
+      inbound.on('error', close);
+      outbound.on('error', close);
+    });
+    forwarder = fwd;
+    await new Promise<void>((res, rej) => { fwd.once('error', rej); fwd.listen(0, HOST_IP, res); });
+    const podEndpoint = `http://${HOST_IP}:${(fwd.address() as { port: number }).port}`;
+    const clouds = readFileSync(neutron.cloudsYaml, 'utf8').replace(/endpoint: http:\/\/127\.0\.0\.1:\d+/, `endpoint: ${podEndpoint}`);
+    assert.ok(clouds.includes(podEndpoint), `clouds.yaml rewritten for the Pod: ${clouds}`);
+    // The test's copy of the rendered config: clouds.yaml in a Secret, mounted read-only, named by NEUTRON_CLOUD_CONFIG.
+    expectStatus(await cp.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neutron-cloud' }, stringData: { 'clouds.yaml': clouds },
+    }), 201, 'Secret');
+    const patch = [
+      { op: 'add', path: '/spec/template/spec/volumes/-', value: { name: 'neutron-cloud', secret: { secretName: 'neutron-cloud' } } },
+      { op: 'add', path: '/spec/template/spec/containers/0/volumeMounts/-', value: { name: 'neutron-cloud', mountPath: '/etc/openstack', readOnly: true } },
+      { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: { name: 'NEUTRON_CLOUD_CONFIG', value: '/etc/openstack/clouds.yaml' } },
+      { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: { name: 'OS_CLOUD', value: 'local' } },
+    ];
+    await kubectl('-n', ns, 'patch', `deployment/${deployment}`, '--type=json', '-p', JSON.stringify(patch));
+    await kubectl('-n', ns, 'rollout', 'status', `deployment/${deployment}`, '--timeout=120s');
+    const pod = await waitFor('one Ready Pod with the clouds.yaml volume holding the Lease', async () => {
+      const live = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
+      const p = live.length === 1 && isReady(live[0]!) && live[0]!.spec.volumes?.some((v) => v.name === 'neutron-cloud') ? live[0] : undefined;
+      return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 500 });
+    t.diagnostic(`Pod ${pod.metadata.name} uses Neutron at ${podEndpoint} (→ ${neutron.endpoint})`);
+    const created = expectStatus<{ metadata: { uid: string } }>(await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
+    }), 201, 'Network');
+    await waitFor('the Network Ready', async () => {
+      const res = await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net');
+      const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+      return conds.some((c) => c.type === 'Ready' && c.status === 'True');
+    }, { timeoutMs: 90_000, intervalMs: 500 });
+    // Every network the server has (no tag filter in the query: the count is judged here), read directly from Neutron.
+    const tag = `k8s-uid:${created.metadata.uid}`;
+    const all = await neutronApi(neutron.endpoint).networks();
+    const tagged = all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag));
+    assert.equal(tagged.length, 1, `one Neutron network tagged ${tag} among ${all.length}: ${JSON.stringify(all)}`);
   });
 
   test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {
