@@ -8,63 +8,35 @@
  * Takes ~11 minutes: run on demand (`node --test test/node-token-rotation.e2e.ts`), never in `make test`.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
-import { importImage } from './cluster/node.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import {
+  isReady, MANAGER_DEPLOYMENT as deployment, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, startNodeEnv, type NodeEnv,
+} from './helpers/nodeenv.ts';
 
-const run = promisify(execFile);
-const repo = join(import.meta.dirname, '..');
-const image = 'localhost/ts-controller-manager:node-test';
-const ns = 'ts-controller-manager-system';
-const deployment = 'ts-controller-manager-controller-manager';
-const lease = 'ts-controller-manager.samplecontroller.k8s.io';
-const selector = 'app.kubernetes.io/name=ts-controller-manager,control-plane=controller-manager';
 const saDir = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-interface Pod {
-  metadata: { name: string; deletionTimestamp?: string };
-  spec: { automountServiceAccountToken?: boolean };
-  status: { conditions?: { type: string; status: string }[]; containerStatuses?: { name: string; containerID?: string; restartCount: number }[] };
-}
 
 const claims = (jwt: string): { iat: number; exp: number } =>
   JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iat: number; exp: number };
 
 describe('real node: the kubelet rotates the projected token and the manager keeps working', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-node-rot-'));
-  let cp: ControlPlane;
+  let env: NodeEnv;
 
   before(async () => {
-    cp = await ControlPlane.start({ mode: 'node', dir });
-    await run('bash', [join(repo, 'hack', 'image', 'setup.sh')], { cwd: repo, maxBuffer: 64 << 20 });
-    await run('bash', [join(repo, 'hack', 'image', 'build.sh'), image], { cwd: repo, maxBuffer: 64 << 20, env: { ...process.env, BUILDER: 'podman' } });
-    const archive = join(dir, 'image.tar');
-    await run('bash', [join(repo, 'hack', 'image', 'podman.sh'), 'save', '--format', 'docker-archive', '-o', archive, image]);
-    const bins = await ensureBinaries(() => {}, { node: true });
-    assert.ok(bins.node);
-    importImage(dir, bins.node, archive);
-    rmSync(archive);
+    env = await startNodeEnv();
   }, { timeout: 30 * 60_000 });
 
   after(async () => {
-    await cp?.stop();
+    await env?.stop();
   });
 
   test('token rotated by the kubelet; after the first token expired the manager still reconciles and renews its Lease', async (t) => {
-    const kubectlBin = join(cp.k8sBinDir, 'kubectl');
-    const rendered = (await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'kustomize', 'config/default'], { cwd: repo, maxBuffer: 64 << 20 }))
-      .stdout.replace(/image: ts-controller-manager:latest/g, `image: ${image}`);
-    const apply = spawn(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
-    apply.stdin.end(rendered);
-    assert.equal(await new Promise<number | null>((res) => apply.on('close', res)), 0);
+    const cp = env.cp;
+    await env.applyKustomize('config/default');
     // The test's copy: the same token, CA and namespace files, but a 600 s token.
-    await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, '-n', ns, 'patch', 'deployment', deployment, '--type', 'strategic', '-p', JSON.stringify({
+    await env.kubectl('-n', ns, 'patch', 'deployment', deployment, '--type', 'strategic', '-p', JSON.stringify({
       spec: { template: { spec: {
         automountServiceAccountToken: false,
         volumes: [{ name: 'short-token', projected: { sources: [
@@ -74,18 +46,14 @@ describe('real node: the kubelet rotates the projected token and the manager kee
         ] } }],
         containers: [{ name: 'manager', volumeMounts: [{ name: 'short-token', mountPath: saDir, readOnly: true }] }],
       } } },
-    })]);
-    const pods = async (): Promise<Pod[]> => expectStatus<{ items: Pod[] }>(
-      await cp.get(`/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`), 200, 'pods').items;
+    }));
+    const pods = (): ReturnType<NodeEnv['managerPods']> => env.managerPods();
     const pod = await waitFor('the patched Pod alone and Ready', async () => {
       const all = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
       const [only] = all;
-      return all.length === 1 && only?.spec.automountServiceAccountToken === false
-        && (only.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') ? only : undefined;
+      return all.length === 1 && only?.spec.automountServiceAccountToken === false && isReady(only) ? only : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
-    const id = pod.status.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, '');
-    assert.ok(id);
-    const cg = (await run('find', ['/sys/fs/cgroup/memory/tscm-node', '-type', 'd', '-name', id])).stdout.trim();
+    const { cgroup: cg } = await env.container(pod);
     const token = (): string => {
       const pid = readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim().split('\n')[0];
       return readFileSync(`/proc/${pid}/root${saDir}/token`, 'utf8');

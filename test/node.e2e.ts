@@ -24,32 +24,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { ControlPlane, ensureBinaries } from './cluster/controlplane.ts';
-import { HOST_IP, importImage, NODE_NETNS } from './cluster/node.ts';
+import { HOST_IP, NODE_NETNS } from './cluster/node.ts';
 import { neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
 import { createServer, connect, type Server } from 'node:net';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
 import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
+import {
+  isReady, MANAGER_DEPLOYMENT as deployment, NODE_TEST_IMAGE, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, startNodeEnv, type NodeEnv, type Pod,
+} from './helpers/nodeenv.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 
 const run = promisify(execFile);
-const repo = join(import.meta.dirname, '..');
-const image = 'localhost/ts-controller-manager:node-test';
-const ns = 'ts-controller-manager-system';
-const deployment = 'ts-controller-manager-controller-manager';
-const lease = 'ts-controller-manager.samplecontroller.k8s.io';
-const selector = 'app.kubernetes.io/name=ts-controller-manager,control-plane=controller-manager';
-
-interface ContainerStatus {
-  name: string; ready: boolean; restartCount: number; containerID?: string;
-  state?: { running?: unknown; terminated?: { exitCode: number; reason?: string; finishedAt?: string } };
-  lastState?: { terminated?: { exitCode: number; reason?: string } };
-}
-interface Pod {
-  metadata: { name: string; uid: string; deletionTimestamp?: string };
-  spec: { nodeName?: string; volumes?: { name: string; projected?: unknown }[] };
-  status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: ContainerStatus[] };
-}
 
 /**
  * The node-mode API server's audit policy (this test only): the manager's Lease (with the request body, so a release —
@@ -70,71 +55,41 @@ rules:
 - level: None
 `;
 
-const isReady = (p: Pod): boolean => (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-
 describe('real node: kubectl apply -k config/default runs the image as a Pod under a kubelet', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-node-'));
-  // Outside `dir`: ControlPlane.start empties its directory first.
+  // Outside the control plane's directory: ControlPlane.start empties its directory first.
   const auditDir = mkdtempSync(join(tmpdir(), 'tscm-node-audit-'));
   const auditLog = join(auditDir, 'audit.log');
-  let cp: ControlPlane;
-  const timings: string[] = [];
-  const kubectl = async (...args: string[]): Promise<string> =>
-    (await run(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { cwd: repo, maxBuffer: 64 << 20 })).stdout;
-  const pods = async (): Promise<Pod[]> =>
-    expectStatus<{ items: Pod[] }>(await cp.get(`/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`), 200, 'pods').items;
-  const holder = async (): Promise<string> => {
-    const res = await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`);
-    return res.status === 200 ? ((JSON.parse(res.body) as { spec: { holderIdentity?: string } }).spec.holderIdentity ?? '') : '';
-  };
+  let env: NodeEnv;
+  let cp: NodeEnv['cp'];
+  const kubectl = (...args: string[]): Promise<string> => env.kubectl(...args);
+  const pods = (): Promise<Pod[]> => env.managerPods();
+  const holder = (): Promise<string> => env.leaseHolder();
 
   before(async () => {
-    let t0 = Date.now();
     const policy = join(auditDir, 'policy.yaml');
     writeFileSync(policy, auditPolicy);
-    cp = await ControlPlane.start({
-      mode: 'node', dir,
+    env = await startNodeEnv({
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
     });
-    timings.push(`node-mode control plane ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    t0 = Date.now();
-    const setup = await run('bash', [join(repo, 'hack', 'image', 'setup.sh')], { cwd: repo, maxBuffer: 64 << 20 });
-    const base = /BASE_IMAGE=(\S+)/.exec(setup.stdout)?.[1];
-    assert.ok(base, `hack/image/setup.sh printed no BASE_IMAGE: ${setup.stdout}`);
-    await run('bash', [join(repo, 'hack', 'image', 'build.sh'), image], {
-      cwd: repo, maxBuffer: 64 << 20, env: { ...process.env, BUILDER: 'podman' },
-    });
-    timings.push(`image setup + build ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    t0 = Date.now();
-    const archive = join(dir, 'image.tar');
-    await run('bash', [join(repo, 'hack', 'image', 'podman.sh'), 'save', '--format', 'docker-archive', '-o', archive, image]);
-    const bins = await ensureBinaries(() => {}, { node: true });
-    assert.ok(bins.node);
-    importImage(dir, bins.node, archive);
-    rmSync(archive);
-    timings.push(`podman save + ctr import ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    cp = env.cp;
   }, { timeout: 30 * 60_000 });
 
   let neutron: NeutronInstance | undefined;
   let forwarder: Server | undefined;
 
   after(async () => {
-    await cp?.stop();
+    await env?.stop();
     forwarder?.close();
     await neutron?.stop();
     rmSync(auditDir, { recursive: true, force: true });
   });
 
   test('the manager Pod becomes Ready through the kubelet\'s probes within 30 s of kubectl apply', async (t) => {
-    const rendered = (await kubectl('kustomize', 'config/default')).replace(/image: ts-controller-manager:latest/g, `image: ${image}`);
-    assert.ok(rendered.includes(`image: ${image}`), 'the rendered Deployment uses the test image');
     const t0 = Date.now();
-    const apply = spawn(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
-    apply.stdin.end(rendered);
-    assert.equal(await new Promise<number | null>((res) => apply.on('close', res)), 0, 'kubectl apply');
+    await env.applyKustomize('config/default');
     const pod = await waitFor('the manager Pod Ready (kubelet readiness probe)', async () => (await pods()).find(isReady), { timeoutMs: 60_000, intervalMs: 200 });
     const readyMs = Date.now() - t0;
-    for (const line of timings) t.diagnostic(line);
+    for (const line of env.timings) t.diagnostic(line);
     t.diagnostic(`Pod ${pod.metadata.name} Ready ${readyMs} ms after kubectl apply`);
     assert.equal(pod.spec.nodeName, cp.state.nodeName);
     const status = pod.status.containerStatuses?.find((c) => c.name === 'manager');
@@ -148,15 +103,9 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
 
   test('the kubelet applied manager.yaml\'s securityContext, memory limit and env to the running process', async () => {
     const [pod] = await pods();
-    const id = pod?.status.containerStatuses?.find((c) => c.name === 'manager')?.containerID?.replace(/^containerd:\/\//, '');
-    assert.ok(id, 'container ID');
-    // The container's cgroup (cgroup v1, cgroupfs driver, below the kubelet's cgroup root): its processes and limit.
-    const { stdout: found } = await run('find', ['/sys/fs/cgroup/memory/tscm-node', '-type', 'd', '-name', id]);
-    const cg = found.trim();
-    assert.ok(cg, `memory cgroup of ${id}`);
+    assert.ok(pod);
+    const { cgroup: cg, pid } = await env.container(pod);
     assert.equal(readFileSync(join(cg, 'memory.limit_in_bytes'), 'utf8').trim(), String(256 * 1024 * 1024), 'limits.memory 256Mi');
-    const pid = readFileSync(join(cg, 'cgroup.procs'), 'utf8').trim().split('\n')[0];
-    assert.ok(pid);
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const field = (name: string): string => new RegExp(`^${name}:\\s+(.*)$`, 'm').exec(status)?.[1] ?? '';
     assert.match(field('Uid'), /^65532\s/, 'runAsUser 65532');
@@ -169,8 +118,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.ok(root?.[5]?.split(',').includes('ro'), `readOnlyRootFilesystem: / mounted ${root?.[5]}`);
     const tmp = mounts.find((m) => m[4] === '/tmp');
     assert.ok(tmp && tmp.slice(tmp.indexOf('-') + 1).includes('tmpfs'), 'the /tmp emptyDir (medium Memory) is a tmpfs');
-    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    assert.ok(env.includes(`POD_NAMESPACE=${ns}`), 'POD_NAMESPACE from the downward API');
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    assert.ok(environ.includes(`POD_NAMESPACE=${ns}`), 'POD_NAMESPACE from the downward API');
   });
 
   test('the manager authenticates with the kubelet-projected token: holds the Lease and reconciles a Foo', async () => {
@@ -236,7 +185,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       spec: {
         automountServiceAccountToken: false,
         containers: [{
-          name: 'hog', image, command: ['/usr/local/bin/node', '-e', 'const a = []; setInterval(() => { for (let i = 0; i < 8; i++) a.push(Buffer.alloc(1 << 20, 1)); }, 10);'],
+          name: 'hog', image: NODE_TEST_IMAGE, command: ['/usr/local/bin/node', '-e', 'const a = []; setInterval(() => { for (let i = 0; i < 8; i++) a.push(Buffer.alloc(1 << 20, 1)); }, 10);'],
           resources: { limits: { memory: '48Mi', cpu: '200m' } },
         }],
       },
@@ -370,11 +319,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
   });
 
   test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {
-    const rendered = (await kubectl('kustomize', 'config/sharded')).replace(/image: ts-controller-manager:latest/g, `image: ${image}`);
-    const apply = spawn(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', '-'],
-      { stdio: ['pipe', 'ignore', 'inherit'] });
-    apply.stdin.end(rendered);
-    assert.equal(await new Promise<number | null>((res) => apply.on('close', res)), 0, 'kubectl apply');
+    await env.applyKustomize('config/sharded', { forceConflicts: true });
     const ready = await waitFor('3 Ready Pods running with --sharding', async () => {
       const all = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
       const sharding = all.filter((p) => isReady(p) && JSON.stringify(p.spec).includes('--sharding'));
