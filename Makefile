@@ -119,6 +119,10 @@ tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-control
 cluster-up: deps ## Start the local control plane (CLUSTER_MODE=full|minimal|node) and print export KUBECONFIG=...
 	$(NODE) test/cluster/cli.ts up --mode $(CLUSTER_MODE) --dir $(CLUSTER_DIR)
 
+.PHONY: node-load
+node-load: deps ## Load IMG from podman into the local node's containerd (CLUSTER_MODE=node; as `kind load docker-image`).
+	$(NODE) test/cluster/cli.ts load $(IMG) --dir $(CLUSTER_DIR)
+
 .PHONY: cluster-down
 cluster-down: deps ## Stop every process of the local control plane and remove its state.
 	$(NODE) test/cluster/cli.ts down --dir $(CLUSTER_DIR)

@@ -4,6 +4,7 @@
  *   node test/cluster/cli.ts up [--mode full|minimal|node] [--dir DIR] → prints `export KUBECONFIG=<path>` on stdout
  *   node test/cluster/cli.ts down [--dir DIR]                      → stops every process it started, removes DIR
  *   node test/cluster/cli.ts status [--dir DIR]
+ *   node test/cluster/cli.ts load IMAGE [--dir DIR]                → node mode: IMAGE from podman into the node's containerd
  *
  * DIR defaults to $CLUSTER_DIR or `.cluster/` in the repository. Mode defaults to $CLUSTER_MODE or `full`.
  * Components keep running after `up` exits (each in its own process group); `down` kills those groups.
@@ -12,12 +13,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ControlPlane, isAlive, type ClusterMode } from './controlplane.ts';
+import { ControlPlane, ensureBinaries, isAlive, type ClusterMode } from './controlplane.ts';
+import { loadImage } from './node.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 function usage(message: string): never {
-  process.stderr.write(`cluster: ${message}\nusage: cluster.ts up|down|status [--mode full|minimal|node] [--dir DIR]\n`);
+  process.stderr.write(`cluster: ${message}\nusage: cluster.ts up|down|status|load IMAGE [--mode full|minimal|node] [--dir DIR]\n`);
   process.exit(2);
 }
 
@@ -32,6 +34,8 @@ async function main(): Promise<void> {
     usage((err as Error).message);
   }
   const [command, ...rest] = parsed.positionals;
+  const image = command === 'load' ? rest.shift() : undefined;
+  if (command === 'load' && !image) usage('load needs an image reference (make node-load IMG=...)');
   if (rest.length > 0) usage(`unexpected arguments: ${rest.join(' ')}`);
   const dir = resolve(parsed.values.dir ?? process.env['CLUSTER_DIR'] ?? join(repoRoot, '.cluster'));
   const mode = (parsed.values.mode ?? (process.env['CLUSTER_MODE'] || 'full')) as ClusterMode;
@@ -65,6 +69,16 @@ async function main(): Promise<void> {
         const up = c.pid !== null && isAlive(c.pid);
         process.stdout.write(`  ${c.name.padEnd(24)} ${up ? `running (pid ${c.pid})` : 'stopped'}  log: ${c.log}\n`);
       }
+      return;
+    }
+    case 'load': {
+      if (!existsSync(join(dir, 'state.json'))) throw new Error(`no control plane at ${dir}: CLUSTER_MODE=node make cluster-up first`);
+      const cp = ControlPlane.attach(dir);
+      if (cp.mode !== 'node') throw new Error(`the control plane at ${dir} is in ${cp.mode} mode: only node mode runs images (CLUSTER_MODE=node make cluster-up)`);
+      const bins = await ensureBinaries(() => {}, { node: true });
+      if (!bins.node) throw new Error('no node binaries: hack/build-tools.sh --node');
+      const name = loadImage(dir, bins.node, image ?? '');
+      process.stderr.write(`cluster: loaded ${image ?? ''} into the node's containerd as ${name}\n`);
       return;
     }
     default:

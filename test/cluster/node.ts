@@ -9,7 +9,8 @@
  * (each through `nsenter --net`, which keeps the host's mount namespace, so cgroups and /proc stay the host's).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signClientCert, type Pki } from '../../pkg/testing/pki.ts';
@@ -208,6 +209,44 @@ export function importImage(dir: string, nodeBinDir: string, archive: string): s
   return execFileSync(join(nodeBinDir, 'ctr'), [
     '--address', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', archive,
   ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * The name the kubelet (containerd's CRI) looks an image reference up by: a reference without a registry domain is
+ * Docker Hub's (`ts-controller-manager:dev` → `docker.io/library/ts-controller-manager:dev`).
+ */
+export function normalizedImageName(ref: string): string {
+  const first = ref.split('/')[0] ?? '';
+  const hasDomain = ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+  if (hasDomain) return ref;
+  return ref.includes('/') ? `docker.io/${ref}` : `docker.io/library/${ref}`;
+}
+
+/**
+ * Loads an image from the project's podman storage (what `make docker-build` builds) into the node's containerd, as
+ * `kind load docker-image` does: `podman save` → `ctr import`, then tagged with the name the kubelet resolves the
+ * reference to (normalizedImageName), so a Pod's `image: ts-controller-manager:dev` finds it without a registry.
+ * Returns that name.
+ */
+export function loadImage(dir: string, nodeBinDir: string, ref: string): string {
+  const tmp = mkdtempSync(join(tmpdir(), 'tscm-node-image-'));
+  try {
+    const archive = join(tmp, 'image.tar');
+    execFileSync('bash', [join(repoRoot, 'hack', 'image', 'podman.sh'), 'save', '--format', 'docker-archive', '-o', archive, ref],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    importImage(dir, nodeBinDir, archive);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  // podman names a reference without a domain localhost/<ref>; the archive carries that name.
+  const first = ref.split('/')[0] ?? '';
+  const stored = ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost') ? ref : `localhost/${ref}`;
+  const wanted = normalizedImageName(ref);
+  if (wanted !== stored) {
+    execFileSync(join(nodeBinDir, 'ctr'), ['--address', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'tag', '--force', stored, wanted],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  return wanted;
 }
 
 /** Packs the node's pause binary as PAUSE_IMAGE (hack/node/oci-image.sh) and imports it. */

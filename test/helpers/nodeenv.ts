@@ -8,12 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ControlPlane, ensureBinaries, type ComponentName } from '../cluster/controlplane.ts';
-import { CGROUP_ROOT, importImage } from '../cluster/node.ts';
+import { CGROUP_ROOT, loadImage } from '../cluster/node.ts';
 import { expectStatus } from './cluster.ts';
 
 const run = promisify(execFile);
@@ -77,12 +77,9 @@ export async function startNodeEnv(opts: { extraArgs?: Partial<Record<ComponentN
     });
     timings.push(`image setup + build ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     t0 = Date.now();
-    const archive = join(dir, 'image.tar');
-    await run('bash', [join(repo, 'hack', 'image', 'podman.sh'), 'save', '--format', 'docker-archive', '-o', archive, NODE_TEST_IMAGE]);
     const bins = await ensureBinaries(() => {}, { node: true });
     assert.ok(bins.node, 'node binaries (hack/build-tools.sh --node)');
-    importImage(dir, bins.node, archive);
-    rmSync(archive);
+    loadImage(dir, bins.node, NODE_TEST_IMAGE); // what `make node-load` does
     timings.push(`podman save + ctr import ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } catch (err) {
     await env.stop();
