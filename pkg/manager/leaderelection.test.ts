@@ -527,12 +527,15 @@ test('RestLeaseClient maps to the coordination.k8s.io/v1 Lease endpoints', async
 test('RestLeaseClient.watchReleases: GET, then a field-selected watch from that resourceVersion; only releases and deletions call back', async () => {
   const held = (holder: string, rv: string): Lease => ({ metadata: { name: 'my.lease', namespace: 'ns', resourceVersion: rv }, spec: { holderIdentity: holder } });
   let stream: object[] = [];
+  /** What a watch without resourceVersion gets. */
+  let fromNow: object[] = [];
   const requests: { path: string; query: RequestOptions['query'] }[] = [];
   const rest = {
     json: <T>(): Promise<T> => Promise.resolve(held('a', '7') as T),
     request: (_method: string, path: string, opts: RequestOptions = {}): Promise<RawResponse> => {
       requests.push({ path, query: opts.query });
-      const body = Readable.from(stream.map((e) => `${JSON.stringify(e)}\n`));
+      const events = opts.query?.['resourceVersion'] === undefined ? fromNow : stream;
+      const body = Readable.from(events.map((e) => `${JSON.stringify(e)}\n`));
       return Promise.resolve({ status: 200, headers: {}, body, text: () => Promise.resolve(''), dump: () => Promise.resolve() });
     },
   };
@@ -552,12 +555,23 @@ test('RestLeaseClient.watchReleases: GET, then a field-selected watch from that 
   assert.equal(requests[0]?.query?.['fieldSelector'], 'metadata.name=my.lease');
   assert.equal(requests[0]?.query?.['resourceVersion'], '7', 'from the resourceVersion the GET read');
 
-  // A released Lease at the start calls back at once (nothing released between a poll and the watch is missed).
+  // A released Lease at the start calls back at once (nothing released between a poll and the watch is missed); a
+  // resourceVersion too old for the watch (410) is replaced by a watch from now, which starts with the current state.
   rest.json = <T>(): Promise<T> => Promise.resolve(held('', '20') as T);
-  stream = [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }];
+  const gone = { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } };
+  stream = [gone];
+  fromNow = [{ type: 'ADDED', object: held('', '30') }, { type: 'MODIFIED', object: held('d', '31') }];
   released = 0;
+  requests.length = 0;
+  await c.watchReleases(() => released++, new AbortController().signal);
+  assert.equal(released, 2, 'the GET, then the watch-from-now\'s initial ADDED');
+  assert.deepEqual(requests.map((r) => r.query?.['resourceVersion']), ['20', undefined]);
+
+  // Any other failure, or a 410 from "now", ends the session with the error (the elector restarts it).
+  fromNow = [gone];
   await assert.rejects(c.watchReleases(() => released++, new AbortController().signal), (err: unknown) => err instanceof ApiError && err.status === 410);
-  assert.equal(released, 1);
+  stream = [{ type: 'ERROR', object: { kind: 'Status', code: 500, reason: 'InternalError', message: 'boom' } }];
+  await assert.rejects(c.watchReleases(() => released++, new AbortController().signal), (err: unknown) => err instanceof ApiError && err.status === 500);
 });
 
 /** A standby (retry period 2 s, no jitter) of a lease held by "other" and valid for 15 s. */

@@ -154,16 +154,26 @@ export class RestLeaseClient implements LeaseClient {
     return this.rest.json<Lease>('PUT', `${this.collection()}/${encodeURIComponent(this.name)}`, { body, signal });
   }
 
-  /** See LeaseClient.watchReleases. The server ends the stream after 5–10 min (timeoutSeconds, jittered). */
+  /**
+   * See LeaseClient.watchReleases. The server ends the stream after 5–10 min (timeoutSeconds, jittered). When the
+   * resourceVersion read is too old for the server's watch window (410 Gone — a Lease nobody wrote for a while), the
+   * session watches from "now" instead (no resourceVersion: the server first sends the Lease's current state as
+   * ADDED), so an unchanged Lease cannot keep the watch failing.
+   */
   async watchReleases(onRelease: () => void, signal: AbortSignal): Promise<void> {
     const current = await this.get(signal);
     if (isReleased(current)) onRelease();
-    const events = await this.watcher.watch({
-      resourceVersion: current?.metadata.resourceVersion ?? '',
-      timeoutSeconds: Math.round(300 * (1 + Math.random())),
-      sendInitialEvents: false,
-      signal,
-    });
+    const rv = current?.metadata.resourceVersion ?? '';
+    try {
+      await this.stream(rv, onRelease, signal);
+    } catch (err) {
+      if (rv === '' || !(err instanceof ApiError && err.status === 410) || signal.aborted) throw err;
+      await this.stream('', onRelease, signal);
+    }
+  }
+
+  private async stream(resourceVersion: string, onRelease: () => void, signal: AbortSignal): Promise<void> {
+    const events = await this.watcher.watch({ resourceVersion, timeoutSeconds: Math.round(300 * (1 + Math.random())), sendInitialEvents: false, signal });
     for await (const ev of events) {
       if (ev.type === 'ERROR') {
         const st = ev.object as Status;
