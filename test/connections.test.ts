@@ -5,6 +5,9 @@
  * ESTABLISHED TCP connections to the API server's port are counted from the kernel — /proc/<pid>/net/tcp{,6} rows
  * whose socket inode is one of /proc/<pid>/fd — every 100 ms from start until its controllers had written (a
  * Deployment created, a Foo status written, an Event recorded), and once more at the end.
+ * With leader election the manager starts as a standby (the leader Lease is held by a departed leader), so its Lease
+ * watch runs on the connection too: the Lease is then released, and the standby's watch wakes it (retry period 30 s,
+ * so no poll could) before it leads and its controllers write.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -12,6 +15,9 @@ import { describe, test } from 'node:test';
 import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
+
+/** Long timings: a standby's next poll is ≥ 30 s away, so only its Lease watch can wake it sooner. */
+const slowPolls = ['--leader-elect-lease-duration=90s', '--leader-elect-renew-deadline=40s', '--leader-elect-retry-period=30s'];
 
 /** ESTABLISHED TCP connections of process `pid` whose remote port is `port` (IPv4 and IPv6). */
 function establishedTo(pid: number, port: number): number {
@@ -43,12 +49,15 @@ function establishedTo(pid: number, port: number): number {
   return n;
 }
 
-const modes: { name: string; args: (ns: string) => string[] }[] = [
-  { name: 'no leader election', args: () => [] },
-  { name: '--leader-elect', args: (ns) => ['--leader-elect', `--leader-election-namespace=${ns}`, '--leader-election-id=conn-test'] },
+const modes: { name: string; args: (ns: string) => string[]; standby: boolean }[] = [
+  { name: 'no leader election', args: () => [], standby: false },
   {
-    name: '--leader-elect --sharding',
-    args: (ns) => ['--leader-elect', '--sharding', `--leader-election-namespace=${ns}`, '--leader-election-id=conn-test'],
+    name: '--leader-elect (a standby first, woken by its Lease watch)', standby: true,
+    args: (ns) => ['--leader-elect', `--leader-election-namespace=${ns}`, '--leader-election-id=conn-test', ...slowPolls],
+  },
+  {
+    name: '--leader-elect --sharding (a standby sharder first, woken by its Lease watch)', standby: true,
+    args: (ns) => ['--leader-elect', '--sharding', `--leader-election-namespace=${ns}`, '--leader-election-id=conn-test', ...slowPolls],
   },
 ];
 
@@ -59,6 +68,13 @@ describe('one connection to the API server per process', () => {
       await installCRDs();
       const ns = await testNamespace(t, 'conn');
       const apiPort = Number(new URL(cp.server).port);
+      const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/conn-test`;
+      if (mode.standby) {
+        expectStatus(await cp.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'conn-test' },
+          spec: { holderIdentity: 'departed-leader', leaseDurationSeconds: 3600 },
+        }), 201, 'a departed leader\'s Lease');
+      }
       const mgr = await ManagerProcess.start({
         args: [`--kubeconfig=${cp.kubeconfig}`, '--controllers=foo', ...mode.args(ns)],
         env: { WATCH_NAMESPACE: ns }, metrics: false,
@@ -78,6 +94,12 @@ describe('one connection to the API server per process', () => {
           await new Promise((r) => setTimeout(r, 100));
         }
       })();
+      if (mode.standby) {
+        await mgr.waitForLog('the standby read the held Lease', (l) => l.msg === 'new leader observed' && l['holder'] === 'departed-leader', { timeoutMs: 60_000 });
+        const lease = expectStatus<{ spec: Record<string, unknown> }>(await cp.get(leasePath), 200, 'Lease');
+        expectStatus(await cp.request('PUT', leasePath, { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } }), 200, 'release the Lease');
+        await mgr.waitForLog('the standby\'s Lease watch woke it', (l) => l.msg === 'lease released: attempting to acquire it now', { timeoutMs: 25_000 });
+      }
       await mgr.waitReady({ timeoutMs: 60_000 });
       expectStatus(await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
         apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'one' }, spec: { deploymentName: 'one-d', replicas: 1 },

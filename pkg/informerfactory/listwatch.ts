@@ -46,7 +46,8 @@ export interface ListWatcher {
 }
 
 export interface RestListWatcherOptions {
-  client: RestClient;
+  /** A RestClient (only `json` and `request` are used). */
+  client: Pick<RestClient, 'json' | 'request'>;
   resource: ResourceType;
   /** undefined or '' = all namespaces (always for cluster-scoped resources). */
   namespace?: string;
@@ -76,7 +77,7 @@ export function watchQuery(req: Omit<WatchRequest, 'signal' | 'onData' | 'onUnkn
 }
 
 export class RestListWatcher implements ListWatcher {
-  private readonly client: RestClient;
+  private readonly client: Pick<RestClient, 'json' | 'request'>;
   private readonly resource: ResourceType;
   private readonly path: string;
   private readonly labelSelector: string | undefined;

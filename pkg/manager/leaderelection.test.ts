@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { ApiError } from '../client/rest.ts';
+import { Readable } from 'node:stream';
+import { ApiError, type RawResponse, type RequestOptions } from '../client/rest.ts';
 import { FakeClock } from '../util/clock.ts';
-import { LeaderElector, RestLeaseClient, microTime, type Lease, type LeaseClient, type LeaderElectorOptions } from './leaderelection.ts';
+import { isReleased, LeaderElector, RestLeaseClient, microTime, type Lease, type LeaseClient, type LeaderElectorOptions } from './leaderelection.ts';
 
 /**
  * Unit-test fake: an in-memory Lease store with resourceVersion checks and failure injection. Every call resolves
@@ -21,8 +22,21 @@ class FakeLeaseStore {
   /** Callers whose calls take this long on the given clock (the store changes when the answer is sent). */
   readonly latency = new Map<string, { clock: FakeClock; ms: number }>();
   calls = 0;
+  /** Callers whose Lease watch sessions fail at once (watch clients only). */
+  readonly watchDown = new Set<string>();
+  /** Watch sessions started, and the ones running now (each gets every change of the stored Lease). */
+  watchSessions = 0;
+  private readonly watchers = new Set<(lease: Lease | undefined) => void>();
 
-  client(tag: string): LeaseClient {
+  get activeWatches(): number {
+    return this.watchers.size;
+  }
+
+  /**
+   * A LeaseClient of the caller `tag`; with `watch`, it has `watchReleases` as RestLeaseClient's contract says: the
+   * current state first, then every change (put/create/update/remove) until the signal aborts.
+   */
+  client(tag: string, opts: { watch?: boolean } = {}): LeaseClient {
     const call = <T>(fn: () => T, signal?: AbortSignal): Promise<T> => {
       this.calls++;
       if (this.wedged.has(tag)) return new Promise(() => {});
@@ -54,13 +68,30 @@ class FakeLeaseStore {
         return Promise.reject(err instanceof Error ? err : new Error(String(err)));
       }
     };
+    const watchReleases = (onRelease: () => void, signal: AbortSignal): Promise<void> => {
+      this.watchSessions++;
+      if (this.watchDown.has(tag)) return Promise.reject(new ApiError(500, 'InternalError', 'watch unavailable', undefined));
+      return new Promise<void>((resolve) => {
+        if (isReleased(this.lease)) onRelease();
+        const watcher = (lease: Lease | undefined): void => {
+          if (isReleased(lease)) onRelease();
+        };
+        this.watchers.add(watcher);
+        signal.addEventListener('abort', () => {
+          this.watchers.delete(watcher);
+          resolve();
+        }, { once: true });
+      });
+    };
     return {
       description: 'ns/lock',
+      ...(opts.watch ? { watchReleases } : {}),
       get: (signal) => call(() => (this.lease ? structuredClone(this.lease) : undefined), signal),
       create: (lease, signal) =>
         call(() => {
           if (this.lease) throw new ApiError(409, 'AlreadyExists', 'exists', undefined);
           this.lease = { ...structuredClone(lease), metadata: { name: 'lock', namespace: 'ns', resourceVersion: String(++this.rv) } };
+          this.notify();
           return structuredClone(this.lease);
         }, signal),
       update: (lease, signal) =>
@@ -70,6 +101,7 @@ class FakeLeaseStore {
             throw new ApiError(409, 'Conflict', 'the object has been modified', undefined);
           }
           this.lease = { ...structuredClone(lease), metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } };
+          this.notify();
           return structuredClone(this.lease);
         }, signal),
     };
@@ -78,6 +110,18 @@ class FakeLeaseStore {
   /** Writes a record as another process would. */
   put(spec: Lease['spec']): void {
     this.lease = { metadata: { name: 'lock', namespace: 'ns', resourceVersion: String(++this.rv) }, spec };
+    this.notify();
+  }
+
+  /** Deletes the Lease as another process (or an operator) would. */
+  remove(): void {
+    this.lease = undefined;
+    this.notify();
+  }
+
+  private notify(): void {
+    const lease = this.lease && structuredClone(this.lease);
+    for (const w of [...this.watchers]) w(lease);
   }
 }
 
@@ -455,6 +499,7 @@ test('RestLeaseClient maps to the coordination.k8s.io/v1 Lease endpoints', async
       if (method === 'GET' && notFound) return Promise.reject(new ApiError(404, 'NotFound', 'not found', undefined));
       return Promise.resolve((opts.body ?? { metadata: { name: 'l' } }) as T);
     },
+    request: (): Promise<RawResponse> => Promise.reject(new Error('no watch in this test')),
   };
   const c = new RestLeaseClient(rest, 'ns', 'my.lease');
   assert.equal(await c.get(), undefined);
@@ -477,6 +522,197 @@ test('RestLeaseClient maps to the coordination.k8s.io/v1 Lease endpoints', async
   assert.equal((calls[3]?.body as Lease).metadata.resourceVersion, '5');
   rest.json = () => Promise.reject(new ApiError(403, 'Forbidden', 'no', undefined));
   await assert.rejects(c.get(), /no/);
+});
+
+test('RestLeaseClient.watchReleases: GET, then a field-selected watch from that resourceVersion; only releases and deletions call back', async () => {
+  const held = (holder: string, rv: string): Lease => ({ metadata: { name: 'my.lease', namespace: 'ns', resourceVersion: rv }, spec: { holderIdentity: holder } });
+  let stream: object[] = [];
+  /** What a watch without resourceVersion gets. */
+  let fromNow: object[] = [];
+  const requests: { path: string; query: RequestOptions['query'] }[] = [];
+  const rest = {
+    json: <T>(): Promise<T> => Promise.resolve(held('a', '7') as T),
+    request: (_method: string, path: string, opts: RequestOptions = {}): Promise<RawResponse> => {
+      requests.push({ path, query: opts.query });
+      const events = opts.query?.['resourceVersion'] === undefined ? fromNow : stream;
+      const body = Readable.from(events.map((e) => `${JSON.stringify(e)}\n`));
+      return Promise.resolve({ status: 200, headers: {}, body, text: () => Promise.resolve(''), dump: () => Promise.resolve() });
+    },
+  };
+  const c = new RestLeaseClient(rest, 'ns', 'my.lease');
+  stream = [
+    { type: 'MODIFIED', object: held('b', '8') },
+    { type: 'BOOKMARK', object: { metadata: { resourceVersion: '9' } } },
+    { type: 'MODIFIED', object: held('', '10') },
+    { type: 'ADDED', object: held('c', '11') },
+    { type: 'DELETED', object: held('c', '12') },
+  ];
+  let released = 0;
+  await c.watchReleases(() => released++, new AbortController().signal);
+  assert.equal(released, 2, 'the release (MODIFIED, holder "") and the deletion; not the held records');
+  assert.equal(requests[0]?.path, '/apis/coordination.k8s.io/v1/namespaces/ns/leases');
+  assert.equal(requests[0]?.query?.['watch'], 'true');
+  assert.equal(requests[0]?.query?.['fieldSelector'], 'metadata.name=my.lease');
+  assert.equal(requests[0]?.query?.['resourceVersion'], '7', 'from the resourceVersion the GET read');
+
+  // A released Lease at the start calls back at once (nothing released between a poll and the watch is missed); a
+  // resourceVersion too old for the watch (410) is replaced by a watch from now, which starts with the current state.
+  rest.json = <T>(): Promise<T> => Promise.resolve(held('', '20') as T);
+  const gone = { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } };
+  stream = [gone];
+  fromNow = [{ type: 'ADDED', object: held('', '30') }, { type: 'MODIFIED', object: held('d', '31') }];
+  released = 0;
+  requests.length = 0;
+  await c.watchReleases(() => released++, new AbortController().signal);
+  assert.equal(released, 2, 'the GET, then the watch-from-now\'s initial ADDED');
+  assert.deepEqual(requests.map((r) => r.query?.['resourceVersion']), ['20', undefined]);
+
+  // Any other failure, or a 410 from "now", ends the session with the error (the elector restarts it).
+  fromNow = [gone];
+  await assert.rejects(c.watchReleases(() => released++, new AbortController().signal), (err: unknown) => err instanceof ApiError && err.status === 410);
+  stream = [{ type: 'ERROR', object: { kind: 'Status', code: 500, reason: 'InternalError', message: 'boom' } }];
+  await assert.rejects(c.watchReleases(() => released++, new AbortController().signal), (err: unknown) => err instanceof ApiError && err.status === 500);
+});
+
+/** A standby (retry period 2 s, no jitter) of a lease held by "other" and valid for 15 s. */
+function standbyOfHeldLease(store: FakeLeaseStore, clock: FakeClock, tag: string, watch: boolean): Harness {
+  if (!store.lease) store.put({ holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: '2030-01-01T00:00:00.000000Z', leaseTransitions: 0 });
+  return start(store, clock, tag, { lock: store.client(tag, { watch }) });
+}
+
+test('standby watch: a released Lease wakes the standby, which acquires without the clock moving', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  await settle();
+  assert.equal(b.elector.isLeader(), false);
+  assert.equal(store.activeWatches, 1, 'the watch started after the first unsuccessful attempt');
+  const t0 = clock.now();
+  store.put({ holderIdentity: '', leaseDurationSeconds: 1, renewTime: '2030-01-01T00:00:05.000000Z', leaseTransitions: 0 });
+  await settle();
+  assert.equal(clock.now(), t0, 'no time passed: not a poll');
+  assert.equal(b.elector.isLeader(), true, 'acquired on the watch\'s hint');
+  assert.equal(store.lease?.spec?.holderIdentity, 'b');
+  assert.equal(store.lease?.spec?.leaseTransitions, 1);
+  assert.equal(store.activeWatches, 0, 'no watch while leading');
+  b.ac.abort();
+  assert.equal(await b.result, 'stopped');
+
+  // Control: the same standby without a watch waits for its next poll (2 s later here).
+  const clock2 = new FakeClock();
+  const store2 = new FakeLeaseStore();
+  const c = standbyOfHeldLease(store2, clock2, 'c', false);
+  await settle();
+  store2.put({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 0 });
+  await settle();
+  assert.equal(c.elector.isLeader(), false, 'polling alone has not seen the release yet');
+  await advance(clock2, 2_000);
+  assert.equal(c.elector.isLeader(), true, 'at the next poll');
+  c.ac.abort();
+  await c.result;
+});
+
+test('standby watch: a deleted Lease wakes the standby, which creates it at once', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  await settle();
+  store.remove();
+  await settle();
+  assert.equal(b.elector.isLeader(), true);
+  assert.equal(store.lease?.spec?.holderIdentity, 'b');
+  b.ac.abort();
+  await b.result;
+});
+
+test('standby watch: an event showing another holder wakes nobody, and a hint never shortens a valid lease', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  await settle();
+  const calls = store.calls;
+  store.put({ holderIdentity: 'other2', leaseDurationSeconds: 15, renewTime: '2030-01-01T00:00:03.000000Z', leaseTransitions: 1 });
+  await settle();
+  assert.equal(store.calls, calls, 'no attempt on a held record');
+  assert.equal(b.elector.isLeader(), false);
+
+  // A release that another candidate wins before the woken standby reads: the standby attempts at once, reads the
+  // new holder's fresh record, and waits out a full lease duration of its own time from that read (as polling does).
+  store.put({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 1 });
+  store.put({ holderIdentity: 'other3', leaseDurationSeconds: 15, renewTime: '2030-01-01T00:00:04.000000Z', leaseTransitions: 2 });
+  await settle();
+  assert.equal(store.calls, calls + 1, 'one attempt (a GET) on the hint');
+  assert.equal(b.elector.isLeader(), false, 'the lease other3 holds is still valid');
+  const seen = clock.now();
+  await advance(clock, 14_900);
+  assert.equal(b.elector.isLeader(), false, 'still valid just before leaseDuration since the standby saw it');
+  await advance(clock, 2_100);
+  assert.equal(b.elector.isLeader(), true, 'expired by local time');
+  assert.ok(clock.now() - seen >= 15_000);
+  b.ac.abort();
+  await b.result;
+});
+
+test('standby watch: a failing watch is restarted with backoff while the poll loop keeps working', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.watchDown.add('b');
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  await settle();
+  assert.equal(store.watchSessions, 1);
+  const gets = store.calls;
+  // Restarts after 1 s, then 2 s later, then 4 s later (doubling).
+  await advance(clock, 900);
+  assert.equal(store.watchSessions, 1);
+  await advance(clock, 100);
+  assert.equal(store.watchSessions, 2);
+  await advance(clock, 2_000);
+  assert.equal(store.watchSessions, 3);
+  assert.ok(store.calls - gets >= 1, 'polls went on meanwhile');
+  store.watchDown.delete('b');
+  await advance(clock, 4_000);
+  assert.equal(store.watchSessions, 4);
+  assert.equal(store.activeWatches, 1, 'the watch runs again');
+  assert.equal(b.elector.isLeader(), false);
+  const t0 = clock.now();
+  store.put({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 0 });
+  await settle();
+  assert.equal(clock.now(), t0);
+  assert.equal(b.elector.isLeader(), true, 'the restarted watch woke the standby');
+  b.ac.abort();
+  await b.result;
+});
+
+test('standby watch: a watch that never works leaves polling intact (acquires after local expiry)', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  store.watchDown.add('b');
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  const t0 = clock.now();
+  await advance(clock, 14_900);
+  assert.equal(b.elector.isLeader(), false);
+  await advance(clock, 2_100);
+  assert.equal(b.elector.isLeader(), true, 'polling acquired the expired lease');
+  assert.ok(clock.now() - t0 >= 15_000);
+  // Sessions at 0, 1, 3, 7 and 15 s (backoff 1, 2, 4, 8 s): bounded, and none once leading.
+  const sessions = store.watchSessions;
+  assert.ok(sessions <= 5, `${sessions} watch sessions`);
+  await advance(clock, 60_000, 1_000);
+  assert.equal(store.watchSessions, sessions, 'no watch while leading');
+  b.ac.abort();
+  await b.result;
+});
+
+test('standby watch: stopping the campaign stops the watch', async () => {
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const b = standbyOfHeldLease(store, clock, 'b', true);
+  await settle();
+  assert.equal(store.activeWatches, 1);
+  b.ac.abort();
+  assert.equal(await b.result, 'stopped');
+  await settle();
+  assert.equal(store.activeWatches, 0);
 });
 
 test('microTime has six fractional digits', () => {

@@ -26,6 +26,17 @@
  *  - Writes use optimistic concurrency: updates carry the resourceVersion that was read; a 409 (or any error) just
  *    means "try again next retry period". Of two candidates racing for a free lease, at most one update succeeds.
  *  - Acquire: try every `retryPeriod × (1 + 1.2·rand)` until the lease is free/expired/ours and our write wins.
+ *  - Standby watch (a HINT, never a proof): after its first unsuccessful attempt, a standby whose LeaseClient offers
+ *    `watchReleases` watches its one Lease until it leads or its campaign stops (never while leading). An event
+ *    showing the Lease released (holderIdentity "") or deleted cuts the current retry sleep short (or, arriving
+ *    during an attempt, skips the next sleep) and the standby attempts at once — through the same
+ *    `tryAcquireOrRenew`: a fresh GET, the same expiry rule (`observedTime` is set only from what attempts read, as
+ *    without the watch; watch events never touch it), the same resourceVersion-guarded write. So the watch can make
+ *    an attempt earlier, never make one succeed that would not have succeeded at that moment without it: safety is
+ *    exactly that of polling. A watch event showing another holder wakes nobody. Watch failures (errors, 410 Gone,
+ *    the stream's end) restart it on the elector's Clock — at once after a session that lasted
+ *    ≥ `watchResetMs`, else after a backoff doubling from 1 s to 30 s — logged at info for the first failure in a
+ *    row, debug after; polling goes on meanwhile, so the watch never breaks (or delays) the election.
  *  - Renew: every `retryPeriod` after the last success, but never sleeping past the deadline of (a); each attempt is
  *    bounded by that deadline. Stricter than client-go, which measures from a later point.
  *  - Release on cancel (client-go's ReleaseOnCancel): when `run`'s signal aborts while leading, the elector asks
@@ -42,7 +53,10 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
-import { isNotFound, type RestClient } from '../client/rest.ts';
+import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
+import { RestListWatcher } from '../informerfactory/listwatch.ts';
+import { coreResources } from '../informerfactory/resource.ts';
+import type { Status } from '../informerfactory/watchdecoder.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { type Clock, realClock } from '../util/clock.ts';
@@ -74,20 +88,42 @@ export interface LeaseClient {
   get(signal?: AbortSignal): Promise<Lease | undefined>;
   create(lease: Lease, signal?: AbortSignal): Promise<Lease>;
   update(lease: Lease, signal?: AbortSignal): Promise<Lease>;
+  /**
+   * Optional: ONE watch session on the Lease, for a standby's wake-ups (see "Standby watch" above). Reads the Lease's
+   * current state first and calls `onRelease` if it is absent or released (so nothing released between an elector's
+   * poll and the watch's start is missed), then streams its changes from that state's resourceVersion, calling
+   * `onRelease` for every event showing it released (holderIdentity "") or deleted — and for nothing else. Resolves
+   * when the stream ends normally, rejects on any failure (including an ERROR event such as 410 Gone); the caller
+   * restarts it. Aborting `signal` ends it promptly (resolving or rejecting). Fakes may leave it out: the elector then
+   * only polls.
+   */
+  watchReleases?(onRelease: () => void, signal: AbortSignal): Promise<void>;
 }
 
-/** LeaseClient over the API server: GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]. */
+/** True when a Lease record has no holder (released, or never held). */
+export function isReleased(lease: Lease | undefined): boolean {
+  return (lease?.spec?.holderIdentity ?? '') === '';
+}
+
+/**
+ * LeaseClient over the API server: GET/POST/PUT /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME], and
+ * `watchReleases` as a GET of the Lease then a watch of the collection with `fieldSelector=metadata.name=NAME` from
+ * the resourceVersion read (RestListWatcher's watch: the same client, so the same shared Transport and its one
+ * HTTP/2 connection; RBAC: `watch` on leases next to get/create/update).
+ */
 export class RestLeaseClient implements LeaseClient {
   readonly description: string;
-  private readonly rest: Pick<RestClient, 'json'>;
+  private readonly rest: Pick<RestClient, 'json' | 'request'>;
   private readonly namespace: string;
   private readonly name: string;
+  private readonly watcher: RestListWatcher;
 
-  constructor(rest: Pick<RestClient, 'json'>, namespace: string, name: string) {
+  constructor(rest: Pick<RestClient, 'json' | 'request'>, namespace: string, name: string) {
     this.rest = rest;
     this.namespace = namespace;
     this.name = name;
     this.description = `${namespace}/${name}`;
+    this.watcher = new RestListWatcher({ client: rest, resource: coreResources.leases, namespace, fieldSelector: `metadata.name=${name}` });
   }
 
   private collection(): string {
@@ -116,6 +152,35 @@ export class RestLeaseClient implements LeaseClient {
   update(lease: Lease, signal?: AbortSignal): Promise<Lease> {
     const body: Lease = { ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
     return this.rest.json<Lease>('PUT', `${this.collection()}/${encodeURIComponent(this.name)}`, { body, signal });
+  }
+
+  /**
+   * See LeaseClient.watchReleases. The server ends the stream after 5–10 min (timeoutSeconds, jittered). When the
+   * resourceVersion read is too old for the server's watch window (410 Gone — a Lease nobody wrote for a while), the
+   * session watches from "now" instead (no resourceVersion: the server first sends the Lease's current state as
+   * ADDED), so an unchanged Lease cannot keep the watch failing.
+   */
+  async watchReleases(onRelease: () => void, signal: AbortSignal): Promise<void> {
+    const current = await this.get(signal);
+    if (isReleased(current)) onRelease();
+    const rv = current?.metadata.resourceVersion ?? '';
+    try {
+      await this.stream(rv, onRelease, signal);
+    } catch (err) {
+      if (rv === '' || !(err instanceof ApiError && err.status === 410) || signal.aborted) throw err;
+      await this.stream('', onRelease, signal);
+    }
+  }
+
+  private async stream(resourceVersion: string, onRelease: () => void, signal: AbortSignal): Promise<void> {
+    const events = await this.watcher.watch({ resourceVersion, timeoutSeconds: Math.round(300 * (1 + Math.random())), sendInitialEvents: false, signal });
+    for await (const ev of events) {
+      if (ev.type === 'ERROR') {
+        const st = ev.object as Status;
+        throw new ApiError(st.code ?? 0, st.reason ?? 'Unknown', `watch ${this.description}: ${st.message ?? 'ERROR event'}`, st);
+      }
+      if (ev.type === 'DELETED' || ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isReleased(ev.object as Lease))) onRelease();
+    }
   }
 }
 
@@ -178,12 +243,17 @@ export interface LeaderElectorOptions {
   wallClock?: () => Date;
   /** Jitter source in [0, 1) for the acquire period. Default Math.random. */
   random?: () => number;
+  /** A standby's Lease watch session that lasted at least this long restarts at once, else after a backoff (default 30 s). */
+  watchResetMs?: number;
   logger?: Logger;
   registry?: Registry;
 }
 
 /** client-go's JitterFactor for the acquire loop. */
 const jitterFactor = 1.2;
+/** Backoff between failed standby watch sessions: doubles from the first to the last. */
+const watchBackoffMinMs = 1_000;
+const watchBackoffMaxMs = 30_000;
 
 function recordKey(spec: LeaseSpec | undefined): string {
   const s = spec ?? {};
@@ -211,6 +281,7 @@ export class LeaderElector implements LeaderElection {
   private readonly clock: Clock;
   private readonly wallClock: () => Date;
   private readonly random: () => number;
+  private readonly watchResetMs: number;
   private readonly log: Logger;
   private readonly gauge: Gauge<'name'>;
 
@@ -231,6 +302,10 @@ export class LeaderElector implements LeaderElection {
   private callbacks: LeaderCallbacks = {};
   /** Last holder passed to onNewLeader ("" initially: a free lease is not news). */
   private reportedLeader = '';
+  /** Standby only: set by the Lease watch when it saw a release; consumed by the acquire loop. */
+  private releaseHint = false;
+  /** Standby only: cuts the current retry sleep short (set while the acquire loop sleeps). */
+  private wake: (() => void) | undefined;
 
   constructor(opts: LeaderElectorOptions) {
     if (!(opts.leaseDurationMs > opts.renewDeadlineMs)) throw new Error('leaseDuration must be greater than renewDeadline');
@@ -247,6 +322,7 @@ export class LeaderElector implements LeaderElection {
     this.clock = opts.clock ?? realClock;
     this.wallClock = opts.wallClock ?? (() => new Date());
     this.random = opts.random ?? Math.random;
+    this.watchResetMs = opts.watchResetMs ?? 30_000;
     this.log = (opts.logger ?? silentLogger).child({ component: 'leader-election', lease: opts.lock.description, identity: this.identity });
     this.gauge = masterStatus(opts.registry ?? globalRegistry);
     this.gauge.set({ name: this.name }, 0);
@@ -363,18 +439,97 @@ export class LeaderElector implements LeaderElection {
     }
   }
 
-  /** Tries until acquired (true) or the signal aborts (false). */
+  /**
+   * Tries until acquired (true) or the signal aborts (false). After the first unsuccessful attempt the standby's
+   * Lease watch (if the LeaseClient has one) runs until this returns; a release it sees wakes the loop early.
+   */
   private async acquire(signal: AbortSignal): Promise<boolean> {
-    for (;;) {
-      if (signal.aborted) return false;
-      const attempt = this.deadline(this.renewDeadlineMs, signal);
-      const ok = await this.tryAcquireOrRenew(attempt.signal).finally(attempt.cancel);
-      if (ok) return true;
-      if (signal.aborted) return false;
+    const standby = new AbortController();
+    let watching = false;
+    try {
+      for (;;) {
+        if (signal.aborted) return false;
+        // A release seen before this attempt's GET is reflected by the GET itself.
+        this.releaseHint = false;
+        const attempt = this.deadline(this.renewDeadlineMs, signal);
+        const ok = await this.tryAcquireOrRenew(attempt.signal).finally(attempt.cancel);
+        if (ok) return true;
+        if (signal.aborted) return false;
+        if (!watching) {
+          watching = true;
+          void this.watchReleases(AbortSignal.any([signal, standby.signal]));
+        }
+        // A release seen while the attempt ran (possibly after its GET): attempt again at once.
+        if (this.releaseHint) {
+          this.log.debug('lease release seen during the attempt: retrying at once');
+          continue;
+        }
+        if (!(await this.standbySleep(this.retryPeriodMs * (1 + jitterFactor * this.random()), signal))) return false;
+      }
+    } finally {
+      standby.abort(new Error('standby ended'));
+      this.wake = undefined;
+    }
+  }
+
+  /** The acquire loop's retry sleep, cut short by a release hint. Resolves false when `signal` aborted. */
+  private async standbySleep(ms: number, signal: AbortSignal): Promise<boolean> {
+    const cut = new AbortController();
+    const onAbort = (): void => cut.abort(signal.reason);
+    if (signal.aborted) return false;
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.wake = () => cut.abort(new Error('lease released'));
+    try {
+      await this.clock.sleep(ms, cut.signal);
+    } catch {
+      // woken by a release hint, or stopped: told apart below
+    } finally {
+      this.wake = undefined;
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (signal.aborted) return false;
+    if (cut.signal.aborted) this.log.info('lease released: attempting to acquire it now');
+    return true;
+  }
+
+  /** Called by the Lease watch for a released/deleted Lease: wakes the acquire loop (a hint; see the contract). */
+  private onReleaseSeen(): void {
+    this.releaseHint = true;
+    this.wake?.();
+  }
+
+  /**
+   * The standby's Lease watch: sessions of `lock.watchReleases`, restarted until `signal` aborts (the standby leads
+   * or its campaign stopped). Never rejects; failures are logged at info (first in a row) or debug.
+   */
+  private async watchReleases(signal: AbortSignal): Promise<void> {
+    const lock = this.lock;
+    if (!lock.watchReleases) return;
+    const onRelease = (): void => {
+      if (!signal.aborted) this.onReleaseSeen();
+    };
+    let backoffMs = 0;
+    let failures = 0;
+    while (!signal.aborted) {
+      const began = this.clock.now();
       try {
-        await this.clock.sleep(this.retryPeriodMs * (1 + jitterFactor * this.random()), signal);
-      } catch {
-        return false;
+        await lock.watchReleases(onRelease, signal);
+        if (signal.aborted) return;
+        failures = 0;
+        this.log.debug('lease watch ended; restarting it');
+      } catch (err) {
+        if (signal.aborted) return;
+        failures++;
+        if (failures === 1) this.log.info({ err }, 'lease watch failed (polling goes on); restarting it');
+        else this.log.debug({ err, failures }, 'lease watch failed again (polling goes on); restarting it');
+      }
+      backoffMs = this.clock.now() - began >= this.watchResetMs ? 0 : Math.min(watchBackoffMaxMs, backoffMs > 0 ? backoffMs * 2 : watchBackoffMinMs);
+      if (backoffMs > 0) {
+        try {
+          await this.clock.sleep(backoffMs, signal);
+        } catch {
+          return;
+        }
       }
     }
   }

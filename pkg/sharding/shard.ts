@@ -37,7 +37,12 @@ export function shardLeaseName(leaderLease: string, shard: string): string {
   return `${leaderLease}-shard-${hash32(shard).toString(16).padStart(8, '0')}`;
 }
 
-/** A LeaseClient that labels the Lease it creates as a member of `leaderLease`'s group. */
+/**
+ * A LeaseClient that labels the Lease it creates as a member of `leaderLease`'s group. It has no `watchReleases`:
+ * nobody stands by for a shard Lease (its name is derived from its one holder's unique shard name, and that holder
+ * creates it on its first attempt), so a standby watch would be one stream per replica for nothing. Moving a
+ * departed shard's objects is the sharder's job, and it already sees shard Leases released through its informer.
+ */
 export function labelledLeaseClient(inner: LeaseClient, leaderLease: string): LeaseClient {
   return {
     description: inner.description,
