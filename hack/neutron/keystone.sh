@@ -15,9 +15,10 @@
 #   project admin   / user admin   / password admin-pw   (role admin)   — also neutron-server's service user
 #   project k8s     / user k8s     / password k8s-pw     (role member)  — the controller's credentials
 #   project other   / user other   / password other-pw   (role member)  — a second tenant
-# Environment: KEYSTONE_TOKEN_EXPIRATION (seconds, default 3600: [token] expiration).
+# Environment: KEYSTONE_TOKEN_EXPIRATION (seconds, default 3600: [token] expiration); NEUTRON_HOST (the address to
+# bind and advertise, default 127.0.0.1; hack/neutron/up.sh).
 #
-# Invariants: only 127.0.0.1 (uwsgi) and a unix socket (MariaDB) are used; daemons inherit no fds but stdio (no
+# Invariants: only NEUTRON_HOST (uwsgi; default 127.0.0.1) and a unix socket (MariaDB) are used; daemons inherit no fds but stdio (no
 # caller's lock is held by them); every process started here has
 # "<dir>/keystone/" in its command line and `down` stops exactly those (SIGTERM, then SIGKILL after 15 s).
 set -euo pipefail
@@ -25,6 +26,7 @@ set -euo pipefail
 cmd=${1:-}
 here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
+host=${NEUTRON_HOST:-127.0.0.1}
 log() { printf '[keystone +%ss] %s\n' "$SECONDS" "$*" >&2; }
 die() { printf 'keystone: error: %s\n' "$*" >&2; exit 1; }
 
@@ -50,7 +52,7 @@ install() {
   log "installed keystone $(dpkg-query -W -f='${Version}' keystone) in $((SECONDS - t0))s"
 }
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+free_port() { "$PY" -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1]); s.close()' "$host"; }
 
 # shellcheck source=hack/neutron/procs.sh
 . "$here/procs.sh"
@@ -74,7 +76,7 @@ up() {
   # --- keystone.conf ---
   kport=$(cat "$k/port" 2>/dev/null || free_port)
   echo "$kport" > "$k/port"
-  local url="http://127.0.0.1:$kport/v3"
+  local url="http://$host:$kport/v3"
   cat > "$k/keystone.conf" <<EOF
 # Written by hack/neutron/keystone.sh
 [DEFAULT]
@@ -108,7 +110,7 @@ EOF
   # --- uwsgi ---
   cat > "$k/uwsgi.ini" <<EOF
 [uwsgi]
-http-socket = 127.0.0.1:$kport
+http-socket = $host:$kport
 wsgi-file = /usr/bin/keystone-wsgi-public
 plugins = python3
 master = true

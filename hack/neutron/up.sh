@@ -19,7 +19,10 @@
 #   NEUTRON_API_WORKERS    neutron-server's api_workers. Default 0: the API runs in the parent process (with sqlite more
 #                          processes only fight over SQLite's lock; with mariadb 2 workers showed no gain over 0 on
 #                          this shared 2-core machine — bench/README.md, "Neutron on SQLite vs MariaDB")
-#   NEUTRON_PORT           loopback port to bind. Default: the previous run's port if still free, else a free one
+#   NEUTRON_PORT           port to bind. Default: the previous run's port if still free, else a free one
+#   NEUTRON_HOST           the address neutron-server (and with NEUTRON_AUTH=keystone, Keystone) binds and advertises
+#                          in clouds.yaml and the Keystone catalog. Default 127.0.0.1. A local address of this machine
+#                          only, e.g. the real node's veth end (test/cluster/node.ts HOST_IP) so Pods reach it.
 #   NEUTRON_AUTH           noauth (default): every request is admin in project fake_project_id.
 #                          keystonecontext: per-project isolation without Keystone; identity comes from the
 #                          X-User-Id / X-Project-Id / X-Roles headers (no headers -> 401).
@@ -46,7 +49,7 @@
 #   - Data survives restarts: an existing neutron.db (or MariaDB database) is reused (schema only created for a new db).
 #   - neutron-server runs in its own session/process group (pgid == recorded pid); hack/neutron/down.sh stops the
 #     whole group plus any recorded worker pid, so nothing is left running.
-#   - Only 127.0.0.1 is bound. Package scripts never start services (policy-rc.d exits 101).
+#   - Only NEUTRON_HOST (default 127.0.0.1) is bound. Package scripts never start services (policy-rc.d exits 101).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,6 +69,8 @@ fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd -P)
 auth_mode=${NEUTRON_AUTH:-noauth}
+host=${NEUTRON_HOST:-127.0.0.1}
+export NEUTRON_HOST=$host # keystone.sh binds and advertises the same address
 start_timeout=${NEUTRON_START_TIMEOUT:-60}
 PY=/usr/bin/python3 # Debian's python: a python3 earlier on PATH (pyenv) lacks Debian's dist-packages.
 
@@ -73,6 +78,7 @@ t0=$SECONDS
 log() { printf '[neutron-up +%ss] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 die() { printf 'neutron-up: error: %s\n' "$*" >&2; exit 1; }
 
+[[ "$host" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "NEUTRON_HOST must be an IPv4 address of this machine, not '$host'"
 case "$auth_mode" in noauth|keystonecontext|keystone) ;; *) die "NEUTRON_AUTH must be noauth, keystonecontext or keystone, not '$auth_mode'";; esac
 overlapping_ips=${NEUTRON_OVERLAPPING_IPS:-true}
 case "$overlapping_ips" in true|false) ;; *) die "NEUTRON_OVERLAPPING_IPS must be true or false, not '$overlapping_ips'";; esac
@@ -98,8 +104,8 @@ alive() {
   # A zombie has an empty cmdline, so it never gets here.
 }
 
-# answers <port>: GET http://127.0.0.1:<port>/ returns 200 within 2 s.
-answers() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$1/" 2>/dev/null || true)" = 200 ]; }
+# answers <port>: GET http://$host:<port>/ returns 200 within 2 s.
+answers() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://$host:$1/" 2>/dev/null || true)" = 200 ]; }
 
 # One up.sh at a time per state dir (down.sh takes the same lock).
 exec 9>"$dir/.lock"
@@ -113,12 +119,12 @@ if [ -f "$dir/neutron.pid" ] && [ -f "$dir/port" ]; then
     [[ "$running" == *" db="* ]] || running="$running db=sqlite api_workers=0" # written before NEUTRON_DB existed
     [ "$running" = "$settings" ] ||
       die "the running neutron-server (pid $pid) has settings '$running', not '$settings': run hack/neutron/down.sh first"
-    log "neutron-server already running (pid $pid, http://127.0.0.1:$port)"
+    log "neutron-server already running (pid $pid, http://$host:$port)"
     export_line
     exit 0
   fi
   if alive "$pid"; then
-    die "neutron-server pid $pid is running but http://127.0.0.1:$port/ does not answer: run hack/neutron/down.sh first (log: $dir/log/neutron-server.log)"
+    die "neutron-server pid $pid is running but http://$host:$port/ does not answer: run hack/neutron/down.sh first (log: $dir/log/neutron-server.log)"
   fi
   log "stale pid file (pid $pid not running): starting a new server"
 fi
@@ -169,14 +175,14 @@ if [ "$overlapping_ips" = false ] && ! grep -rqs --include='*.py' allow_overlapp
   log "note: this neutron-server has no allow_overlapping_ips option (overlaps are refused only within one network); NEUTRON_OVERLAPPING_IPS=false has no effect"
 fi
 
-port_free() { "$PY" -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.close()' "$1" 2>/dev/null; }
+port_free() { "$PY" -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[2], int(sys.argv[1]))); s.close()' "$1" "$host" 2>/dev/null; }
 if [ -n "${NEUTRON_PORT:-}" ]; then
   port=$NEUTRON_PORT
-  port_free "$port" || die "NEUTRON_PORT=$port is in use on 127.0.0.1"
+  port_free "$port" || die "NEUTRON_PORT=$port is in use on $host"
 elif [ -f "$dir/port" ] && port_free "$(cat "$dir/port")"; then
   port=$(cat "$dir/port")
 else
-  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+  port=$("$PY" -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1]); s.close()' "$host")
 fi
 
 paste=/etc/neutron/api-paste.ini
@@ -216,7 +222,7 @@ fi
 cat > "$dir/neutron.conf" <<EOF
 # Written by hack/neutron/up.sh: a single neutron-server with no message broker and no agents ($settings).
 [DEFAULT]
-bind_host = 127.0.0.1
+bind_host = $host
 bind_port = $port
 auth_strategy = $strategy
 core_plugin = ml2
@@ -338,7 +344,7 @@ if $install_only; then
 fi
 
 # --- start --------------------------------------------------------------------------------------------------------
-log "starting neutron-server on http://127.0.0.1:$port ($settings; logs: $dir/log)"
+log "starting neutron-server on http://$host:$port ($settings; logs: $dir/log)"
 rm -f "$dir/neutron.pid" "$dir/workers.pid"
 ts=$SECONDS
 # setsid: a new session and process group whose id is the server's pid (a background job of a non-interactive shell
@@ -363,16 +369,16 @@ deadline=$((SECONDS + start_timeout))
 until answers "$port"; do
   if ! kill -0 "$pid" 2>/dev/null || [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]; then
     wait "$pid" 2>/dev/null && rc=0 || rc=$?
-    fail_start "neutron-server exited (status $rc) before answering on http://127.0.0.1:$port/"
+    fail_start "neutron-server exited (status $rc) before answering on http://$host:$port/"
   fi
-  [ $SECONDS -lt $deadline ] || fail_start "neutron-server did not answer GET http://127.0.0.1:$port/ with 200 within ${start_timeout}s"
+  [ $SECONDS -lt $deadline ] || fail_start "neutron-server did not answer GET http://$host:$port/ with 200 within ${start_timeout}s"
   sleep 0.2 # polling interval of a readiness probe, not synchronisation
 done
 pgrep -P "$pid" > "$dir/workers.pid" || true
 log "neutron-server ready in $((SECONDS - ts))s (pid $pid, workers: $(tr '\n' ' ' < "$dir/workers.pid"))"
 
 if [ "$auth_mode" = keystone ]; then
-  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://127.0.0.1:$port" 9>&- || fail_start "registering the network endpoint in Keystone failed"
+  bash "$repo/hack/neutron/keystone.sh" register "$dir" "http://$host:$port" 9>&- || fail_start "registering the network endpoint in Keystone failed"
 fi
 
 # --- clouds.yaml --------------------------------------------------------------------------------------------------
@@ -392,7 +398,7 @@ clouds:
   local:
     auth_type: none
     auth:
-      endpoint: http://127.0.0.1:$port
+      endpoint: http://$host:$port
     region_name: RegionOne
     network_api_version: "2"
 EOF

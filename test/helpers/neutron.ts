@@ -58,6 +58,11 @@ export interface StartNeutronOptions {
   db?: 'sqlite' | 'mariadb';
   /** neutron-server's api_workers (NEUTRON_API_WORKERS); default up.sh's (0: the API in the parent process). */
   apiWorkers?: number;
+  /**
+   * The address neutron-server (and Keystone) bind and advertise (NEUTRON_HOST; default 127.0.0.1), e.g. the real
+   * node's HOST_IP so Pods reach them.
+   */
+  host?: string;
   /** Overall limit for up.sh (default 15 min: the first run installs ~200 Debian packages). */
   timeoutMs?: number;
 }
@@ -106,6 +111,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
     ...process.env, NEUTRON_DIR: dir, NEUTRON_AUTH: auth, NEUTRON_OVERLAPPING_IPS: String(opts.overlappingIps ?? true),
     ...(opts.pageLimit !== undefined && { NEUTRON_PAGE_LIMIT: String(opts.pageLimit) }),
     ...(opts.db !== undefined && { NEUTRON_DB: opts.db }),
+    ...(opts.host !== undefined && { NEUTRON_HOST: opts.host }),
     ...(opts.apiWorkers !== undefined && { NEUTRON_API_WORKERS: String(opts.apiWorkers) }),
     ...(opts.tokenExpirationSeconds !== undefined && { KEYSTONE_TOKEN_EXPIRATION: String(opts.tokenExpirationSeconds) }),
     ...(opts.tokenCacheSeconds !== undefined && { NEUTRON_TOKEN_CACHE_TIME: String(opts.tokenCacheSeconds) }),
@@ -121,7 +127,7 @@ export async function startNeutron(opts: StartNeutronOptions = {}): Promise<Neut
   return {
     dir,
     cloudsYaml: m[1].trim(),
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     auth,
     keystoneUrl: auth === 'keystone' ? readFileSync(join(dir, 'keystone', 'url'), 'utf8').trim() : undefined,
     stop: () => (stopped ??= stopNeutron(dir)),
