@@ -1,8 +1,9 @@
 /**
  * What the kubelet (and the control plane around it) did with the fields of config/manager/manager.yaml that
  * test/node.e2e.ts's securityContext test does not already read: each check reads the running process, its cgroups,
- * its sockets, its mounts, the files the kubelet wrote into it, or the kubelet's own probe counters — never the Pod
- * spec echoed back by the API server. docs/real-node.md ("config/manager/manager.yaml, field by field") maps every
+ * its sockets, its mounts, the files the kubelet wrote into it, the kubelet's own probe counters, or what a controller
+ * derived (the EndpointSlice's port) — not the Pod spec echoed back by the API server. The one exception, labelled as
+ * such: the Namespace's labels, which no component applies, are read back. docs/real-node.md ("config/manager/manager.yaml, field by field") maps every
  * field of manager.yaml to the check that exercises it, or says why none does.
  *
  * Contract: `assertManagerManifestApplied(env, pod)` is called while `pod` is the only manager Pod, Running and Ready,
