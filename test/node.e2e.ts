@@ -33,6 +33,7 @@ import {
   isReady, MANAGER_DEPLOYMENT as deployment, NODE_TEST_IMAGE, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, startNodeEnv, type NodeEnv, type Pod,
 } from './helpers/nodeenv.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
+import { assertManagerManifestApplied } from './helpers/nodemanifest.ts';
 
 const run = promisify(execFile);
 
@@ -101,7 +102,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.ok(readyMs < 30_000, `Ready ${readyMs} ms after apply (goal ≤ 30 s)`);
   });
 
-  test('the kubelet applied manager.yaml\'s securityContext, memory limit and env to the running process', async () => {
+  test('the kubelet applied manager.yaml\'s securityContext, memory limit and env to the running process', async (t) => {
     const [pod] = await pods();
     assert.ok(pod);
     const { cgroup: cg, pid } = await env.container(pod);
@@ -120,6 +121,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.ok(tmp && tmp.slice(tmp.indexOf('-') + 1).includes('tmpfs'), 'the /tmp emptyDir (medium Memory) is a tmpfs');
     const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
     assert.ok(environ.includes(`POD_NAMESPACE=${ns}`), 'POD_NAMESPACE from the downward API');
+    for (const line of await assertManagerManifestApplied(env, pod)) t.diagnostic(line); // the other fields: test/helpers/nodemanifest.ts
   });
 
   test('the manager authenticates with the kubelet-projected token: holds the Lease and reconciles a Foo', async () => {
