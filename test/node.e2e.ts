@@ -12,10 +12,19 @@
  *    overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API server);
  *  - a Network converges from the Pod: neutron-server (hack/neutron/up.sh, on loopback) reached through a TCP forwarder
  *    on HOST_IP, clouds.yaml from a Secret mounted into the test's copy of the Deployment;
- *  - config/sharded: 3 replicas as Pods, each holding its shard Lease.
+ *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
+ *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
+ *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
+ *    own Lease there) mounts an explicit projected token with `expirationSeconds: 600` (the API's minimum; the kubelet
+ *    refreshes at ~80 %, ~8 min). It is started right after the first test and left running while the others run; the
+ *    LAST test waits for the rotation and for the first token's expiry, scales config/default's Deployment to 0 and
+ *    proves that manager still renews its Lease and reconciles a Foo — with the rotated token (its jti, as the audit
+ *    log's credential id records it). One node-mode control plane and one image serve all of it.
  *
- * Needs root (network namespaces, cgroups, mounts) and a few minutes cold (the image, the node binaries). Not yet part of
- * `make test` (named .e2e.ts so its glob misses it): `make test-node`; rename to node.test.ts to include it.
+ * Needs root (network namespaces, cgroups, mounts), ~13 min warm (the rotation wait) and a few more cold (the image, the
+ * node binaries). Part of `make test`, which runs it in the background next to the unit and integration tests
+ * (named .e2e.ts so the integration tests' *.test.ts glob misses it: it needs its own control plane, root and the
+ * machine's one node); alone: `make test-node`.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -37,10 +46,31 @@ import { assertManagerManifestApplied } from './helpers/nodemanifest.ts';
 
 const run = promisify(execFile);
 
+/** The token-rotation proof's manager (second Deployment): its namespace (WATCH_NAMESPACE, POD_NAMESPACE, its Lease) and name. */
+const rotNs = 'node-e2e-rotation';
+const rotName = 'rotation-manager';
+/** Where client code (pkg/client loadFromCluster) reads the in-cluster token, CA and namespace. */
+const saDir = '/var/run/secrets/kubernetes.io/serviceaccount';
+interface JwtClaims { iat: number; exp: number; jti?: string }
+const claims = (jwt: string): JwtClaims =>
+  JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as JwtClaims;
+/** The audit log's credential id of a ServiceAccount token request (`JTI=<jti>`), '' if none. */
+const credentialId = (e: AuditEvent): string => e.user?.extra?.['authentication.kubernetes.io/credential-id']?.[0] ?? '';
+/** The fields of a Deployment the test's copy changes. */
+interface DeploymentObject {
+  metadata: { labels?: Record<string, string> };
+  spec: { replicas?: number; template: { spec: {
+    serviceAccountName?: string; automountServiceAccountToken?: boolean; volumes?: unknown[];
+    containers: { name: string; env?: { name: string; value?: string; valueFrom?: unknown }[]; volumeMounts?: unknown[] }[];
+  } } };
+}
+
 /**
  * The node-mode API server's audit policy (this test only): the manager's Lease (with the request body, so a release —
  * an update with an empty holderIdentity — is recognisable), and every write to Foos and Deployments, attributed to a
- * manager process by the identity in its User-Agent. Blocking mode: an event is in the log before its request returns.
+ * manager process by the identity in its User-Agent. Every event carries the user, whose extra
+ * `authentication.kubernetes.io/credential-id` is the ServiceAccount token's `JTI=<jti>` (the token-rotation proof reads
+ * it). Blocking mode: an event is in the log before its request returns.
  */
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -48,7 +78,7 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Request
   verbs: ["create", "update", "patch", "delete"]
-  namespaces: ["${ns}"]
+  namespaces: ["${ns}", "${rotNs}"]
   resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
 - level: Metadata
   verbs: ["create", "update", "patch", "delete"]
@@ -100,6 +130,78 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // The token volume the ServiceAccount admission added and the kubelet fills: the only credential in the Pod.
     assert.ok(pod.spec.volumes?.some((v) => v.name.startsWith('kube-api-access-') && v.projected), 'projected token volume');
     assert.ok(readyMs < 30_000, `Ready ${readyMs} ms after apply (goal ≤ 30 s)`);
+  });
+
+  /** Set by the rotation manager's start (second test), read by the token-rotation test (last). */
+  const rotation: { pod?: Pod; cgroup?: string; first?: string; holder?: string } = {};
+  /** The rotation manager's current token, read from its container's mount namespace (first process of its cgroup). */
+  const rotationToken = (): string => {
+    assert.ok(rotation.cgroup, 'the rotation manager\'s cgroup');
+    const pid = readFileSync(join(rotation.cgroup, 'cgroup.procs'), 'utf8').trim().split('\n')[0];
+    return readFileSync(`/proc/${pid}/root${saDir}/token`, 'utf8');
+  };
+  const rotationLease = async (): Promise<{ holderIdentity?: string; renewTime?: string }> => expectStatus<{ spec: { holderIdentity?: string; renewTime?: string } }>(
+    await cp.get(`/apis/coordination.k8s.io/v1/namespaces/${rotNs}/leases/${lease}`), 200, 'rotation manager Lease').spec;
+
+  test('token rotation, set-up: a second manager (own namespace and Lease, a 600 s projected token) runs while the other tests do', async (t) => {
+    // Its own namespace, ServiceAccount, config/rbac's manager ClusterRole and a copy of its leader-election Role.
+    expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: rotNs } }), 201, 'namespace');
+    expectStatus(await cp.request('POST', `/api/v1/namespaces/${rotNs}/serviceaccounts`, {
+      apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: rotName },
+    }), 201, 'ServiceAccount');
+    const leRole = expectStatus<{ rules: unknown[] }>(
+      await cp.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/ts-controller-manager-leader-election-role`), 200, 'leader-election Role');
+    const subjects = [{ kind: 'ServiceAccount', name: rotName, namespace: rotNs }];
+    expectStatus(await cp.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${rotNs}/roles`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: rotName }, rules: leRole.rules,
+    }), 201, 'Role');
+    expectStatus(await cp.request('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${rotNs}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: rotName },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rotName }, subjects,
+    }), 201, 'RoleBinding');
+    expectStatus(await cp.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `node-e2e-${rotName}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ts-controller-manager-manager-role' }, subjects,
+    }), 201, 'ClusterRoleBinding');
+    // The test's copy of the applied config/default Deployment: same image, args, probes, limits and securityContext;
+    // WATCH_NAMESPACE its namespace (POD_NAMESPACE comes from the downward API, so the Lease is there too); the token,
+    // CA and namespace files from an explicit projected volume whose token lives 600 s (the admission-injected volume
+    // asks 3607 s, which the API server extends to a year: the kubelet would not rotate it for a day).
+    const applied = expectStatus<DeploymentObject>(await cp.get(`/apis/apps/v1/namespaces/${ns}/deployments/${deployment}`), 200, 'Deployment');
+    const podSpec = applied.spec.template.spec;
+    const container = podSpec.containers.find((c) => c.name === 'manager');
+    assert.ok(container, 'the manager container');
+    assert.ok(container.env?.some((e) => e.name === 'POD_NAMESPACE' && e.valueFrom), 'POD_NAMESPACE from the downward API');
+    container.env = (container.env ?? []).map((e) => (e.name === 'WATCH_NAMESPACE' ? { name: e.name, value: rotNs } : e));
+    assert.ok(container.env.some((e) => e.name === 'WATCH_NAMESPACE' && e.value === rotNs), 'WATCH_NAMESPACE set');
+    container.volumeMounts = [...(container.volumeMounts ?? []), { name: 'short-token', mountPath: saDir, readOnly: true }];
+    podSpec.serviceAccountName = rotName;
+    podSpec.automountServiceAccountToken = false;
+    podSpec.volumes = [...(podSpec.volumes ?? []), { name: 'short-token', projected: { sources: [
+      { serviceAccountToken: { path: 'token', expirationSeconds: 600 } },
+      { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+    ] } }];
+    expectStatus(await cp.request('POST', `/apis/apps/v1/namespaces/${rotNs}/deployments`, {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: rotName, labels: applied.metadata.labels ?? {} },
+      spec: { ...applied.spec, replicas: 1 },
+    }), 201, 'rotation manager Deployment');
+    const pod = await waitFor('the rotation manager Pod Ready', async () => {
+      const all = expectStatus<{ items: Pod[] }>(await cp.get(`/api/v1/namespaces/${rotNs}/pods`), 200, 'pods').items;
+      const [only] = all;
+      return all.length === 1 && only?.spec.automountServiceAccountToken === false && isReady(only) ? only : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 500 });
+    rotation.pod = pod;
+    rotation.cgroup = (await env.container(pod)).cgroup;
+    const first = rotationToken();
+    const c1 = claims(first);
+    assert.equal(c1.exp - c1.iat, 600, 'the kubelet requested the 600 s token');
+    rotation.holder = await waitFor('the rotation manager holds the Lease in its namespace', async () => {
+      const h = (await rotationLease()).holderIdentity ?? '';
+      return h.startsWith(`${pod.metadata.name}_`) ? h : undefined;
+    }, { timeoutMs: 60_000 });
+    rotation.first = first;
+    t.diagnostic(`rotation manager ${pod.metadata.name}: first token issued ${new Date(c1.iat * 1000).toISOString()}, expires ${new Date(c1.exp * 1000).toISOString()} (jti ${c1.jti ?? '?'})`);
   });
 
   test('the kubelet applied manager.yaml\'s securityContext, memory limit and env to the running process', async (t) => {
@@ -348,5 +450,70 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       const labels = (JSON.parse(res.body) as { metadata: { labels?: Record<string, string> } }).metadata.labels ?? {};
       return Object.keys(labels).some((k) => k.startsWith(shardLabelPrefix));
     }, { timeoutMs: 60_000 });
+  });
+  test('token rotation: the kubelet rotated the projected token, and after the first one expired the manager (same process) renews its Lease and reconciles a Foo with the rotated token', async (t) => {
+    const { pod, first, holder } = rotation;
+    assert.ok(pod && first && holder, 'the rotation manager was started (second test)');
+    const c1 = claims(first);
+    const rotated = await waitFor('the kubelet rotated the token', () => {
+      const now = rotationToken();
+      return now !== first ? now : undefined;
+    }, { timeoutMs: 600_000, intervalMs: 2000 });
+    const c2 = claims(rotated);
+    t.diagnostic(`token rotated: the file's token now issued ${c2.iat - c1.iat} s after the first (lifetime ${c2.exp - c2.iat} s, jti ${c2.jti ?? '?'})`);
+    assert.ok(c2.iat < c1.exp, 'rotated before the first token expired');
+    assert.notEqual(c2.jti, c1.jti);
+    // Only the rotation manager may reconcile the Foo below: config/default's (by now config/sharded's) Deployment to 0.
+    await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=0');
+    await waitFor('no config/default manager Pod left', async () => (await pods()).length === 0, { timeoutMs: 120_000, intervalMs: 500 });
+    // Past the first token's expiry plus the API server's 60 s leeway: only a rotated token authenticates now.
+    const expiredAt = c1.exp + 65;
+    const waitS = expiredAt - Date.now() / 1000;
+    t.diagnostic(`waiting ${Math.max(0, waitS).toFixed(0)} s for the first token's expiry + 65 s`);
+    await waitFor('the first token expired (+65 s)', () => Date.now() / 1000 > expiredAt, { timeoutMs: 700_000, intervalMs: 1000 });
+    // A quota of 0 Pods (the rotation manager's Pod already exists) keeps the Foo's nginx Pod from being created (no pull).
+    expectStatus(await cp.request('POST', `/api/v1/namespaces/${rotNs}/resourcequotas`, {
+      apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } },
+    }), 201, 'ResourceQuota');
+    expectStatus(await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${rotNs}/foos`, {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'after-rotation' }, spec: { deploymentName: 'after-rotation', replicas: 1 },
+    }), 201, 'Foo');
+    await waitFor('the Foo reconciled after the first token expired (Deployment owned by it, status written)', async () => {
+      const d = await cp.get(`/apis/apps/v1/namespaces/${rotNs}/deployments/after-rotation`);
+      const f = await cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${rotNs}/foos/after-rotation`);
+      if (d.status !== 200 || f.status !== 200) return false;
+      const owner = (JSON.parse(d.body) as { metadata: { ownerReferences?: { kind: string; name: string }[] } }).metadata.ownerReferences?.[0];
+      const st = (JSON.parse(f.body) as { status?: { availableReplicas?: number } }).status;
+      return owner?.kind === 'Foo' && owner.name === 'after-rotation' && st?.availableReplicas === 0;
+    }, { timeoutMs: 60_000 });
+    const renewed = await waitFor('the Lease renewed after the first token expired', async () => {
+      const l = await rotationLease();
+      return Date.parse(l.renewTime ?? '') / 1000 > expiredAt ? l : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.equal(renewed.holderIdentity, holder, 'the same process still leads');
+    const again = expectStatus<Pod>(await cp.get(`/api/v1/namespaces/${rotNs}/pods/${pod.metadata.name}`), 200, 'rotation manager Pod');
+    assert.equal(again.metadata.uid, pod.metadata.uid, 'the same Pod');
+    assert.equal(again.status.containerStatuses?.find((c) => c.name === 'manager')?.restartCount, 0, 'the manager never restarted');
+
+    // Which token each write used, judged by the API server: the audit log's credential id is the token's jti.
+    const current = claims(rotationToken());
+    const rotatedIds = new Set([`JTI=${c2.jti ?? ''}`, `JTI=${current.jti ?? ''}`]);
+    const writes = readAuditLog(auditLog).filter((e) => succeeded(e) && identityOf(e) === holder);
+    assert.ok(writes.length > 0, `the rotation manager's writes are in the audit log (identity ${holder})`);
+    assert.ok(writes.every((e) => e.user?.username === `system:serviceaccount:${rotNs}:${rotName}`), 'every write made as its ServiceAccount');
+    const at = (e: AuditEvent): number => micros(e.requestReceivedTimestamp) / 1e6;
+    const late = writes.filter((e) => at(e) > expiredAt);
+    const lateRenewals = late.filter((e) => e.objectRef?.resource === 'leases' && e.objectRef.name === lease && e.objectRef.namespace === rotNs);
+    assert.ok(lateRenewals.length > 0, 'a Lease renewal after the first token expired is in the audit log');
+    const fooDeployment = late.find((e) => e.verb === 'create' && e.objectRef?.resource === 'deployments' && e.objectRef.name === 'after-rotation');
+    assert.ok(fooDeployment, 'the rotation manager created the Foo\'s Deployment (audit log)');
+    for (const e of [...lateRenewals, fooDeployment]) {
+      assert.ok(rotatedIds.has(credentialId(e)), `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name} at ${e.requestReceivedTimestamp} made with a rotated token: credential id ${credentialId(e) || '(none)'}, rotated ${[...rotatedIds].join(', ')}`);
+    }
+    // Stronger: from the first token's expiry on, the manager never presented it (it re-read the rotated file in time).
+    const stale = writes.filter((e) => at(e) > c1.exp && credentialId(e) === `JTI=${c1.jti ?? ''}`);
+    assert.deepEqual(stale.map((e) => `${e.verb} ${e.objectRef?.resource} ${e.requestReceivedTimestamp}`), [], 'no write with the first token after it expired');
+    const switched = writes.filter((e) => credentialId(e) === `JTI=${c2.jti ?? ''}`).map(at).sort((a, b) => a - b)[0];
+    if (switched !== undefined) t.diagnostic(`first write with the rotated token ${(switched - c2.iat).toFixed(1)} s after the kubelet issued it; ${lateRenewals.length} Lease renewals after the first token's expiry + 65 s`);
   });
 });

@@ -5,6 +5,8 @@ export interface AuditEvent {
   stage?: string;
   verb: string;
   userAgent?: string;
+  /** The authenticated user; for a ServiceAccount token `extra['authentication.kubernetes.io/credential-id']` is `["JTI=<jti>"]`. */
+  user?: { username?: string; extra?: Record<string, string[]> };
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
   responseStatus?: { code?: number };
   /** With level Request and above. */
