@@ -10,8 +10,8 @@
  *  - a container over its memory limit is OOM-killed (cgroup v1 memory controller) and restarted by the kubelet;
  *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over, with no
  *    overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API server);
- *  - a Network converges from the Pod: neutron-server (hack/neutron/up.sh, on loopback) reached through a TCP forwarder
- *    on HOST_IP, clouds.yaml from a Secret mounted into the test's copy of the Deployment;
+ *  - a Network converges from the Pod: neutron-server behind a real Keystone (hack/neutron/up.sh, NEUTRON_HOST=HOST_IP),
+ *    clouds.yaml from a Secret mounted into the test's copy of the Deployment;
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
  *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
  *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
@@ -34,8 +34,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { HOST_IP, NODE_NETNS } from './cluster/node.ts';
-import { neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
-import { createServer, connect, type Server } from 'node:net';
+import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
 import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
 import {
@@ -106,11 +105,9 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
   }, { timeout: 30 * 60_000 });
 
   let neutron: NeutronInstance | undefined;
-  let forwarder: Server | undefined;
 
   after(async () => {
     await env?.stop();
-    forwarder?.close();
     await neutron?.stop();
     rmSync(auditDir, { recursive: true, force: true });
   });
@@ -373,22 +370,13 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
   });
 
   test('a Network converges from the Pod: Ready, and one Neutron network tagged with its uid (neutron-server reached from the Pod)', async (t) => {
-    neutron = await startNeutron();
-    // hack/neutron/up.sh binds 127.0.0.1 only, which a Pod cannot reach. A plain TCP forwarder on the host's end of
-    // the node's veth (HOST_IP, where the API server listens too; no other address) carries the Pod's connections to it.
-    const target = new URL(neutron.endpoint);
-    const fwd = createServer((inbound) => {
-      const outbound = connect(Number(target.port), target.hostname);
-      inbound.pipe(outbound).pipe(inbound);
-      const close = (): void => { inbound.destroy(); outbound.destroy(); };
-      inbound.on('error', close);
-      outbound.on('error', close);
-    });
-    forwarder = fwd;
-    await new Promise<void>((res, rej) => { fwd.once('error', rej); fwd.listen(0, HOST_IP, res); });
-    const podEndpoint = `http://${HOST_IP}:${(fwd.address() as { port: number }).port}`;
-    const clouds = readFileSync(neutron.cloudsYaml, 'utf8').replace(/endpoint: http:\/\/127\.0\.0\.1:\d+/, `endpoint: ${podEndpoint}`);
-    assert.ok(clouds.includes(podEndpoint), `clouds.yaml rewritten for the Pod: ${clouds}`);
+    // neutron-server behind a real Keystone, both bound to and advertised on the host's end of the node's veth
+    // (HOST_IP, where the API server listens too): the Pod authenticates at Keystone, finds Neutron in the catalog,
+    // and reaches both through its bridge, masquerade and the veth — as a cluster reaches its cloud's API.
+    neutron = await startNeutron({ host: HOST_IP, auth: 'keystone' });
+    const clouds = readFileSync(neutron.cloudsYaml, 'utf8');
+    assert.ok(clouds.includes(`auth_url: http://${HOST_IP}:`) && neutron.endpoint.startsWith(`http://${HOST_IP}:`),
+      `Keystone and Neutron on ${HOST_IP}: ${clouds}`);
     // The test's copy of the rendered config: clouds.yaml in a Secret, mounted read-only, named by NEUTRON_CLOUD_CONFIG.
     expectStatus(await cp.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
       apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neutron-cloud' }, stringData: { 'clouds.yaml': clouds },
@@ -406,7 +394,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       const p = live.length === 1 && isReady(live[0]!) && live[0]!.spec.volumes?.some((v) => v.name === 'neutron-cloud') ? live[0] : undefined;
       return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
-    t.diagnostic(`Pod ${pod.metadata.name} uses Neutron at ${podEndpoint} (→ ${neutron.endpoint})`);
+    t.diagnostic(`Pod ${pod.metadata.name} uses Keystone at ${neutron.keystoneUrl ?? '?'} and Neutron at ${neutron.endpoint}`);
     const created = expectStatus<{ metadata: { uid: string } }>(await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
       apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
     }), 201, 'Network');
@@ -417,7 +405,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     }, { timeoutMs: 90_000, intervalMs: 500 });
     // Every network the server has (no tag filter in the query: the count is judged here), read directly from Neutron.
     const tag = `k8s-uid:${created.metadata.uid}`;
-    const all = await neutronApi(neutron.endpoint).networks();
+    const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
+    const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
     const tagged = all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag));
     assert.equal(tagged.length, 1, `one Neutron network tagged ${tag} among ${all.length}: ${JSON.stringify(all)}`);
   });

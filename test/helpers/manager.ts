@@ -43,7 +43,11 @@ export interface RunningControllers {
   requestsByMethod(): Promise<Record<string, number>>;
   /** Write requests (POST, PUT, PATCH, DELETE) so far. */
   writes(): Promise<number>;
-  /** Waits until every Event recorded so far has been written (or dropped). */
+  /**
+   * Waits until no reconcile is in flight, then until every Event recorded so far has been written (or dropped).
+   * A reconcile records its Event AFTER its status write, so a test that has just seen the status would otherwise
+   * flush before that Event was even recorded.
+   */
   flushEvents(): Promise<void>;
   /** Stops controllers and informers (graceful), then flushes Events. Idempotent. */
   stop(): Promise<void>;
@@ -111,6 +115,9 @@ export async function startControllers(t: TestContext, opts: StartControllersOpt
       const by = await requestsByMethod();
       return (by['POST'] ?? 0) + (by['PUT'] ?? 0) + (by['PATCH'] ?? 0) + (by['DELETE'] ?? 0);
     },
-    flushEvents: () => mgr.events.flush(),
+    flushEvents: async () => {
+      await waitFor('no reconcile in flight', async () => (await metric('controller_runtime_active_workers')) === 0, { timeoutMs: 60_000, intervalMs: 5 });
+      await mgr.events.flush();
+    },
   };
 }
