@@ -19,7 +19,7 @@ KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-pla
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"
 # The real-node suite (docs/real-node.md): its own node-mode control plane, root, one per machine; named .e2e.ts so
-# the integration glob misses it. ~13 min (the token-rotation proof waits for a 600 s token to be rotated and expire).
+# the integration glob misses it. ~12 min (the token-rotation proof waits for a 600 s token to be rotated and expire).
 NODE_TESTS := test/node.e2e.ts
 NODE_TEST_FLAGS := --test --test-reporter=spec --test-concurrency=1 --test-timeout=1200000
 # Where `make test` writes the node suite's output while it runs in the background (printed when it ends).
@@ -68,7 +68,7 @@ test-integration: deps tools ## Integration tests on a real local control plane 
 	  --test-global-setup=test/global-setup.ts $(INTEGRATION_TESTS)
 
 .PHONY: test-node
-test-node: require-root deps tools node-tools ## Only the real-node end-to-end suite, in the foreground (root; docs/real-node.md; ~13 min).
+test-node: require-root deps tools node-tools ## Only the real-node end-to-end suite, in the foreground (root; docs/real-node.md; ~12 min).
 	$(NODE) $(NODE_TEST_FLAGS) $(NODE_TESTS)
 
 # One line, and a failure, before anything else when not root: the node suite needs a network namespace, cgroups, mounts.
@@ -76,7 +76,7 @@ test-node: require-root deps tools node-tools ## Only the real-node end-to-end s
 require-root:
 	@[ "$$(id -u)" = 0 ] || { echo "make $(or $(MAKECMDGOALS),test): must run as root: the real-node suite ($(NODE_TESTS)) creates a network namespace, cgroups and mounts (docs/real-node.md)" >&2; exit 1; }
 
-# The node suite (~13 min, mostly waiting for the kubelet's token rotation) runs in the BACKGROUND while the unit and
+# The node suite (~12 min, mostly waiting for the kubelet's token rotation) runs in the BACKGROUND while the unit and
 # integration tests run (~22 min), its output in NODE_TEST_LOG; when they end, make waits for it, prints its log and
 # fails if either failed (both exit codes printed). hack/image/setup.sh runs once first: test/image.test.ts and the
 # node suite both build images with podman, and must not both make the base image the first time.

@@ -133,6 +133,8 @@ describe('Network controller on a real neutron-server', () => {
     assert.equal(await api.subnet(String(one.subnet['id'])), undefined, 'the old subnet is gone');
     assert.equal(cur.status?.subnetID, three.subnet['id']);
 
+    // Each Synced Event follows its status write (see the InvalidSpec test): wait for the third, then flush and count.
+    await waitFor('3 Synced Events', async () => (await eventsFor(ns, 'n1')).filter((e) => e.reason === 'Synced').length >= 3, CONVERGE);
     await m.flushEvents();
     const events = await eventsFor(ns, 'n1');
     assert.deepEqual(events.filter((e) => e.type === 'Warning'), []);
@@ -212,6 +214,9 @@ describe('Network controller on a real neutron-server', () => {
     const rejected = await waitCondition(ns, 'bad', 'False', 'InvalidSpec');
     assert.match(readyOf(rejected)?.message ?? '', /network address of 10\.20\.0\.0\/24; Neutron refuses it/);
     assert.equal(readyOf(rejected)?.observedGeneration, 1);
+    // The controller records the Event after its status write returns, so the condition can be seen first (the test
+    // and the in-process manager share one event loop; likelier under load): wait for the Event, then flush and count.
+    await waitFor('the InvalidSpec Warning', async () => (await eventsFor(ns, 'bad')).some((e) => e.type === 'Warning'), CONVERGE);
     await m.flushEvents();
     const warnings = (await eventsFor(ns, 'bad')).filter((e) => e.type === 'Warning');
     assert.deepEqual(warnings.map((e) => [e.reason, e.count ?? 1]), [['InvalidSpec', 1]]);

@@ -21,7 +21,7 @@
  *    proves that manager still renews its Lease and reconciles a Foo — with the rotated token (its jti, as the audit
  *    log's credential id records it). One node-mode control plane and one image serve all of it.
  *
- * Needs root (network namespaces, cgroups, mounts), ~13 min warm (the rotation wait) and a few more cold (the image, the
+ * Needs root (network namespaces, cgroups, mounts), ~12 min warm (the rotation wait) and a few more cold (the image, the
  * node binaries). Part of `make test`, which runs it in the background next to the unit and integration tests
  * (named .e2e.ts so the integration tests' *.test.ts glob misses it: it needs its own control plane, root and the
  * machine's one node); alone: `make test-node`.
