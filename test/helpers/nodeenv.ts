@@ -19,8 +19,11 @@ import { expectStatus } from './cluster.ts';
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..', '..');
 
-/** The tag the tests give the image they build and import. */
-export const NODE_TEST_IMAGE = 'localhost/ts-controller-manager:node-test';
+/**
+ * The tag the tests give the image they build and load. A short reference, as a user's `IMG` is: the kubelet resolves
+ * it to docker.io/library/…, which `loadImage` (`make node-load`) tags it as.
+ */
+export const NODE_TEST_IMAGE = 'ts-controller-manager:node-test';
 /** Names config/default renders (namePrefix ts-controller-manager-, namespace ts-controller-manager-system). */
 export const MANAGER_NAMESPACE = 'ts-controller-manager-system';
 export const MANAGER_DEPLOYMENT = 'ts-controller-manager-controller-manager';
