@@ -18,7 +18,7 @@
  * kube-controller-manager creates are refused every Pod. kube-controller-manager gets `--kube-api-qps=300
  * --kube-api-burst=600` (its default 20/30 would need ~40 min for the ~6 writes per Deployment it makes): the test
  * waits until it has processed every Deployment (status.observedGeneration = metadata.generation), so the manager's
- * cache holds the Deployments as a real cluster has them (with status), then until the manager is idle, before the
+ * cache holds the Deployments as a real cluster has them (with status), then until the manager has settled (< 1 CPU-s per 10 s), before the
  * final reading.
  *
  *   SIZING_OBJECTS=<cached objects>  (default 21333: the rule's capacity at 256 MiB; Foos = (objects − 1) / 2)
@@ -150,10 +150,15 @@ describe('real node: the README sizing rule holds at the shipped 256 MiB limit',
 
     // Under load: the Foos arrive as fast as the API server takes them, while the manager reconciles.
     const t0 = Date.now();
-    let createMs = 0;
-    const creating = runAll(FOOS, IN_FLIGHT, (i) => rest.json('POST', collectionPath(fooResource, fooNamespaces[i % NAMESPACES] ?? ''), {
-      body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
-    })).then((ms) => (createMs = ms));
+    const times: { create?: number; converged?: number; kcm?: number; settled?: number } = {};
+    let usageAtConvergence = NaN;
+    let rsAtConvergence = NaN;
+    let backgroundCpu = NaN;
+    const replicaSets = async (): Promise<number> => {
+      const list = expectStatus<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(
+        await cp.get('/apis/apps/v1/replicasets?limit=1'), 200, 'ReplicaSets');
+      return list.items.length + (list.metadata.remainingItemCount ?? 0);
+    };
     const converged = (): boolean => {
       const all = foos.lister().list().filter((f) => fooNamespaces.includes(f.metadata?.namespace ?? ''));
       if (all.length < FOOS) return false;
@@ -163,68 +168,75 @@ describe('real node: the README sizing rule holds at the shipped 256 MiB limit',
         return d !== undefined && controllerOf(d)?.uid === f.metadata?.uid;
       });
     };
-    await poll(`all ${FOOS} Foos converged (Deployment controlled by the Foo, status.availableReplicas 0)`, converged, 40 * 60_000);
-    await creating;
-    const convergedMs = Date.now() - t0;
-    const usageAtConvergence = cgroup.maxUsageBytes();
-    const replicaSets = async (): Promise<number> => {
-      const list = expectStatus<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(
-        await cp.get('/apis/apps/v1/replicasets?limit=1'), 200, 'ReplicaSets');
-      return list.items.length + (list.metadata.remainingItemCount ?? 0);
-    };
-    const rsAtConvergence = await replicaSets();
+    try {
+      const creating = runAll(FOOS, IN_FLIGHT, (i) => rest.json('POST', collectionPath(fooResource, fooNamespaces[i % NAMESPACES] ?? ''), {
+        body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
+      })).then((ms) => (times.create = ms));
+      await poll(`all ${FOOS} Foos converged (Deployment controlled by the Foo, status.availableReplicas 0)`, converged, 40 * 60_000);
+      await creating;
+      times.converged = Date.now() - t0;
+      usageAtConvergence = cgroup.maxUsageBytes();
+      rsAtConvergence = await replicaSets();
 
-    // kube-controller-manager done with every Deployment (a ReplicaSet made, status written), then the manager idle.
-    const kcmDone = (): boolean => deployments.lister().list().every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1));
-    await poll('kube-controller-manager processed every Deployment (status.observedGeneration = generation)', kcmDone, 40 * 60_000);
-    const kcmMs = Date.now() - t0;
-    let idleFrom = { at: Date.now(), cpu: procCpuMs(pid) };
-    await poll('the manager idle (< 0.2 CPU-s in 10 s)', () => {
-      if (Date.now() - idleFrom.at < 10_000) return false;
-      const cpu = procCpuMs(pid);
-      const idle = cpu - idleFrom.cpu < 200;
-      idleFrom = { at: Date.now(), cpu };
-      return idle;
-    }, 10 * 60_000);
-    const idleMs = Date.now() - t0;
-    if (!fatal) {
-      try {
-        await checkAlive();
-      } catch (err) {
-        fatal = err as Error;
+      // kube-controller-manager done with every Deployment (ReplicaSet made, status written) — the manager receives
+      // each of those Deployment updates too — then the manager back to its background rate. kube-controller-manager
+      // never goes quiet here (its ReplicaSets retry the refused Pods with back-off and the Deployments' status follows),
+      // so "settled" is < 1 CPU-second per 10 s (a fifth of the 500m limit it used while converging; measured
+      // background: 0.2–0.45).
+      await poll('kube-controller-manager processed every Deployment (status.observedGeneration = generation)',
+        () => deployments.lister().list().every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1)), 40 * 60_000);
+      times.kcm = Date.now() - t0;
+      let window = { at: Date.now(), cpu: procCpuMs(pid) };
+      await poll('the manager settled (< 1 CPU-second in 10 s)', () => {
+        if (Date.now() - window.at < 10_000) return false;
+        const cpu = procCpuMs(pid);
+        backgroundCpu = (cpu - window.cpu) / 1000;
+        window = { at: Date.now(), cpu };
+        return backgroundCpu < 1;
+      }, 10 * 60_000);
+      times.settled = Date.now() - t0;
+      if (!fatal) {
+        try {
+          await checkAlive();
+        } catch (err) {
+          fatal = err as Error;
+        }
       }
+    } finally {
+      // The reading: reported whatever happened above.
+      const cached = foos.lister().list().length + deployments.lister().list().length;
+      const maxUsage = cgroup.maxUsageBytes();
+      const stat = cgroup.stat();
+      const rss = processRss(pid);
+      const predictedMiB = RULE_BASE_MIB + (RULE_PER_1000_MIB * cached) / 1000;
+      const cpuS = (n: (typeof components)[number]): string => ((procCpuMs(componentPid(n)) - (cpu0[n] ?? NaN)) / 1000).toFixed(0);
+      const kcmRss = processRss(componentPid('kube-controller-manager'));
+      const apiRss = processRss(componentPid('kube-apiserver'));
+      const at = (ms: number | undefined): string => (ms === undefined ? 'never' : `${sec(ms)} s`);
+      t.diagnostic(`${FOOS} Foos in ${NAMESPACES} namespaces created in ${at(times.create)} (${IN_FLIGHT} in flight); all converged ` +
+        `${at(times.converged)} after the first create; kube-controller-manager done ${at(times.kcm)} (${rsAtConvergence} ReplicaSets at ` +
+        `convergence, ${await replicaSets().catch(() => NaN)} now); manager settled ${at(times.settled)} (last 10 s: ${backgroundCpu.toFixed(2)} CPU-s)`);
+      t.diagnostic(`objects cached by the manager: ${cached} (Foos + Deployments, all namespaces; Networks: controller not started)`);
+      t.diagnostic(`cgroup: limit ${mib(cgroup.limitBytes)} MiB, max_usage ${mib(maxUsage)} MiB (${mib(usageAtConvergence)} at Foo convergence), ` +
+        `usage now ${mib(cgroup.usageBytes())} MiB (rss ${mib(stat['total_rss'] ?? NaN)}, cache ${mib(stat['total_cache'] ?? NaN)}), ` +
+        `failcnt ${cgroup.failCount()}, OOM kills ${cgroup.oomKills()}`);
+      t.diagnostic(`manager process: RSS ${mib(rss?.rss ?? NaN)} MiB, peak RSS (VmHWM) ${mib(Math.max(peakRss, rss?.peak ?? 0))} MiB ` +
+        '(includes file-backed pages of the node binary that are not charged to the container\'s cgroup)');
+      t.diagnostic(`rule: 128 + 6 × ${cached}/1000 = ${predictedMiB.toFixed(1)} MiB predicted; max_usage ${mib(maxUsage)} MiB is ` +
+        `${maxUsage / MiB <= predictedMiB ? 'within' : 'ABOVE'} it (${((maxUsage / MiB / predictedMiB) * 100).toFixed(0)} %)`);
+      t.diagnostic(`CPU seconds from the first create: manager ${((procCpuMs(pid) - managerCpu0) / 1000).toFixed(0)}, kube-apiserver ${cpuS('kube-apiserver')}, ` +
+        `etcd ${cpuS('etcd')}, kube-controller-manager ${cpuS('kube-controller-manager')}; peak RSS kube-apiserver ${mib(apiRss?.peak ?? NaN)} MiB, ` +
+        `kube-controller-manager ${mib(kcmRss?.peak ?? NaN)} MiB`);
     }
 
-    // The reading.
-    const cached = foos.lister().list().length + deployments.lister().list().length;
     const maxUsage = cgroup.maxUsageBytes();
     const failcnt = cgroup.failCount();
-    const oomKills = cgroup.oomKills();
-    const stat = cgroup.stat();
-    const rss = processRss(pid);
-    const predictedMiB = RULE_BASE_MIB + (RULE_PER_1000_MIB * cached) / 1000;
-    const cpuS = (n: (typeof components)[number]): string => ((procCpuMs(componentPid(n)) - (cpu0[n] ?? NaN)) / 1000).toFixed(0);
-    const kcmRss = processRss(componentPid('kube-controller-manager'));
-    const apiRss = processRss(componentPid('kube-apiserver'));
-    t.diagnostic(`${FOOS} Foos in ${NAMESPACES} namespaces created in ${sec(createMs)} s (${IN_FLIGHT} in flight); ` +
-      `all converged ${sec(convergedMs)} s after the first create; kube-controller-manager done at ${sec(kcmMs)} s ` +
-      `(${rsAtConvergence} → ${await replicaSets()} ReplicaSets); manager idle at ${sec(idleMs)} s`);
-    t.diagnostic(`objects cached by the manager: ${cached} (Foos + Deployments, all namespaces; Networks: controller not started)`);
-    t.diagnostic(`cgroup: limit ${mib(cgroup.limitBytes)} MiB, max_usage ${mib(maxUsage)} MiB (${mib(usageAtConvergence)} at Foo convergence), ` +
-      `usage now ${mib(cgroup.usageBytes())} MiB (rss ${mib(stat['total_rss'] ?? NaN)}, cache ${mib(stat['total_cache'] ?? NaN)}), failcnt ${failcnt}, OOM kills ${oomKills}`);
-    t.diagnostic(`manager process: RSS ${mib(rss?.rss ?? NaN)} MiB, peak RSS (VmHWM) ${mib(Math.max(peakRss, rss?.peak ?? 0))} MiB`);
-    t.diagnostic(`rule: 128 + 6 × ${cached}/1000 = ${predictedMiB.toFixed(1)} MiB predicted; max_usage ${mib(maxUsage)} MiB is ` +
-      `${maxUsage / MiB <= predictedMiB ? 'within' : 'ABOVE'} it (${((maxUsage / MiB / predictedMiB) * 100).toFixed(0)} %)`);
-    t.diagnostic(`CPU seconds during the run: manager ${((procCpuMs(pid) - managerCpu0) / 1000).toFixed(0)}, kube-apiserver ${cpuS('kube-apiserver')}, ` +
-      `etcd ${cpuS('etcd')}, kube-controller-manager ${cpuS('kube-controller-manager')}; peak RSS kube-apiserver ${mib(apiRss?.peak ?? NaN)} MiB, ` +
-      `kube-controller-manager ${mib(kcmRss?.peak ?? NaN)} MiB`);
-
     assert.equal(fatal, undefined, fatal?.message);
     assert.ok(converged(), 'every Foo converged');
     assert.equal(lastStatus?.restartCount, 0, 'the manager container never restarted');
     assert.equal(lastStatus?.lastState?.terminated, undefined, `no terminated lastState (OOMKilled would be here): ${JSON.stringify(lastStatus?.lastState)}`);
     assert.equal(lastStatus?.containerID, containerId, 'the same container throughout');
-    assert.equal(oomKills, 0, 'no OOM kill in the container\'s memory cgroup');
+    assert.equal(cgroup.oomKills(), 0, 'no OOM kill in the container\'s memory cgroup');
     assert.equal(failcnt, 0, `the container's memory usage reached its 256 MiB limit ${failcnt} times (max usage ${maxUsage} B)`);
     assert.ok(maxUsage < cgroup.limitBytes, `max usage ${maxUsage} B below the limit ${cgroup.limitBytes} B`);
   });
