@@ -25,7 +25,7 @@
  *   /work/wt/itest.sh --node node_modules/.bin/node --test --test-reporter=spec --test-concurrency=1 \
  *     --test-timeout=3600000 test/node-sizing.e2e.ts
  *
- * On demand only (named .e2e.ts so `make test`'s glob misses it; ~15 min warm, see docs/real-node.md). Needs root.
+ * On demand only (named .e2e.ts so `make test`'s glob misses it; ~10 min warm, see docs/real-node.md). Needs root.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -188,7 +188,7 @@ describe('real node: the README sizing rule holds at the shipped 256 MiB limit',
       // each of those Deployment updates too — then the manager back to its background rate. kube-controller-manager
       // never goes quiet here (its ReplicaSets retry the refused Pods with back-off and the Deployments' status follows),
       // so "settled" is < 1 CPU-second per 10 s (a fifth of the 500m limit it used while converging; measured
-      // background: 0.2–0.45).
+      // background: 0.2–0.5).
       await poll('kube-controller-manager processed every Deployment (status.observedGeneration = generation)',
         () => deployments.lister().list().every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1)), 40 * 60_000);
       times.kcm = Date.now() - t0;
