@@ -71,6 +71,10 @@ test-integration: deps tools ## Integration tests on a real local control plane 
 test-node: require-root deps tools node-tools ## Only the real-node end-to-end suite, in the foreground (root; docs/real-node.md; ~12 min).
 	$(NODE) $(NODE_TEST_FLAGS) $(NODE_TESTS)
 
+.PHONY: test-node-sizing
+test-node-sizing: require-root deps tools node-tools ## The README's sizing rule at the shipped 256Mi limit as a Pod on the real node (~10 min; SIZING_OBJECTS=…).
+	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=3600000 test/node-sizing.e2e.ts
+
 # One line, and a failure, before anything else when not root: the node suite needs a network namespace, cgroups, mounts.
 .PHONY: require-root
 require-root:

@@ -31,6 +31,27 @@ export class MemoryCgroup {
     return new MemoryCgroup(dir, limitBytes);
   }
 
+  /**
+   * An existing memory cgroup directory someone else made and owns (e.g. the one the kubelet made for a container):
+   * read it with the methods below; never `remove()` it.
+   */
+  static open(dir: string): MemoryCgroup {
+    return new MemoryCgroup(dir, Number(readFileSync(join(dir, 'memory.limit_in_bytes'), 'utf8').trim()));
+  }
+
+  /** Memory charged to the cgroup now (bytes). */
+  usageBytes(): number {
+    return Number(this.read('memory.usage_in_bytes').trim());
+  }
+
+  /** memory.stat as numbers (cgroup v1: rss, cache, mapped_file, total_rss, …; bytes). */
+  stat(): Record<string, number> {
+    return Object.fromEntries(this.read('memory.stat').trim().split('\n').map((l) => {
+      const [k, v] = l.split(' ');
+      return [k ?? '', Number(v)];
+    }));
+  }
+
   /** [command, args] that run `cmd args…` inside this cgroup (the shell joins it, then execs: same pid). */
   wrap(cmd: string, args: readonly string[]): [string, string[]] {
     return ['/bin/sh', ['-c', `echo $$ > ${join(this.dir, 'cgroup.procs')} && exec "$@"`, 'sh', cmd, ...args]];
