@@ -17,9 +17,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { NODE_NETNS } from '../cluster/node.ts';
+import { NODE_NETNS, normalizedImageName } from '../cluster/node.ts';
 import { expectStatus, waitFor } from './cluster.ts';
-import { normalizedImageName } from '../cluster/node.ts';
 import { MANAGER_DEPLOYMENT, MANAGER_NAMESPACE, NODE_TEST_IMAGE, type NodeEnv, type Pod } from './nodeenv.ts';
 
 const run = promisify(execFile);
