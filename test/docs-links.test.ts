@@ -1,6 +1,6 @@
 /**
  * The README is a front door (issue 31): at most 300 lines, the detail lives in docs/. Every relative link in
- * README.md and docs/*.md must lead somewhere: the file (or directory) exists, and a `#anchor` names a heading of the
+ * README.md and docs/*.md (and every other Markdown file of the repository) must lead somewhere: the file (or directory) exists, and a `#anchor` names a heading of the
  * target Markdown file under GitHub's slug rules. So moving a section out of the README (or renaming a heading) cannot
  * silently break a link to it. No cluster needed.
  *
@@ -15,10 +15,21 @@ import { describe, test } from 'node:test';
 const repo = join(import.meta.dirname, '..');
 const README_MAX_LINES = 300;
 
-/** The Markdown files whose links are checked: the README and every docs/*.md. */
+/**
+ * The Markdown files whose links are checked: README.md, every docs/*.md, and every other Markdown file of the
+ * repository (bench/README.md, …) — not under node_modules/, dist/ or a dot-directory (.cluster/, .git/).
+ */
 function checkedFiles(): string[] {
-  const docs = readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => join(repo, 'docs', f));
-  return [join(repo, 'README.md'), ...docs];
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) {
+        if (!e.name.startsWith('.') && e.name !== 'node_modules' && e.name !== 'dist') walk(join(dir, e.name));
+      } else if (e.name.endsWith('.md')) found.push(join(dir, e.name));
+    }
+  };
+  walk(repo);
+  return found.sort();
 }
 
 /** Lines of `text` with fenced code blocks blanked (so their `#` lines are no headings and their `[x](y)` no links). */
@@ -108,8 +119,10 @@ describe('README and docs/ links (issue 31)', () => {
     assert.ok(n <= README_MAX_LINES, `README.md has ${n} lines (> ${README_MAX_LINES}): move detail into docs/`);
   });
 
-  test('every relative link in README.md and docs/*.md resolves to a file, and every #anchor to a heading', () => {
-    const broken = checkedFiles().flatMap(brokenLinks);
+  test('every relative link in README.md, docs/*.md (and every other .md) resolves to a file, and every #anchor to a heading', () => {
+    const files = checkedFiles();
+    for (const f of ['README.md', 'docs/operations.md', 'docs/benchmarks.md']) assert.ok(files.includes(join(repo, f)), `${f} is checked`);
+    const broken = files.flatMap(brokenLinks);
     assert.deepEqual(broken, [], `${broken.length} broken link(s):\n${broken.join('\n')}`);
   });
 });
