@@ -72,7 +72,7 @@ test-node: require-root deps tools node-tools ## Only the real-node end-to-end s
 	$(NODE) $(NODE_TEST_FLAGS) $(NODE_TESTS)
 
 .PHONY: test-node-sizing
-test-node-sizing: require-root deps tools node-tools ## The README's sizing rule at the shipped 256Mi limit as a Pod on the real node (~10 min; SIZING_OBJECTS=…).
+test-node-sizing: require-root deps tools node-tools ## The sizing rule (docs/sizing.md) at the shipped 256Mi limit as a Pod on the real node (~10 min; SIZING_OBJECTS=…).
 	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=3600000 test/node-sizing.e2e.ts
 
 # One line, and a failure, before anything else when not root: the node suite needs a network namespace, cgroups, mounts.

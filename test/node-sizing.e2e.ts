@@ -1,5 +1,5 @@
 /**
- * The README's sizing rule on a REAL node (issue 26, docs/real-node.md "Sizing under a kubelet"): config/default is
+ * The sizing rule (docs/sizing.md) on a REAL node (issue 26, docs/real-node.md "Sizing under a kubelet"): config/default is
  * applied unchanged (the shipped 256Mi memory limit, 500m CPU limit, all controllers, all namespaces) and the kubelet
  * runs the image as a Pod. Then as many Foos are created — fast, 16 requests in flight, while the manager runs — as the
  * rule says 256 MiB holds: rule = "memory limit ≥ 128 MiB + 6 MiB per 1 000 cached objects" (Foos + Deployments +
@@ -44,7 +44,7 @@ import { adminKubeConfig, expectStatus, waitFor } from './helpers/cluster.ts';
 import { isReady, startNodeEnv, type ContainerStatus, type NodeEnv } from './helpers/nodeenv.ts';
 
 const MiB = 1024 * 1024;
-/** The rule of README "Sizing": limit ≥ BASE + PER_1000 × objects / 1000 (MiB). */
+/** The rule of docs/sizing.md: limit ≥ BASE + PER_1000 × objects / 1000 (MiB). */
 const RULE_BASE_MIB = 128;
 const RULE_PER_1000_MIB = 6;
 const SHIPPED_LIMIT_MIB = 256;
@@ -60,7 +60,7 @@ const fooNamespaces = Array.from({ length: NAMESPACES }, (_, i) => `sizing-${i}`
 const mib = (b: number): string => (b / MiB).toFixed(1);
 const sec = (ms: number): string => (ms / 1000).toFixed(1);
 
-describe('real node: the README sizing rule holds at the shipped 256 MiB limit', () => {
+describe('real node: the docs/sizing.md rule holds at the shipped 256 MiB limit', () => {
   let env: NodeEnv;
 
   before(async () => {

@@ -6,7 +6,7 @@
  * The backlog is made of real work: while the manager is down every Foo's spec.replicas changes, so each backlog
  * reconcile PATCHes its Deployment (one worker: a few ms each). Order is read from the manager's own log lines.
  *
- * What is asserted is what the README claims: at most 3 backlog reconciles STARTED after the new Foo's creation was
+ * What is asserted is what docs/architecture.md ("Work queues") claims: at most 3 backlog reconciles STARTED after the new Foo's creation was
  * acknowledged go before it — the one in flight when its watch event arrives, and those the watch delivery takes
  * (a FIFO queue puts all 200 before it). Backlog reconciles done before the Foo even existed are reported, not
  * counted against the queue: no queue can order work before a change that has not happened.
@@ -72,7 +72,7 @@ describe('priority queue after a restart', () => {
     // Log times have millisecond resolution: a line stamped in the acknowledgement's millisecond counts as after it.
     const afterCreate = ahead.filter((l) => Date.parse(String(l.time)) >= Math.floor(createdAt)).length;
     t.diagnostic(`backlog reconciles before the new Foo: ${ahead.length} of ${N}, ${afterCreate} of them started after its creation was acknowledged`);
-    assert.ok(afterCreate <= 3, `the new Foo waited behind ${afterCreate} backlog reconciles started after it was created (README: 0–3)`);
+    assert.ok(afterCreate <= 3, `the new Foo waited behind ${afterCreate} backlog reconciles started after it was created (docs/architecture.md: 0–3)`);
     assert.ok(ahead.length < N / 2, `the new Foo waited behind ${ahead.length} of ${N} backlog reconciles`);
   });
 });

@@ -6,7 +6,7 @@
  *   shared Deployment informer ──controller ownerRef (Foo)──┘  and the Foo index by spec.deploymentName
  *
  * Reads come only from the listers; a write happens only when the cache shows a difference. Deviations from upstream
- * (all deliberate; see the README): `Synced` is recorded only when the reconcile changed something; replica drift is
+ * (all deliberate; see docs/controllers.md): `Synced` is recorded only when the reconcile changed something; replica drift is
  * fixed with a merge patch of spec.replicas (upstream PUTs the whole desired Deployment); a Foo being deleted is left
  * to the garbage collector; an empty deploymentName gets one Warning Event per Foo generation (upstream only logs).
  *
