@@ -26,8 +26,8 @@ import { readText } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { sharedTransports, type Transport } from './transport.ts';
 import { ResourceClient } from './typed.ts';
-import type { KubeObject } from '../apis/meta/types.ts';
-import type { ResourceType } from '../informerfactory/resource.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import type { ResourceType } from '../apimachinery/resource.ts';
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined>;

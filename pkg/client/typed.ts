@@ -26,8 +26,9 @@
  * A ResourceClient is immutable and stateless: `.namespace(ns)`, `.status()` and `.scale()` return new clients; all
  * are safe to share.
  */
-import type { KubeObject } from '../apis/meta/types.ts';
-import { apiVersionOf, collectionPath, objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { collectionPath, objectPath } from '../apimachinery/paths.ts';
+import { apiVersionOf, resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import {
   applyPatchContentType, deleteBody, listQuery, patchContentType, writeQuery,
   type ApplyConfiguration, type ApplyOptions, type CallOptions, type CreateOptions, type DeleteOptions, type GetOptions,

@@ -37,13 +37,16 @@
  * shard or drain label always enqueue (the `update` predicate cannot hide a drain request). Objects a reconcile
  * creates for an owner must carry `inheritedShardLabels(owner)` (pkg/sharding/shard.ts) to be in this shard's cache.
  */
-import { controllerNameOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { keyOf, metaNamespaceKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { controllerNameOf } from '../apimachinery/ownerref.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { addPriority, PriorityNormal, updatePriority } from '../controller/priority.ts';
 import { requestKey, type Request } from '../controller/request.ts';
 import type { InformerForOptions } from '../informerfactory/factory.ts';
 import { deletionHandlingKey, objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
-import { objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import { objectPath } from '../apimachinery/paths.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import { ApiError } from '../client/rest.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Runnable } from '../manager/runnable.ts';

@@ -26,12 +26,12 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
-import type { KubeObject } from '../apis/meta/types.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import type { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
 import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
 import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
-import type { ResourceType } from '../informerfactory/resource.ts';
+import type { ResourceType } from '../apimachinery/resource.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
 import { newLogger, type Logger } from '../log/logger.ts';
