@@ -7,7 +7,7 @@
  */
 import type { KubeObject, ObjectMeta } from '../apimachinery/meta.ts';
 import type { Selector } from '../apimachinery/labelselector.ts';
-import type { Query } from './rest.ts';
+import type { Query } from './request.ts';
 
 /** What every call accepts. */
 export interface CallOptions {

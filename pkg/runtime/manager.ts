@@ -45,7 +45,7 @@ import { installSignalHandlers } from '../manager/signals.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
-import { ControllerBuilder } from './builder.ts';
+import { ControllerBuilder, type ControllerHost } from './builder.ts';
 
 export interface LeaderElectionOptions {
   /** Lease name. */
@@ -122,7 +122,7 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-export class ControllerManager {
+export class ControllerManager implements ControllerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */
