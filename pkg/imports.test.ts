@@ -4,6 +4,7 @@
  * be hidden behind `import type` or `import()`. Test files are not part of the graph.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { cycles, describeCycles, fileGraph, roomGraph, specifiers } from '../hack/importgraph.ts';
@@ -50,4 +51,14 @@ test('pkg/: no file-level import cycle', () => {
 test('pkg/: no room imports the public facade pkg/index.ts', () => {
   const importers = [...fileGraph(root)].filter(([, deps]) => deps.has('pkg/index.ts')).map(([f]) => f);
   assert.deepEqual(importers, []);
+});
+
+test('pkg/apimachinery is the lowest room: it imports no other room and no package', () => {
+  const files = [...fileGraph(root)].filter(([f]) => f.startsWith('pkg/apimachinery/'));
+  assert.ok(files.length >= 6, 'the apimachinery files are found');
+  for (const [file, deps] of files) {
+    assert.deepEqual([...deps].filter((d) => !d.startsWith('pkg/apimachinery/')), [], `${file} imports another room`);
+    const external = specifiers(readFileSync(resolve(root, file), 'utf8')).filter((s) => !s.startsWith('.'));
+    assert.deepEqual(external, [], `${file} imports a package`);
+  }
 });
