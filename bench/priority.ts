@@ -47,7 +47,7 @@ import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
 import { fooResource } from '../pkg/controllers/foo/desired.ts';
 import { networkResource } from '../pkg/controllers/network/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { collectionPath, objectPath } from '../pkg/informerfactory/resource.ts';
+import { collectionPath, objectPath } from '../pkg/apimachinery/paths.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { distMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
 import { startNeutron, type NeutronInstance } from '../test/helpers/neutron.ts';

@@ -21,7 +21,7 @@
  * row says "goal missed"); exits 1 only if the benchmark itself failed. The control plane is always stopped.
  */
 import { cpus, loadavg } from 'node:os';
-import { coreResources, type ResourceType } from '../pkg/informerfactory/index.ts';
+import { coreResources, type ResourceType } from '../pkg/apimachinery/resource.ts';
 import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import {
   createNamespace, fooResource, gc, installFooCRD, progress, runChild, runLoad,

@@ -30,7 +30,7 @@ import { RestClient } from '../pkg/client/rest.ts';
 import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
 import { fooResource, newDeployment } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { collectionPath, objectPath } from '../pkg/informerfactory/resource.ts';
+import { collectionPath, objectPath } from '../pkg/apimachinery/paths.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
 import { distMainScript, ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';

@@ -45,7 +45,7 @@ import type { Deployment } from '../pkg/controllers/deployment/types.ts';
 import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
 import { fooResource, newDeployment, owningFooName } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { collectionPath } from '../pkg/informerfactory/resource.ts';
+import { collectionPath } from '../pkg/apimachinery/paths.ts';
 import { shardLabel } from '../pkg/sharding/assignment.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { processRss } from '../test/helpers/cgroup.ts';

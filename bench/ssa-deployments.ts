@@ -24,7 +24,7 @@ import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { RestClient } from '../pkg/client/rest.ts';
 import { newDeployment } from '../pkg/controllers/foo/desired.ts';
 import { deploymentResource, type Deployment } from '../pkg/controllers/deployment/types.ts';
-import { coreResources } from '../pkg/informerfactory/resource.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { log, runAll } from './common.ts';
 import { procCpuMs } from './informer/stats.ts';

@@ -18,7 +18,7 @@
  * "Wins" = lower median time to sync AND lower-or-equal median peak RSS AND lower-or-equal median API server CPU.
  */
 import { cpus, loadavg } from 'node:os';
-import { coreResources } from '../pkg/informerfactory/index.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import { createNamespace, fooResource, installFooCRD, progress, runChild, runLoad } from './informer/cluster.ts';
 import { startPrivateControlPlane } from './informer/privatecluster.ts';

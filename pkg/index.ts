@@ -16,7 +16,10 @@ export {
 export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc } from './runtime/builder.ts';
 
 // Core object types, keys and owner references (one definition for every layer).
-export * from './apis/meta/types.ts';
+export * from './apimachinery/meta.ts';
+export * from './apimachinery/keys.ts';
+export * from './apimachinery/ownerref.ts';
+export { apiGroupOf } from './apimachinery/resource.ts';
 
 // Reconcile: requests, results, errors, queue priorities.
 export {
@@ -25,13 +28,19 @@ export {
 } from './controller/index.ts';
 export { PriorityLow, PriorityNormal, addPriority, updatePriority } from './controller/priority.ts';
 
-// Informers, listers, indexers, label selectors, resource types.
+// Resource types, API paths, label selectors.
+export { coreResources, apiVersionOf, resourceId, type ResourceType } from './apimachinery/resource.ts';
+export { collectionPath, objectPath } from './apimachinery/paths.ts';
 export {
-  SharedInformerFactory, SharedIndexInformer, Lister, Indexer, coreResources, collectionPath, objectPath, apiVersionOf,
-  resourceId, parseWatchNamespace, parseSelector, selectorFromSet, selectorFromLabelSelector, everything, nothing,
-  deletionHandlingKey, objectOfDelete, isDeletedFinalStateUnknown, controllerOwnerUIDIndex, CONTROLLER_OWNER_UID_INDEX,
-  type ResourceType, type ResourceEventHandler, type HandlerRegistration, type IndexerReader, type Indexers, type IndexFunc,
-  type Selector, type DeletedFinalStateUnknown, type InformerForOptions,
+  parseSelector, selectorFromSet, selectorFromLabelSelector, everything, nothing, type Selector,
+} from './apimachinery/labelselector.ts';
+
+// Informers, listers, indexers.
+export {
+  SharedInformerFactory, SharedIndexInformer, Lister, Indexer, parseWatchNamespace, deletionHandlingKey, objectOfDelete,
+  isDeletedFinalStateUnknown, controllerOwnerUIDIndex, CONTROLLER_OWNER_UID_INDEX, type ResourceEventHandler,
+  type HandlerRegistration, type IndexerReader, type Indexers, type IndexFunc, type DeletedFinalStateUnknown,
+  type InformerForOptions,
 } from './informerfactory/index.ts';
 
 // API client.

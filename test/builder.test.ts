@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import type { KubeObject } from '../pkg/apis/meta/types.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { TerminalError } from '../pkg/controller/errors.ts';
-import { coreResources } from '../pkg/informerfactory/resource.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
 import { ControllerManager } from '../pkg/runtime/manager.ts';
 import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';

@@ -13,9 +13,10 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../pkg/client/rest.ts';
-import {
-  coreResources, isDeletedFinalStateUnknown, metaNamespaceKey, SharedInformerFactory, type KubeObject, type ResourceType,
-} from '../pkg/informerfactory/index.ts';
+import { isDeletedFinalStateUnknown, SharedInformerFactory } from '../pkg/informerfactory/index.ts';
+import { metaNamespaceKey } from '../pkg/apimachinery/keys.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
+import { coreResources, type ResourceType } from '../pkg/apimachinery/resource.ts';
 import { ControlPlane } from './cluster/controlplane.ts';
 import { adminKubeConfig, cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 import { metricValue } from './helpers/managerprocess.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import { coreResources } from '../pkg/informerfactory/resource.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
 import { ControllerManager } from '../pkg/runtime/manager.ts';
 import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';

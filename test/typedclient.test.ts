@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import type { KubeObject } from '../pkg/apis/meta/types.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { ApiError, isConflict, RestClient } from '../pkg/client/rest.ts';
 import { ignoreAlreadyExists, ignoreNotFound } from '../pkg/client/ignore.ts';
 import type { Scale, Status } from '../pkg/client/options.ts';
-import { coreResources, type ResourceType } from '../pkg/informerfactory/resource.ts';
+import { coreResources, type ResourceType } from '../pkg/apimachinery/resource.ts';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { adminKubeConfig, testNamespace } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';

@@ -20,9 +20,11 @@ import { Registry } from 'prom-client';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { RestClient } from '../pkg/client/rest.ts';
 import {
-  coreResources, INITIAL_EVENTS_END_ANNOTATION, metaNamespaceKey, RestListWatcher, SharedIndexInformer,
-  type KubeObject, type ListPage, type ListRequest, type ListWatcher, type WatchEvent, type WatchRequest,
+  INITIAL_EVENTS_END_ANNOTATION, RestListWatcher, SharedIndexInformer, type ListPage, type ListRequest, type ListWatcher, type WatchEvent, type WatchRequest,
 } from '../pkg/informerfactory/index.ts';
+import { metaNamespaceKey } from '../pkg/apimachinery/keys.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
 import type { ControlPlane } from './cluster/controlplane.ts';
 import { auditedControlPlane, writeManagerLog, type AuditedControlPlane } from './helpers/auditedcluster.ts';

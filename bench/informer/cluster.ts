@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
-import type { ResourceType } from '../../pkg/informerfactory/index.ts';
+import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
 import type { ControlPlane } from '../../test/cluster/controlplane.ts';
 import type { LoadConfig, LoadResult } from './load.ts';
 

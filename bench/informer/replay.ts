@@ -13,9 +13,11 @@
  * Reference: the least any client must do with the same bytes — UTF-8 decode, split lines, JSON.parse each event.
  */
 import {
-  decodeWatchStream, metaNamespaceKey, SharedIndexInformer, coreResources, type KubeObject, type ListPage,
-  type ListWatcher, type WatchEvent, type WatchRequest,
+  decodeWatchStream, SharedIndexInformer, type ListPage, type ListWatcher, type WatchEvent, type WatchRequest,
 } from '../../pkg/informerfactory/index.ts';
+import { metaNamespaceKey } from '../../pkg/apimachinery/keys.ts';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import { coreResources } from '../../pkg/apimachinery/resource.ts';
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { until } from './cluster.ts';
 import { monoNs, msBetween, percentile, runQueueWaitMs, selfCpuMs } from './stats.ts';

@@ -19,7 +19,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
-import { collectionPath, SharedInformerFactory, type KubeObject, type ResourceType } from '../../pkg/informerfactory/index.ts';
+import { SharedInformerFactory } from '../../pkg/informerfactory/index.ts';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import { collectionPath } from '../../pkg/apimachinery/paths.ts';
+import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
 
 export interface RssConfig {
   kubeconfig: string;

@@ -23,9 +23,11 @@
  * informer's synced resourceVersion, for the replay benchmark.
  */
 import type { ControlPlane } from '../../test/cluster/controlplane.ts';
-import {
-  collectionPath, coreResources, metaNamespaceKey, SharedInformerFactory, stripManagedFields, type KubeObject,
-} from '../../pkg/informerfactory/index.ts';
+import { SharedInformerFactory, stripManagedFields } from '../../pkg/informerfactory/index.ts';
+import { metaNamespaceKey } from '../../pkg/apimachinery/keys.ts';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import { collectionPath } from '../../pkg/apimachinery/paths.ts';
+import { coreResources } from '../../pkg/apimachinery/resource.ts';
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { progress, restClient, runLoad, until } from './cluster.ts';
 import type { LoadResult } from './load.ts';

@@ -12,9 +12,11 @@
  *    the initial list cached AND handed to the handler).
  */
 import type { ControlPlane } from '../../test/cluster/controlplane.ts';
-import {
-  collectionPath, metaNamespaceKey, SharedInformerFactory, type KubeObject, type ResourceType,
-} from '../../pkg/informerfactory/index.ts';
+import { SharedInformerFactory } from '../../pkg/informerfactory/index.ts';
+import { metaNamespaceKey } from '../../pkg/apimachinery/keys.ts';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import { collectionPath } from '../../pkg/apimachinery/paths.ts';
+import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
 import { Queue } from '../../pkg/workqueue/index.ts';
 import { Registry } from 'prom-client';
 import { RestClient, type RequestOptions, type Verb } from '../../pkg/client/rest.ts';

@@ -14,7 +14,9 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { RestClient, type RequestOptions, type Verb } from '../../pkg/client/rest.ts';
-import { SharedInformerFactory, type KubeObject, type ResourceType } from '../../pkg/informerfactory/index.ts';
+import { SharedInformerFactory } from '../../pkg/informerfactory/index.ts';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
 import { until } from './cluster.ts';
 import { monoNs, msBetween, selfCpuMs } from './stats.ts';
 

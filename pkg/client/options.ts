@@ -5,9 +5,9 @@
  * Every call takes `signal` and `timeoutMs` as RestClient does: a GET is cut when the signal aborts; a write is
  * refused if the signal (or the manager's write gate) aborted before it was sent, and otherwise runs to its answer.
  */
-import type { KubeObject, ObjectMeta } from '../apis/meta/types.ts';
-import type { Selector } from '../informerfactory/labelselector.ts';
-import type { Query } from './rest.ts';
+import type { KubeObject, ObjectMeta } from '../apimachinery/meta.ts';
+import type { Selector } from '../apimachinery/labelselector.ts';
+import type { Query } from './request.ts';
 
 /** What every call accepts. */
 export interface CallOptions {

@@ -18,75 +18,16 @@
  * Concurrency: a RestClient is stateless between requests and safe to share across every informer, controller,
  * elector and recorder of the process.
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { readText } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { sharedTransports, type Transport } from './transport.ts';
+import { ApiError } from './errors.ts';
+import type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './request.ts';
 import { ResourceClient } from './typed.ts';
-import type { KubeObject } from '../apis/meta/types.ts';
-import type { ResourceType } from '../informerfactory/resource.ts';
-
-export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Query = Record<string, string | number | boolean | undefined>;
-
-export interface RequestOptions {
-  query?: Query;
-  /** JSON-serialised unless a string. */
-  body?: unknown;
-  /** Defaults to application/json; use application/merge-patch+json etc. for PATCH. */
-  contentType?: string;
-  signal?: AbortSignal;
-  /** Timeout for the whole request, body included. Default 30 s; 0 = none (watches: pass your own signal). */
-  timeoutMs?: number;
-}
-
-/** A Kubernetes `Status` error from the API server (or a transport-level failure with status 0). */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly reason: string;
-  readonly body: unknown;
-
-  constructor(status: number, reason: string, message: string, body: unknown) {
-    super(message);
-    this.name = 'ApiError';
-    this.status = status;
-    this.reason = reason;
-    this.body = body;
-  }
-
-  static async fromResponse(method: string, path: string, res: RawResponse): Promise<ApiError> {
-    const text = await res.text().catch(() => '');
-    let body: unknown = text;
-    let reason = statusTexts[res.status] ?? 'Unknown';
-    let message = `${method} ${path}: HTTP ${res.status}`;
-    try {
-      body = JSON.parse(text) as unknown;
-      const status = body as { reason?: string; message?: string };
-      if (status.reason) reason = status.reason;
-      if (status.message) message = `${message} ${reason}: ${status.message}`;
-    } catch {
-      // Not a Status (e.g. kube-apiserver's "404 page not found\n" for an unknown API group): one line, bounded.
-      const line = text.trim().replace(/\s*\n\s*/g, ' ').slice(0, 200);
-      if (line) message = `${message}: ${line}`;
-    }
-    return new ApiError(res.status, reason, message, body);
-  }
-}
-
-export function isNotFound(err: unknown): boolean {
-  return err instanceof ApiError && err.status === 404;
-}
-
-export function isConflict(err: unknown): boolean {
-  return err instanceof ApiError && err.status === 409;
-}
-
-export function isAlreadyExists(err: unknown): boolean {
-  return err instanceof ApiError && err.status === 409 && err.reason === 'AlreadyExists';
-}
+import type { KubeObject } from '../apimachinery/meta.ts';
+import type { ResourceType } from '../apimachinery/resource.ts';
 
 export interface RestClientOptions {
   kubeConfig: KubeConfig;
@@ -113,26 +54,14 @@ export function requestsCounter(registry: Registry): Counter<'code' | 'method' |
   }));
 }
 
-/** A response whose body has not been read: stream it (`body` is an async iterable of bytes) or read `text()`. */
-export interface RawResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** The body as bytes; iterate it, or call `text()` / `dump()`. Ending or destroying it releases the request. */
-  body: Readable;
-  text(): Promise<string>;
-  /** Discards the body (frees the stream for reuse). */
-  dump(): Promise<void>;
-}
-
-const statusTexts: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-  409: 'Conflict', 410: 'Gone', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error',
-  502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
-};
+// The request shapes and the error type are defined below this file (request.ts, errors.ts, so typed.ts can use
+// them without importing this one); re-exported here, where callers of RestClient have always found them.
+export type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './request.ts';
+export { ApiError, isAlreadyExists, isConflict, isNotFound } from './errors.ts';
 
 type Child = { inc(): void };
 
-export class RestClient {
+export class RestClient implements JsonClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   readonly transport: Transport;

@@ -26,15 +26,17 @@
  * A ResourceClient is immutable and stateless: `.namespace(ns)`, `.status()` and `.scale()` return new clients; all
  * are safe to share.
  */
-import type { KubeObject } from '../apis/meta/types.ts';
-import { apiVersionOf, collectionPath, objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { collectionPath, objectPath } from '../apimachinery/paths.ts';
+import { apiVersionOf, resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import {
   applyPatchContentType, deleteBody, listQuery, patchContentType, writeQuery,
   type ApplyConfiguration, type ApplyOptions, type CallOptions, type CreateOptions, type DeleteOptions, type GetOptions,
   type ListOptions, type ObjectList, type Patch, type PatchOptions, type Scale, type Status, type UpdateOptions,
 } from './options.ts';
-// Type-only: rest.ts constructs ResourceClients (RestClient.resource), so a value import would be a cycle.
-import type { Query, RestClient, Verb } from './rest.ts';
+// Not rest.ts: RestClient.resource constructs ResourceClients, so this file sends through the JsonClient interface.
+import { ApiError } from './errors.ts';
+import type { JsonClient, Query, Verb } from './request.ts';
 
 /** The request options RestClient.json takes, from a call's options. */
 function call(opts: CallOptions, extra: { query?: Query; body?: unknown; contentType?: string } = {}): {
@@ -45,7 +47,7 @@ function call(opts: CallOptions, extra: { query?: Query; body?: unknown; content
 
 /** What a resource client and its subresource clients share: the type, the namespace, and how to name a path. */
 class Scope {
-  readonly rest: RestClient;
+  readonly rest: JsonClient;
   readonly type: ResourceType;
   /**
    * undefined: all namespaces for list, the object's own `metadata.namespace` for writes of objects. When both are set
@@ -53,7 +55,7 @@ class Scope {
    */
   readonly ns: string | undefined;
 
-  constructor(rest: RestClient, type: ResourceType, ns: string | undefined) {
+  constructor(rest: JsonClient, type: ResourceType, ns: string | undefined) {
     this.rest = rest;
     this.type = type;
     this.ns = ns;
@@ -97,7 +99,7 @@ function nameOf(obj: KubeObject): string {
 export class ResourceClient<T extends KubeObject> {
   readonly #s: Scope;
 
-  constructor(rest: RestClient, type: ResourceType, namespace?: string) {
+  constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     if (namespace && !type.namespaced) throw new Error(`${resourceId(type)} is cluster-scoped: no namespace allowed`);
     this.#s = new Scope(rest, type, namespace || undefined);
   }
@@ -140,8 +142,7 @@ export class ResourceClient<T extends KubeObject> {
       try {
         page = await this.list({ ...opts, limit: opts.limit ?? 500, ...(cont ? { continue: cont } : {}) });
       } catch (err) {
-        // ApiError's status, read structurally (rest.ts imports this file; a value import back would be a cycle).
-        if (!cont || !(err instanceof Error) || (err as Error & { status?: unknown }).status !== 410) throw err;
+        if (!cont || !(err instanceof ApiError) || err.status !== 410) throw err;
         return (await this.list({ ...opts, limit: undefined })).items;
       }
       items.push(...page.items);
@@ -217,7 +218,7 @@ function applyCall<T extends KubeObject>(scope: Scope, config: ApplyConfiguratio
 export class StatusClient<T extends KubeObject> {
   readonly #s: Scope;
 
-  constructor(rest: RestClient, type: ResourceType, namespace?: string) {
+  constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     this.#s = new Scope(rest, type, namespace || undefined);
   }
 
@@ -248,7 +249,7 @@ export class StatusClient<T extends KubeObject> {
 export class ScaleClient {
   readonly #s: Scope;
 
-  constructor(rest: RestClient, type: ResourceType, namespace?: string) {
+  constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     this.#s = new Scope(rest, type, namespace || undefined);
   }
 

@@ -242,7 +242,7 @@ describe('gen types: schema features', () => {
   it('imports KubeObject/ResourceType from the package by default, or relatively from a pkg/ directory', () => {
     assert.match(v1, /^import type \{ KubeObject, ResourceType \} from 'ts-controller-manager';$/m);
     const rel = fileOf(generate(widgetCRD, { outDir: 'pkg/apis', runtime: { pkgDir: 'pkg' } }), 'pkg/apis/example/v1/zz_generated.types.ts');
-    assert.match(rel, /^import type \{ KubeObject \} from '\.\.\/\.\.\/meta\/types\.ts';\nimport type \{ ResourceType \} from '\.\.\/\.\.\/\.\.\/informerfactory\/resource\.ts';$/m);
+    assert.match(rel, /^import type \{ KubeObject \} from '\.\.\/\.\.\/\.\.\/apimachinery\/meta\.ts';\nimport type \{ ResourceType \} from '\.\.\/\.\.\/\.\.\/apimachinery\/resource\.ts';$/m);
   });
 
   it('compiles under strict TypeScript, and the types accept valid objects and reject invalid ones', () => {

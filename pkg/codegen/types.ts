@@ -27,7 +27,7 @@ export interface GenerateOptions {
   /**
    * Where `KubeObject` and `ResourceType` come from: `{ module }` a package imported as is (default
    * 'ts-controller-manager'); `{ pkgDir }` this project's `pkg/` directory (posix path, same base as `outDir`),
-   * imported relatively from each file (`…/apis/meta/types.ts`, `…/informerfactory/resource.ts`).
+   * imported relatively from each file (`…/apimachinery/meta.ts`, `…/apimachinery/resource.ts`).
    */
   runtime?: { module: string } | { pkgDir: string };
 }
@@ -59,7 +59,7 @@ function importLines(dir: string, runtime: NonNullable<GenerateOptions['runtime'
     const r = posix.relative(dir, posix.join(runtime.pkgDir, target));
     return r.startsWith('.') ? r : `./${r}`;
   };
-  return `import type { KubeObject } from '${rel('apis/meta/types.ts')}';\nimport type { ResourceType } from '${rel('informerfactory/resource.ts')}';\n`;
+  return `import type { KubeObject } from '${rel('apimachinery/meta.ts')}';\nimport type { ResourceType } from '${rel('apimachinery/resource.ts')}';\n`;
 }
 
 function renderKind(v: CRDVersion, emitter: SchemaEmitter): string {

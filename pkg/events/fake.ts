@@ -2,7 +2,7 @@
  * Unit-test fake of Recorder (like client-go's record.FakeRecorder): keeps every event in memory, in order.
  * `events` holds "Type Reason message" strings for easy assertions; `recorded` keeps the full calls.
  */
-import type { KubeObject } from '../apis/meta/types.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import { objectReference, type EventType, type ObjectReference, type Recorder } from './recorder.ts';
 
 export interface RecordedEvent {

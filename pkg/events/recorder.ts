@@ -36,7 +36,7 @@
  * Concurrency: single-threaded JS; `event` may be called from any handler or reconcile. Writes: see above.
  */
 import { LRUCache } from 'lru-cache';
-import type { KubeObject } from '../apis/meta/types.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, realClock } from '../util/clock.ts';

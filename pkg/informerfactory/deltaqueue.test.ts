@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DeltaQueue, type Delta } from './deltaqueue.ts';
 import { Indexer } from './indexer.ts';
-import { deletedFinalStateUnknown, isDeletedFinalStateUnknown, type KubeObject } from './object.ts';
+import { deletedFinalStateUnknown, isDeletedFinalStateUnknown } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 
 function o(ns: string, name: string, rv = '1'): KubeObject {
   return { metadata: { namespace: ns, name, resourceVersion: rv } };

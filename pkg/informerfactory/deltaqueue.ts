@@ -24,13 +24,10 @@
  */
 import { NAMESPACE_INDEX } from './indexer.ts';
 import {
-  deletedFinalStateUnknown,
-  deletionHandlingKey,
-  isDeletedFinalStateUnknown,
-  splitKey,
-  type DeletedFinalStateUnknown,
-  type KubeObject,
+  deletedFinalStateUnknown, deletionHandlingKey, isDeletedFinalStateUnknown, type DeletedFinalStateUnknown,
 } from './object.ts';
+import { splitKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 
 export type DeltaType = 'Added' | 'Updated' | 'Deleted' | 'Replaced' | 'Sync';
 

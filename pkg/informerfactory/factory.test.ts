@@ -3,7 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { eventually, restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { FakeApiServer } from '../../test/fakeapiserver/server.ts';
 import { parseWatchNamespace, SharedInformerFactory } from './factory.ts';
-import { coreResources, type ResourceType } from './resource.ts';
+import { coreResources, type ResourceType } from '../apimachinery/resource.ts';
 
 const configMaps = coreResources.configMaps;
 const cleanups: Array<() => Promise<void>> = [];

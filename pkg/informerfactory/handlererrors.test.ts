@@ -6,7 +6,7 @@ import { FakeApiServer } from '../../test/fakeapiserver/server.ts';
 import { captureLogs, type LogLine as BaseLogLine } from '../log/capture.ts';
 import { FakeClock } from '../util/clock.ts';
 import { HANDLER_ERROR_LOG_INTERVAL_MS, HandlerErrorReporter, handlerErrorsCounter } from './handlererrors.ts';
-import { coreResources } from './resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 import { SharedIndexInformer } from './sharedinformer.ts';
 import { WatchCounter } from './watchcounter.ts';
 

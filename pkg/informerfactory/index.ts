@@ -8,11 +8,11 @@
  *   void factory.run(signal);
  *   await factory.waitForCacheSync({ timeoutMs: 60_000 }) && reg.hasSynced();
  *   deployments.lister().get('default', 'web'); deployments.getIndexer().byIndex(CONTROLLER_OWNER_UID_INDEX, uid);
+ *
+ * Resource types, paths, keys and label selectors come from pkg/apimachinery (the lowest room).
  */
 export * from './object.ts';
-export * from './resource.ts';
 export * from './watchdecoder.ts';
-export * from './labelselector.ts';
 export * from './indexer.ts';
 export * from './ownerindex.ts';
 export * from './lister.ts';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Indexer, NAMESPACE_INDEX } from './indexer.ts';
 import { Lister } from './lister.ts';
-import { deletedFinalStateUnknown, type KubeObject } from './object.ts';
+import { deletedFinalStateUnknown } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import { CONTROLLER_OWNER_UID_INDEX, controllerOf, controllerOwnerUIDIndex } from './ownerindex.ts';
 
 function o(ns: string, name: string, labels: Record<string, string> = {}, extra: Partial<KubeObject['metadata']> = {}): KubeObject {

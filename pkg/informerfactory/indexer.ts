@@ -13,8 +13,9 @@
  * processing loop (or a test). Every method is synchronous, so a reader on the same event loop never observes a
  * half-applied write. Controllers only read (through Lister or IndexerReader).
  */
-import type { KubeObject } from './object.ts';
-import { deletionHandlingKey, metaNamespaceKey, type DeletedFinalStateUnknown } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { deletionHandlingKey, type DeletedFinalStateUnknown } from './object.ts';
+import { metaNamespaceKey } from '../apimachinery/keys.ts';
 
 /** Computes the index values of an object (an object may have several, or none). Must be pure and fast. */
 export type IndexFunc<T> = (obj: T) => string[];

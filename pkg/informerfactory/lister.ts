@@ -5,8 +5,9 @@
  * (structuredClone) before modifying one to send an update.
  */
 import { NAMESPACE_INDEX, type IndexerReader } from './indexer.ts';
-import { keyOf, type KubeObject } from './object.ts';
-import { parseSelector, type Selector } from './labelselector.ts';
+import { keyOf } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { parseSelector, type Selector } from '../apimachinery/labelselector.ts';
 
 export class Lister<T extends KubeObject> {
   private readonly indexer: IndexerReader<T>;

@@ -5,8 +5,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { ApiError } from '../client/rest.ts';
 import { RestListWatcher, watchQuery } from './listwatch.ts';
-import type { KubeObject } from './object.ts';
-import { coreResources, type ResourceType } from './resource.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { coreResources, type ResourceType } from '../apimachinery/resource.ts';
 import type { WatchEvent } from './watchdecoder.ts';
 
 /** A real HTTP server; each test sets `handle` and reads what arrived in `requests`. */

@@ -12,8 +12,9 @@
  *    tears the request down. `onData` sees every chunk (idle detection).
  */
 import { ApiError, type Query, type RestClient } from '../client/rest.ts';
-import type { KubeObject } from './object.ts';
-import { apiVersionOf, collectionPath, type ResourceType } from './resource.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { collectionPath } from '../apimachinery/paths.ts';
+import { apiVersionOf, type ResourceType } from '../apimachinery/resource.ts';
 import { decodeWatchStream, type WatchEvent } from './watchdecoder.ts';
 
 export interface ListPage {

@@ -1,15 +1,13 @@
 /**
- * Object identity for the informer cache: the minimal shape of a Kubernetes object this package relies on, the
- * cache key (`namespace/name`, or `name` for cluster-scoped objects, like client-go's MetaNamespaceKeyFunc) and the
- * tombstone a handler receives when a delete was inferred from a relist rather than observed.
+ * Informer-side object helpers: the tombstone a handler receives when a delete was inferred from a relist rather
+ * than observed, the key of a delete notification, and the default transform. Object shapes and keys themselves
+ * live in pkg/apimachinery (meta.ts, keys.ts).
  *
  * The informer never looks further into an object than `metadata`; everything else is the caller's type `T`.
  */
 
-import { keyOf, metaNamespaceKey, resourceVersionOf, splitKey, type KubeObject, type ObjectMeta, type OwnerReference } from '../apis/meta/types.ts';
-
-// The core types and keys live in pkg/apis/meta (one definition for every layer); re-exported for this package's users.
-export { keyOf, metaNamespaceKey, resourceVersionOf, splitKey, type KubeObject, type ObjectMeta, type OwnerReference };
+import { metaNamespaceKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 
 /**
  * A delete the informer did not observe as a DELETED event: after a relist the object was gone from the server,
@@ -40,8 +38,6 @@ export function objectOfDelete<T>(x: T | DeletedFinalStateUnknown<T>): T | undef
   return isDeletedFinalStateUnknown(x) ? x.obj : x;
 }
 
-/** Builds the cache key from a namespace (empty/undefined for cluster-scoped) and a name. */
-/** `namespace/name`, or `name` for cluster-scoped objects. Throws on an object without metadata.name. */
 /** Like metaNamespaceKey, but a tombstone yields its stored key (client-go's DeletionHandlingMetaNamespaceKeyFunc). */
 export function deletionHandlingKey<T extends KubeObject>(obj: T | DeletedFinalStateUnknown<T>): string {
   return isDeletedFinalStateUnknown(obj) ? obj.key : metaNamespaceKey(obj);

@@ -5,7 +5,8 @@
  *   deployments.addIndexers(controllerOwnerUIDIndex);
  *   deployments.getIndexer().byIndex(CONTROLLER_OWNER_UID_INDEX, foo.metadata.uid)
  */
-import { controllerOf, type KubeObject } from '../apis/meta/types.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { controllerOf } from '../apimachinery/ownerref.ts';
 import type { IndexFunc, Indexers } from './indexer.ts';
 
 export { controllerOf };

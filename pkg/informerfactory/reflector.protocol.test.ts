@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { FakeApiServer, type FakeApiServerOptions, type RecordedRequest } from '../../test/fakeapiserver/server.ts';
 import { eventually, restClientFor } from '../../test/fakeapiserver/harness.ts';
-import { isDeletedFinalStateUnknown, type KubeObject } from './object.ts';
+import { isDeletedFinalStateUnknown } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import type { ReflectorConfig } from './reflectorstate.ts';
-import { coreResources } from './resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 import { SharedIndexInformer } from './sharedinformer.ts';
 import { WatchCounter } from './watchcounter.ts';
 

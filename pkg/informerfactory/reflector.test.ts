@@ -10,7 +10,7 @@ import { captureLogs, type LogLine as BaseLogLine } from '../log/capture.ts';
 import type { Logger } from '../log/logger.ts';
 import { FakeClock } from '../util/clock.ts';
 import type { ListPage, ListRequest, ListWatcher, WatchRequest } from './listwatch.ts';
-import type { KubeObject } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import { Reflector, type ReflectorSink } from './reflector.ts';
 import type { ReflectorConfig } from './reflectorstate.ts';
 import type { WatchEvent } from './watchdecoder.ts';

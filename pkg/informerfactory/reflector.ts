@@ -24,7 +24,7 @@ import { ApiError } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { realClock, type Clock, type Timer } from '../util/clock.ts';
 import type { ListWatcher } from './listwatch.ts';
-import type { KubeObject } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import {
   defaultReflectorConfig,
   failureFromStatus,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import {
   defaultReflectorConfig,
   INITIAL_EVENTS_END_ANNOTATION,

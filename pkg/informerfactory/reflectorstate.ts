@@ -56,8 +56,9 @@
  * (no continue token, limit > 0) there is a `scheduleRetry`, except after a streaming-list refusal, which happens at
  * most once per reflector; an expired continue token adds one full LIST to a relist, never another paged one).
  */
-import type { KubeObject } from './object.ts';
-import { metaNamespaceKey, resourceVersionOf } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { metaNamespaceKey } from '../apimachinery/keys.ts';
+import { resourceVersionOf } from '../apimachinery/meta.ts';
 import type { Status, WatchEvent } from './watchdecoder.ts';
 
 export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';

@@ -3,9 +3,10 @@ import { afterEach, describe, it } from 'node:test';
 import { eventually, restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { FakeApiServer, type FakeObject } from '../../test/fakeapiserver/server.ts';
 import { FakeClock } from '../util/clock.ts';
-import { isDeletedFinalStateUnknown, type KubeObject } from './object.ts';
+import { isDeletedFinalStateUnknown } from './object.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import { CONTROLLER_OWNER_UID_INDEX, controllerOwnerUIDIndex } from './ownerindex.ts';
-import { coreResources } from './resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 import { SharedIndexInformer, type SharedIndexInformerOptions } from './sharedinformer.ts';
 import { WatchCounter } from './watchcounter.ts';
 

@@ -37,15 +37,11 @@ import { Indexer, type IndexerReader, type Indexers } from './indexer.ts';
 import { Lister } from './lister.ts';
 import { ProcessorListener, type Notification, type ResourceEventHandler } from './listener.ts';
 import { RestListWatcher, type ListWatcher } from './listwatch.ts';
-import {
-  deletionHandlingKey,
-  resourceVersionOf,
-  stripManagedFields,
-  type KubeObject,
-} from './object.ts';
+import { deletionHandlingKey, stripManagedFields } from './object.ts';
+import { resourceVersionOf, type KubeObject } from '../apimachinery/meta.ts';
 import { Reflector, type ReflectorSink } from './reflector.ts';
 import type { ReflectorConfig, RequestFailure } from './reflectorstate.ts';
-import { resourceId, type ResourceType } from './resource.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import { waitForCacheSync, type WaitForSyncOptions } from './waitforsync.ts';
 import { globalWatchCounter, type WatchCounter } from './watchcounter.ts';
 

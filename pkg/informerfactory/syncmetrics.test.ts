@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { eventually, restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { FakeApiServer } from '../../test/fakeapiserver/server.ts';
 import { SharedInformerFactory } from './factory.ts';
-import { coreResources } from './resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 
 async function synced(registry: Registry): Promise<Record<string, number>> {
   const m = await registry.getSingleMetric('informer_synced')?.get();

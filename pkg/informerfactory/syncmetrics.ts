@@ -9,7 +9,7 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import { getOrCreate } from '../metrics/registry.ts';
-import { resourceId, type ResourceType } from './resource.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 
 export interface SyncSource {
   informers(): readonly { resource: ResourceType; hasSynced(): boolean }[];

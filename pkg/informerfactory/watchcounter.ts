@@ -3,7 +3,7 @@
  * debugging can prove that one informer means one watch. A stream counts as open from the server's 200 answer until
  * the stream ends, fails or is aborted. Single event loop; no locking needed.
  */
-import { resourceId, type ResourceType } from './resource.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 
 export interface WatchTracker {
   opened(): void;

@@ -10,7 +10,7 @@ import { afterEach, describe, it } from 'node:test';
 import { restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { FakeApiServer } from '../../test/fakeapiserver/server.ts';
 import { SharedInformerFactory } from '../informerfactory/factory.ts';
-import { coreResources, type ResourceType } from '../informerfactory/resource.ts';
+import { coreResources, type ResourceType } from '../apimachinery/resource.ts';
 import { exitFailure, Manager } from './manager.ts';
 import { runnable } from './runnable.ts';
 

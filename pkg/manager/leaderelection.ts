@@ -55,7 +55,7 @@ import { randomUUID } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
 import { RestListWatcher } from '../informerfactory/listwatch.ts';
-import { coreResources } from '../informerfactory/resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 import type { Status } from '../informerfactory/watchdecoder.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '../client/kubeconfig.ts';
-import { coreResources } from '../informerfactory/resource.ts';
+import { coreResources } from '../apimachinery/resource.ts';
 import { silentLogger } from '../log/logger.ts';
 import { ControllerManager } from './manager.ts';
 

@@ -37,20 +37,47 @@
  * shard or drain label always enqueue (the `update` predicate cannot hide a drain request). Objects a reconcile
  * creates for an owner must carry `inheritedShardLabels(owner)` (pkg/sharding/shard.ts) to be in this shard's cache.
  */
-import { controllerNameOf, keyOf, metaNamespaceKey, type KubeObject } from '../apis/meta/types.ts';
+import { keyOf, metaNamespaceKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { controllerNameOf } from '../apimachinery/ownerref.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { addPriority, PriorityNormal, updatePriority } from '../controller/priority.ts';
 import { requestKey, type Request } from '../controller/request.ts';
 import type { InformerForOptions } from '../informerfactory/factory.ts';
 import { deletionHandlingKey, objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
-import { objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import { objectPath } from '../apimachinery/paths.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import { ApiError } from '../client/rest.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
 import { acknowledgePatch, drainLabel, shardLabel, shardView } from '../sharding/assignment.ts';
 import { reportShardObjects } from '../sharding/shard.ts';
-import type { ControllerManager } from './manager.ts';
+import type { Sharder } from '../sharding/sharder.ts';
+import type { JsonClient } from '../client/request.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Registry } from 'prom-client';
+
+/**
+ * What a ControllerBuilder needs of the manager it declares a controller on — ControllerManager implements it
+ * (manager.ts). Defined here, not imported from manager.ts, because the manager constructs builders
+ * (`mgr.controller(name)`): the dependency points one way, manager.ts → builder.ts.
+ */
+export interface ControllerHost {
+  /** The manager's shared informer of `resource` (one per type and options). */
+  informer<T extends KubeObject>(resource: ResourceType, opts?: InformerForOptions<T>): SharedIndexInformer<T>;
+  /** Registers the finished controller as a leader-only runnable whose start waits for `hasSynced`. */
+  add(r: Runnable, hasSynced: readonly (() => boolean)[]): void;
+  /** The guarded client (write gate: leadership); the builder's drain acknowledgement PATCHes through it. */
+  readonly client: JsonClient;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** This replica's shard name with --sharding; undefined without. */
+  readonly shardName: string | undefined;
+  readonly sharder: Pick<Sharder, 'register'> | undefined;
+  /** The manager's defaults for every controller (a builder option overrides each). */
+  readonly opts: Readonly<{ maxQueueWaitMs?: number; reconcileTimeoutMs?: number; gracefulShutdownTimeoutMs?: number; priorityQueue?: boolean }>;
+}
 
 /** Maps an object of a watched type to the requests (or "namespace/name" keys) to reconcile. */
 export type MapFunc<T> = (obj: T) => Iterable<Request | string>;
@@ -93,10 +120,10 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private readonly owned = new Map<string, ResourceType>();
   private options: BuilderOptions = {};
   private completed = false;
-  private readonly mgr: ControllerManager;
+  private readonly mgr: ControllerHost;
   readonly name: string;
 
-  constructor(mgr: ControllerManager, name: string) {
+  constructor(mgr: ControllerHost, name: string) {
     this.mgr = mgr;
     this.name = name;
   }

@@ -26,12 +26,12 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
-import type { KubeObject } from '../apis/meta/types.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
 import type { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
 import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
 import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
-import type { ResourceType } from '../informerfactory/resource.ts';
+import type { ResourceType } from '../apimachinery/resource.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
 import { newLogger, type Logger } from '../log/logger.ts';
@@ -45,7 +45,7 @@ import { installSignalHandlers } from '../manager/signals.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
-import { ControllerBuilder } from './builder.ts';
+import { ControllerBuilder, type ControllerHost } from './builder.ts';
 
 export interface LeaderElectionOptions {
   /** Lease name. */
@@ -122,7 +122,7 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-export class ControllerManager {
+export class ControllerManager implements ControllerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */

@@ -32,12 +32,16 @@
  * {controller} (drain label set → acknowledgement seen).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { apiGroupOf, controllerNameOf, controllerOf, keyOf, metaNamespaceKey, splitKey, type KubeObject } from '../apis/meta/types.ts';
+import { keyOf, metaNamespaceKey, splitKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { controllerNameOf, controllerOf } from '../apimachinery/ownerref.ts';
+import { apiGroupOf } from '../apimachinery/resource.ts';
 import type { RequestCodec } from '../controller/request.ts';
 import { isConflict, isNotFound, type RestClient } from '../client/rest.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { SharedInformerFactory } from '../informerfactory/factory.ts';
-import { objectPath, resourceId, type ResourceType } from '../informerfactory/resource.ts';
+import { objectPath } from '../apimachinery/paths.ts';
+import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { LeaderElector } from '../manager/leaderelection.ts';

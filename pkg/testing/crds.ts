@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { loadAll } from 'js-yaml';
-import type { Condition, KubeObject } from '../apis/meta/types.ts';
+import type { Condition, KubeObject } from '../apimachinery/meta.ts';
 import type { RestClient } from '../client/rest.ts';
 import { delay } from './process.ts';
 

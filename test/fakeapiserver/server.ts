@@ -18,7 +18,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { apiVersionOf, collectionPath, type ResourceType } from '../../pkg/informerfactory/resource.ts';
+import { collectionPath } from '../../pkg/apimachinery/paths.ts';
+import { apiVersionOf, type ResourceType } from '../../pkg/apimachinery/resource.ts';
 
 export interface FakeObject {
   apiVersion?: string;

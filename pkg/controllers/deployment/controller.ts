@@ -13,7 +13,7 @@ import type { Registry } from 'prom-client';
 import type { Reconciler } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
-import { keyOf } from '../../apis/meta/types.ts';
+import { keyOf } from '../../apimachinery/keys.ts';
 import type { ControllerSetup } from '../setup.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { existedBefore, observeRollout, step, type RolloutRecord } from './rollout.ts';

@@ -2,8 +2,8 @@
  * The slice of apps/v1 Deployment the controllers read and write (plain JSON as the informer caches it).
  * Both the Foo and the Deployment controller ask the factory for `deploymentResource`, so they share ONE informer.
  */
-import { coreResources } from '../../informerfactory/resource.ts';
-import type { KubeObject, LabelSelector } from '../../apis/meta/types.ts';
+import { coreResources } from '../../apimachinery/resource.ts';
+import type { KubeObject, LabelSelector } from '../../apimachinery/meta.ts';
 
 export const deploymentResource = coreResources.deployments;
 

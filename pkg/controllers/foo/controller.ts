@@ -22,8 +22,8 @@ import type { Recorder } from '../../events/recorder.ts';
 import type { IndexerReader } from '../../informerfactory/indexer.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
 import type { Logger } from '../../log/logger.ts';
-import { keyOf, metaNamespaceKey } from '../../apis/meta/types.ts';
-import { collectionPath, objectPath } from '../../informerfactory/resource.ts';
+import { keyOf, metaNamespaceKey } from '../../apimachinery/keys.ts';
+import { collectionPath, objectPath } from '../../apimachinery/paths.ts';
 import { deploymentResource, type Deployment } from '../deployment/types.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {

@@ -3,7 +3,8 @@
  * newDeployment), ownership, the Foo index by wanted Deployment name and the Event texts.
  */
 import { apiVersion as fooApiVersion, fooKind, group as fooGroup, type Foo } from '../../apis/samplecontroller/v1alpha1/types.ts';
-import { controllerNameOf, controllerOf, newControllerRef, type KubeObject } from '../../apis/meta/types.ts';
+import type { KubeObject } from '../../apimachinery/meta.ts';
+import { controllerNameOf, controllerOf, newControllerRef } from '../../apimachinery/ownerref.ts';
 import type { Deployment } from '../deployment/types.ts';
 
 export { fooResource } from '../../apis/samplecontroller/v1alpha1/types.ts';

@@ -39,7 +39,7 @@ import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestCl
 import { TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
-import { objectPath } from '../../informerfactory/resource.ts';
+import { objectPath } from '../../apimachinery/paths.ts';
 import type { Logger } from '../../log/logger.ts';
 import {
   describeCloud, isNotFound, isRetryable, loadCloudConfig, NeutronAuthError, NeutronBadRequestError, NeutronClient, NeutronConflictError,

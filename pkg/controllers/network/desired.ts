@@ -2,7 +2,7 @@
  * The pure parts of the Network controller: the Network resource, how a Network is identified in Neutron (tag, name,
  * description), spec validation, the Ready condition and status, and which informer updates need a reconcile.
  */
-import type { Condition, KubeObject } from '../../apis/meta/types.ts';
+import type { Condition, KubeObject } from '../../apimachinery/meta.ts';
 import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkSpec, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
 import { containsIP, formatCIDR, formatIP, lastAddress, parseCIDR, parseIP, within, type CIDR, type IP } from './ipnet.ts';
 

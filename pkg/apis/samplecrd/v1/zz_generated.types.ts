@@ -2,8 +2,8 @@
 // Source: config/crd/bases/samplecrd.k8s.io_networks.yaml
 
 /** samplecrd.k8s.io/v1: Network, from the openAPIV3Schema of its CRD. */
-import type { KubeObject } from '../../meta/types.ts';
-import type { ResourceType } from '../../../informerfactory/resource.ts';
+import type { KubeObject } from '../../../apimachinery/meta.ts';
+import type { ResourceType } from '../../../apimachinery/resource.ts';
 
 export const group = 'samplecrd.k8s.io';
 export const version = 'v1';

@@ -1,9 +1,12 @@
 /**
- * Resource identity: which REST collection an informer lists and watches.
+ * Resource identity: which REST collection a client reads and writes and an informer lists and watches.
  *
  * A ResourceType names the collection by group/version/resource (the URL) and records kind (the objects' type) and
  * whether it is namespaced. The core group is the empty string and lives under `/api/v1`; every other group under
- * `/apis/<group>/<version>`.
+ * `/apis/<group>/<version>` (paths.ts).
+ *
+ * Invariant: a ResourceType is a plain immutable value; two with equal group/version/resource name the same
+ * collection (`resourceId` is the key for maps and logs).
  */
 
 export interface ResourceType {
@@ -21,31 +24,15 @@ export function apiVersionOf(r: ResourceType): string {
   return r.group ? `${r.group}/${r.version}` : r.version;
 }
 
+/** The API group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
+export function apiGroupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? '' : apiVersion.slice(0, i);
+}
+
 /** A stable identifier `<resource>.<group>/<version>` (e.g. `deployments.apps/v1`, `pods/v1`), used in logs and keys. */
 export function resourceId(r: ResourceType): string {
   return `${r.group ? `${r.resource}.${r.group}` : r.resource}/${r.version}`;
-}
-
-function groupVersionPrefix(r: ResourceType): string {
-  return r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
-}
-
-/**
- * The collection path for list and watch. `namespace` undefined or '' means all namespaces; it is ignored (and
- * must not be given) for cluster-scoped resources.
- *
- *   collectionPath(pods, 'default')   → /api/v1/namespaces/default/pods
- *   collectionPath(deployments)       → /apis/apps/v1/deployments
- */
-export function collectionPath(r: ResourceType, namespace?: string): string {
-  if (namespace && !r.namespaced) throw new Error(`${resourceId(r)} is cluster-scoped; no namespace allowed`);
-  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `${groupVersionPrefix(r)}${ns}/${r.resource}`;
-}
-
-/** The path of one object (for callers that need it; the informer itself only uses collections). */
-export function objectPath(r: ResourceType, namespace: string | undefined, name: string): string {
-  return `${collectionPath(r, r.namespaced ? namespace : undefined)}/${encodeURIComponent(name)}`;
 }
 
 /** A few built-in resource types the controllers of this project use. */

@@ -1,5 +1,5 @@
 /**
- * Label selectors for Lister.list: the string syntax of `kubectl -l` / `?labelSelector=` and metav1.LabelSelector.
+ * Label selectors for Lister.list and the client's list calls: the string syntax of `kubectl -l` / `?labelSelector=` and metav1.LabelSelector.
  *
  * Supported requirements, comma-separated (all must hold):
  *   `a=b`, `a==b`    label a present and equal to b
@@ -9,8 +9,10 @@
  *   `a notin (x,y)`  label a absent, or present with none of the values
  *   `a>3`, `a<3`     label a present and an integer greater / less than the bound
  * The empty selector matches everything. Pure functions; selectors are immutable and safe to share.
+ *
+ * Invariant: a Selector never changes after it is built, and `matches` depends only on the labels it is given.
  */
-import type { LabelSelector } from '../apis/meta/types.ts';
+import type { LabelSelector } from './meta.ts';
 
 export type Operator = 'Equals' | 'NotEquals' | 'Exists' | 'DoesNotExist' | 'In' | 'NotIn' | 'GreaterThan' | 'LessThan';
 
@@ -27,8 +29,6 @@ export interface Selector {
   matches(labels: Readonly<Record<string, string>> | undefined): boolean;
   toString(): string;
 }
-
-export type { LabelSelector };
 
 const KEY = String.raw`[A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?`;
 const VALUE = String.raw`(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?`;

@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  deletedFinalStateUnknown,
-  deletionHandlingKey,
-  isDeletedFinalStateUnknown,
-  metaNamespaceKey,
-  objectOfDelete,
-  splitKey,
-  stripManagedFields,
-  type KubeObject,
-} from './object.ts';
-import { apiVersionOf, collectionPath, coreResources, objectPath, resourceId, type ResourceType } from './resource.ts';
+import { keyOf, metaNamespaceKey, splitKey } from './keys.ts';
+import { collectionPath, objectPath } from './paths.ts';
+import { apiVersionOf, coreResources, resourceId, type ResourceType } from './resource.ts';
 
 const foos: ResourceType = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', resource: 'foos', kind: 'Foo', namespaced: true };
 
@@ -40,29 +32,14 @@ describe('resource paths', () => {
   });
 });
 
-describe('object keys and tombstones', () => {
-  const obj: KubeObject = { metadata: { namespace: 'ns', name: 'n', managedFields: [{ manager: 'x' }] } };
-
+describe('object keys', () => {
   it('keys namespaced and cluster-scoped objects', () => {
-    assert.equal(metaNamespaceKey(obj), 'ns/n');
+    assert.equal(metaNamespaceKey({ metadata: { namespace: 'ns', name: 'n' } }), 'ns/n');
     assert.equal(metaNamespaceKey({ metadata: { name: 'node' } }), 'node');
     assert.throws(() => metaNamespaceKey({ metadata: {} }), /no metadata.name/);
+    assert.equal(keyOf('', 'node'), 'node');
+    assert.equal(keyOf(undefined, 'node'), 'node');
     assert.deepEqual(splitKey('ns/n'), { namespace: 'ns', name: 'n' });
     assert.deepEqual(splitKey('node'), { namespace: '', name: 'node' });
-  });
-
-  it('recognises tombstones', () => {
-    const t = deletedFinalStateUnknown('ns/n', obj);
-    assert.ok(isDeletedFinalStateUnknown(t));
-    assert.ok(!isDeletedFinalStateUnknown(obj));
-    assert.equal(deletionHandlingKey(t), 'ns/n');
-    assert.equal(objectOfDelete(t), obj);
-    assert.equal(objectOfDelete(obj), obj);
-  });
-
-  it('stripManagedFields drops managedFields only', () => {
-    const o: KubeObject = structuredClone(obj);
-    stripManagedFields(o);
-    assert.deepEqual(o, { metadata: { namespace: 'ns', name: 'n' } });
   });
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { apiGroupOf, controllerNameOf, type KubeObject } from './types.ts';
+import type { KubeObject } from './meta.ts';
+import { controllerNameOf } from './ownerref.ts';
+import { apiGroupOf } from './resource.ts';
 
 test('apiGroupOf: the group of an apiVersion; the core group is ""', () => {
   assert.equal(apiGroupOf('apps/v1'), 'apps');
