@@ -8,6 +8,8 @@
  * - "the real-node suite (N tests)" / "`test/node.e2e.ts` (N tests" equals the number of `test(` calls in
  *   test/node.e2e.ts.
  * - "the three controllers" equals `knownControllers` (pkg/controllers/names.ts), and the README names each.
+ * - docs/real-node.md's list of which test checks which manifest field quotes test titles of test/node.e2e.ts: each
+ *   quoted title (up to its "…") starts a real test title there.
  * - The measured test count of the last fresh-clone CI run ("1 023 tests") is one figure: every document quoting it
  *   quotes the same number (it is a measurement of a run, not derivable from the files — loops create tests).
  */
@@ -90,6 +92,21 @@ describe('countable claims of the documentation equal the repository', () => {
     const readme = readFileSync(join(repo, 'README.md'), 'utf8').split('\n').slice(0, 10).join('\n');
     for (const c of knownControllers) {
       assert.match(readme, new RegExp(`\\b${c}\\b`, 'i'), `the README's opening names the ${c} controller`);
+    }
+  });
+
+  test('docs/real-node.md quotes titles of tests that exist in test/node.e2e.ts', () => {
+    const doc = readFileSync(join(repo, 'docs/real-node.md'), 'utf8');
+    const start = doc.indexOf('Tests, all in `test/node.e2e.ts` unless named:');
+    assert.ok(start >= 0, 'docs/real-node.md lists the tests of its manifest table');
+    const list = doc.slice(start, doc.indexOf('\n\n', doc.indexOf('\n- ', start)));
+    const source = readFileSync(join(repo, 'test/node.e2e.ts'), 'utf8');
+    const titles = [...source.matchAll(/^\s*test\((['`])((?:\\.|(?!\1).)*)\1/gm)].map((m) => (m[2] ?? '').replace(/\\(.)/g, '$1'));
+    assert.ok(titles.length > 0);
+    const quoted = [...list.matchAll(/"([^"]+)"/g)].map((m) => (m[1] ?? '').replace(/\s*…$/, '').trim());
+    assert.ok(quoted.length >= 8, `quoted titles found: ${quoted.length}`);
+    for (const q of quoted) {
+      assert.ok(titles.some((t) => t.startsWith(q)), `docs/real-node.md quotes "${q}", which starts no test title of test/node.e2e.ts`);
     }
   });
 
