@@ -21,9 +21,14 @@ import { knownControllers } from '../pkg/controllers/names.ts';
 
 const repo = join(import.meta.dirname, '..');
 
-/** README.md, every docs/*.md and bench/README.md, as [repo-relative path, text]. */
-function documents(): Array<[string, string]> {
-  const files = ['README.md', 'bench/README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+/**
+ * README.md, every docs/*.md and bench/README.md, as [repo-relative path, text]. docs/claims-audit.md quotes the
+ * claims (and the wrong values used to make these tests fail once), so it states no count itself: it is left out
+ * unless `withAudit`.
+ */
+function documents(withAudit = false): Array<[string, string]> {
+  const docs = readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md') && (withAudit || f !== 'claims-audit.md'));
+  const files = ['README.md', 'bench/README.md', ...docs.map((f) => `docs/${f}`)];
   return files.map((f) => [f, readFileSync(join(repo, f), 'utf8')]);
 }
 
@@ -50,7 +55,7 @@ describe('countable claims of the documentation equal the repository', () => {
   test('every test file named in README.md, docs/*.md and bench/README.md exists', () => {
     const missing: string[] = [];
     let named = 0;
-    for (const [doc, text] of documents()) {
+    for (const [doc, text] of documents(true)) {
       for (const m of text.matchAll(/[\w./-]*\.(?:test|e2e)\.ts/g)) {
         const name = m[0].replace(/^(\.\.\/)+/, '');
         const base = name.split('/').at(-1) ?? '';
