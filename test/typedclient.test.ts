@@ -125,6 +125,11 @@ describe('the typed client against the real API server', () => {
     const shared = await cms.apply({ metadata: { name: 'c' }, data: { onlyA: '1' } }, { fieldManager: 'manager-b' });
     assert.deepEqual(ownersOf(shared, 'onlyA'), ['manager-a', 'manager-b']);
 
+    // docs/client.md: a field left out of an apply is removed "unless another manager owns it too".
+    const dropped = await cms.apply({ metadata: { name: 'c' }, data: { k: 'from-a' } }, { fieldManager: 'manager-a' });
+    assert.deepEqual(dropped.data, { k: 'from-a', onlyA: '1' }, 'a co-owned field manager-a leaves out stays');
+    assert.deepEqual(ownersOf(dropped, 'onlyA'), ['manager-b']);
+
     const forced = await cms.apply({ metadata: { name: 'c' }, data: { k: 'from-b' } }, { fieldManager: 'manager-b', force: true });
     assert.equal(forced.data?.['k'], 'from-b');
     assert.deepEqual(ownersOf(forced, 'k'), ['manager-b'], 'force moves ownership of the field to manager-b');
