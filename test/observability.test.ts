@@ -8,8 +8,8 @@
  *  1. Every query of every dashboard in config/grafana returns at least one series — the Networks dashboard's
  *     *Not Ready* stat (no series while every Network is Ready) during step 3's outage, the others on the healthy
  *     manager. No query is `… or vector(0)` (test/observability-counts.test.ts), so data means the metric exists.
- *  2. On the healthy manager no alert expression is true at any rule evaluation from Prometheus's start until the
- *     outage (the `ALERTS` series Prometheus records for pending and firing alerts stays empty over that range), so
+ *  2. On the healthy manager no alert expression is true at any rule evaluation from its fifth successful scrape
+ *     until the outage (the `ALERTS` series Prometheus records for pending and firing alerts stays empty over that range), so
  *     no alert would fire with any `for:` — over that period (tens of seconds), not over the real `for:` windows.
  *  3. neutron-server is stopped (its processes, not Keystone): a Network created meanwhile fails to reconcile, and
  *     NeutronUnavailable goes to firing in Prometheus's own /api/v1/alerts while KeystoneUnavailable stays silent
@@ -121,7 +121,6 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const groups = shippedRuleGroups().map((g) => ({ ...g, rules: g.rules.map((r) => (r.for === undefined ? r : { ...r, for: '5s' })) }));
     writeFileSync(join(dir, 'alerts.yaml'), dump({ groups }));
-    const promStartedAt = Date.now();
     const prom = await Prometheus.start(t, dir, {
       global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
       rule_files: [join(dir, 'alerts.yaml')],
@@ -131,6 +130,9 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
       }],
     });
     await prom.waitForSuccessfulScrapes(job, 5);
+    // The healthy period starts now: before the first scrape `absent(up == 1)` (TsControllerManagerDown) is true by
+    // construction, a fact of Prometheus's start, not of the manager.
+    const healthyFrom = Date.now();
 
     // 1. Every dashboard query returns at least one series.
     const notReadyPanel = (q: { dashboard: string; panel: string }): boolean => q.dashboard === 'networks.json' && q.panel === 'Not Ready';
@@ -150,7 +152,7 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     // 2. Healthy: after 10 more evaluations, no alert expression was true at any evaluation since Prometheus started
     // (ALERTS has a sample for every evaluation at which an alert was pending or firing).
     await prom.waitForSuccessfulScrapes(job, 10);
-    const healthySeconds = Math.ceil((Date.now() - promStartedAt) / 1000) + 5;
+    const healthySeconds = Math.floor((Date.now() - healthyFrom) / 1000);
     const pendingOrFiring = await prom.query(`max_over_time(ALERTS[${healthySeconds}s])`);
     assert.deepEqual(pendingOrFiring.map((x) => `${x.metric['alertname']} ${x.metric['alertstate']}`), [],
       `no alert pending or firing at any evaluation of the ${healthySeconds} s healthy period`);
