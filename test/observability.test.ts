@@ -10,7 +10,7 @@
  *     manager. No query is `… or vector(0)` (test/observability-counts.test.ts), so data means the metric exists.
  *  2. On the healthy manager no alert expression is true at any rule evaluation from its fifth successful scrape
  *     until the outage (the `ALERTS` series Prometheus records for pending and firing alerts stays empty over that range), so
- *     no alert would fire with any `for:` — over that period (tens of seconds), not over the real `for:` windows.
+ *     no alert would fire with any `for:` — over that period (≈ 30 s), not over the real `for:` windows.
  *  3. neutron-server is stopped (its processes, not Keystone): a Network created meanwhile fails to reconcile, and
  *     NeutronUnavailable goes to firing in Prometheus's own /api/v1/alerts while KeystoneUnavailable stays silent
  *     (Keystone still answers); once neutron-server is back, the controller's own retry succeeds and the alert
@@ -149,9 +149,9 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     t.diagnostic(`${queries.length} of ${allQueries.length} dashboard queries with data on the healthy manager`);
     assert.equal(await prom.value(`process_memory_limit_bytes{job="${job}"}`), 1024 * 1024 * 1024, 'the cgroup limit is exported');
 
-    // 2. Healthy: after 10 more evaluations, no alert expression was true at any evaluation since Prometheus started
+    // 2. Healthy: at least 30 s (and 10 more scrapes) after healthyFrom, no alert expression was true at any evaluation since then
     // (ALERTS has a sample for every evaluation at which an alert was pending or firing).
-    await prom.waitForSuccessfulScrapes(job, 10);
+    await prom.waitForSuccessfulScrapes(job, Math.max(10, 30 - Math.floor((Date.now() - healthyFrom) / 1000)));
     const healthySeconds = Math.floor((Date.now() - healthyFrom) / 1000);
     const pendingOrFiring = await prom.query(`max_over_time(ALERTS[${healthySeconds}s])`);
     assert.deepEqual(pendingOrFiring.map((x) => `${x.metric['alertname']} ${x.metric['alertstate']}`), [],
