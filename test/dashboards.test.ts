@@ -42,7 +42,7 @@ describe('Grafana dashboards (config/grafana)', () => {
 
   test('promtool parses every panel query', async () => {
     const queries = dashboardQueries({ namespace: 'tscm', job: 'ts-controller-manager-controller-manager-metrics-service' });
-    assert.ok(queries.length >= 40, `${queries.length} queries`);
+    assert.ok(queries.length > 0); // the exact number is checked against docs/operations.md by test/observability-counts.test.ts
     for (const q of queries) assert.doesNotMatch(q.expr, /\$/, `${q.dashboard} / ${q.panel}: a variable left`);
     const dir = mkdtempSync(join(tmpdir(), 'tscm-dashboards-'));
     try {

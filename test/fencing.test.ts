@@ -147,4 +147,60 @@ describe('fencing: a write built from a stale cache is refused by the API server
     assert.deepEqual([now.status?.networkID, now.status?.subnetID], ['net-new', 'sub-new'], 'the newer status is kept');
     assert.equal(now.metadata?.resourceVersion, newer.metadata?.resourceVersion);
   });
+
+  test('Network finalizer: its removal from an old cached (deleting) Network is refused once the Network changed; the finalizer and the change stay', async (t) => {
+    const ns = await testNamespace(t, 'fence-fin');
+    const rest = new RestClient({ kubeConfig: adminKubeConfig(), userAgent: 'fencing-test' });
+    t.after(() => rest.close());
+    const created = expectStatus<Network>(await cluster().request('POST', networksPath(ns), {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'n', finalizers: [FINALIZER] }, spec: { cidr: '10.0.0.0/24' },
+    }), 201, 'create Network');
+    t.after(async () => {
+      await cluster().request('PATCH', `${networksPath(ns)}/n`, { metadata: { finalizers: null } }, mergePatchHeaders);
+    });
+    // The user deletes it: the finalizer keeps it, with a deletionTimestamp. The old leader's cache holds this version.
+    expectStatus(await cluster().request('DELETE', `${networksPath(ns)}/n`), 200, 'delete Network');
+    const deleting = await get<Network>(`${networksPath(ns)}/n`);
+    assert.ok(deleting.metadata?.deletionTimestamp, 'being deleted');
+
+    // Neutron as the old leader saw it (a fake: only the Kubernetes write is under test here): one tagged network,
+    // which the finalizer deletes before removing itself.
+    const network: NeutronNetwork = {
+      id: 'net-1', name: `${ns}/n`, description: '', project_id: 'p', admin_state_up: true, status: 'ACTIVE', shared: false,
+      subnets: [], tags: [`k8s-uid:${created.metadata?.uid ?? ''}`], revision_number: 1,
+    };
+    const deletedInNeutron: string[] = [];
+    const neutron: NeutronNetworkAPI = {
+      projectId: () => Promise.resolve(undefined),
+      getNetwork: () => Promise.resolve(network),
+      listNetworks: () => Promise.resolve(deletedInNeutron.includes(network.id) ? [] : [network]),
+      listSubnets: () => Promise.resolve([]),
+      createNetwork: () => assert.fail('no create'),
+      deleteNetwork: (id: string) => {
+        deletedInNeutron.push(id);
+        return Promise.resolve();
+      },
+      addTag: () => assert.fail('no tag'),
+      createSubnet: () => assert.fail('no create'),
+      updateSubnet: () => assert.fail('no update'),
+      deleteSubnet: () => assert.fail('no delete'),
+    };
+    const networks = new Indexer<Network>();
+    networks.add(deleting);
+
+    // Meanwhile someone else writes the Network (a label): its resourceVersion moves on.
+    const newer = await mergePatch<Network>(`${networksPath(ns)}/n`, { metadata: { labels: { touched: 'yes' } } });
+
+    const recorder = new FakeRecorder();
+    const reconcile = networkReconciler({ networks: new Lister(networks), rest, neutron, recorder });
+    const result = await reconcile({ namespace: ns, name: 'n' }, new AbortController().signal, ctx(`${ns}/n`));
+
+    assert.deepEqual(deletedInNeutron, ['net-1'], 'the reconcile got as far as the finalizer removal');
+    assert.deepEqual(result, { requeue: true }, 'the 409 is a quiet requeue');
+    assert.deepEqual(recorder.events.filter((e) => e.startsWith('Warning')), []);
+    const now = await get<Network>(`${networksPath(ns)}/n`);
+    assert.deepEqual(now.metadata?.finalizers, [FINALIZER], 'the finalizer stays: the late removal was refused');
+    assert.equal(now.metadata?.labels?.['touched'], 'yes');
+    assert.equal(now.metadata?.resourceVersion, newer.metadata?.resourceVersion, 'no write after the newer one');
+  });
 });

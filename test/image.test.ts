@@ -5,7 +5,8 @@
  * against the shared control plane that serves /readyz 200 and exits 0 on SIGTERM (`podman stop`).
  *
  * Cold (apt-get install, debootstrap, first build) takes minutes; warm (everything cached) seconds.
- * Set TSCM_SKIP_IMAGE_TEST=1 to skip on a machine where podman cannot be installed (not root, no apt).
+ * Set TSCM_SKIP_IMAGE_TEST=1 to skip on a machine where podman cannot be installed (not root, no apt): refused when
+ * CI is set, and announced in the output otherwise (test/helpers/weakening.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,6 +17,7 @@ import { before, describe, test } from 'node:test';
 import { freePort } from './cluster/controlplane.ts';
 import { cluster, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 import { productionNodeFlags } from './helpers/managerprocess.ts';
+import { weakenedNote, weakeningSwitch } from './helpers/weakening.ts';
 
 const repo = join(import.meta.dirname, '..');
 const hack = join(repo, 'hack', 'image');
@@ -60,7 +62,10 @@ async function nodeIn(script: string, flags: string[] = []): Promise<string> {
 
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 
-describe('container image', { skip: process.env['TSCM_SKIP_IMAGE_TEST'] === '1' && 'TSCM_SKIP_IMAGE_TEST=1' }, () => {
+const skipWhat = 'skips the container image test';
+const skipImage = weakeningSwitch('TSCM_SKIP_IMAGE_TEST', skipWhat, { weakens: (v) => v === '1' });
+
+describe('container image', { skip: skipImage !== undefined && weakenedNote('TSCM_SKIP_IMAGE_TEST', skipImage, skipWhat) }, () => {
   const timings: string[] = [];
 
   before(async () => {

@@ -15,12 +15,13 @@ import { enabledConfigCopy, find, render } from './helpers/kustomize.ts';
 
 interface Container {
   args: string[];
+  env: { name: string; value?: string; valueFrom?: unknown }[];
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
   ports: { name: string; containerPort: number }[];
 }
 
 interface DeploymentSpec {
-  template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes: { name: string; secret?: { secretName: string } }[] } };
+  template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes: { name: string; secret?: { secretName: string; optional?: boolean; items?: unknown[] } }[] } };
 }
 
 const ns = 'ts-controller-manager-system';
@@ -32,6 +33,8 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     for (const kind of ['Certificate', 'Issuer', 'ServiceMonitor', 'NetworkPolicy']) assert.equal(find(docs, kind), undefined, kind);
     const dep = find(docs, 'Deployment')?.spec as unknown as DeploymentSpec;
     assert.ok(!dep.template.spec.containers[0]?.args.some((a) => a.startsWith('--metrics-cert-dir')));
+    assert.deepEqual(dep.template.spec.volumes.map((v) => v.name), ['tmp'], 'no Neutron credentials mounted');
+    assert.ok(!dep.template.spec.containers[0]?.env.some((e) => /^(NEUTRON_CLOUD_CONFIG|OS_CLOUD)$/.test(e.name)), 'no Neutron settings');
     for (const dir of ['config/certmanager', 'config/network-policy', 'config/prometheus']) {
       assert.match(await kubectl('kustomize', dir), /kind: /, `${dir} renders on its own`);
     }
@@ -81,5 +84,26 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
       const body = { ...doc, metadata: { ...doc.metadata, namespace: 'default' } };
       expectStatus(await cp.request('POST', `${path}?dryRun=All&fieldValidation=Strict`, body), 201, `dry-run ${doc.kind}`);
     }
+  });
+
+  test('NEUTRON alone: clouds.yaml from the Secret neutron-cloud-config mounted read-only and named by NEUTRON_CLOUD_CONFIG; OS_CLOUD from its optional key', async (t) => {
+    const dir = enabledConfigCopy(['NEUTRON']);
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const docs = await render(join(dir, 'default'));
+    for (const kind of ['Certificate', 'ServiceMonitor', 'NetworkPolicy']) assert.equal(find(docs, kind), undefined, `only NEUTRON enabled: no ${kind}`);
+    const deployment = find(docs, 'Deployment');
+    assert.ok(deployment);
+    const dep = deployment.spec as unknown as DeploymentSpec;
+    const container = dep.template.spec.containers[0];
+    assert.ok(container);
+    assert.deepEqual(dep.template.spec.volumes.find((v) => v.name === 'neutron-cloud-config')?.secret,
+      { secretName: 'neutron-cloud-config', optional: false, items: [{ key: 'clouds.yaml', path: 'clouds.yaml' }] }, 'the Secret, not renamed by the prefix');
+    assert.deepEqual(container.volumeMounts.find((m) => m.name === 'neutron-cloud-config'), { name: 'neutron-cloud-config', mountPath: '/etc/openstack', readOnly: true });
+    assert.deepEqual(container.env.filter((e) => /^(NEUTRON_CLOUD_CONFIG|OS_CLOUD)$/.test(e.name)), [
+      { name: 'NEUTRON_CLOUD_CONFIG', value: '/etc/openstack/clouds.yaml' },
+      { name: 'OS_CLOUD', valueFrom: { secretKeyRef: { name: 'neutron-cloud-config', key: 'cloud', optional: true } } },
+    ]);
+    const body = { ...deployment, metadata: { ...deployment.metadata, namespace: 'default' } };
+    expectStatus(await cluster().request('POST', '/apis/apps/v1/namespaces/default/deployments?dryRun=All&fieldValidation=Strict', body), 201, 'dry-run Deployment');
   });
 });

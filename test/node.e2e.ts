@@ -11,7 +11,7 @@
  *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over, with no
  *    overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API server);
  *  - a Network converges from the Pod: neutron-server behind a real Keystone (hack/neutron/up.sh, NEUTRON_HOST=HOST_IP),
- *    clouds.yaml from a Secret mounted into the test's copy of the Deployment;
+ *    clouds.yaml from the Secret neutron-cloud-config through config/default's NEUTRON section (enabled in a copy);
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
  *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
  *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
@@ -41,6 +41,7 @@ import {
   isReady, MANAGER_DEPLOYMENT as deployment, NODE_TEST_IMAGE, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, startNodeEnv, type NodeEnv, type Pod,
 } from './helpers/nodeenv.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
+import { enabledConfigCopy } from './helpers/kustomize.ts';
 import { assertManagerManifestApplied } from './helpers/nodemanifest.ts';
 
 const run = promisify(execFile);
@@ -377,21 +378,18 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     const clouds = readFileSync(neutron.cloudsYaml, 'utf8');
     assert.ok(clouds.includes(`auth_url: http://${HOST_IP}:`) && neutron.endpoint.startsWith(`http://${HOST_IP}:`),
       `Keystone and Neutron on ${HOST_IP}: ${clouds}`);
-    // The test's copy of the rendered config: clouds.yaml in a Secret, mounted read-only, named by NEUTRON_CLOUD_CONFIG.
+    // config/default with its NEUTRON section enabled as a user does (manager_neutron_patch.yaml, unchanged): the
+    // Secret neutron-cloud-config holds clouds.yaml (mounted, named by NEUTRON_CLOUD_CONFIG) and the cloud's name.
     expectStatus(await cp.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
-      apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neutron-cloud' }, stringData: { 'clouds.yaml': clouds },
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neutron-cloud-config' }, stringData: { 'clouds.yaml': clouds, cloud: 'local' },
     }), 201, 'Secret');
-    const patch = [
-      { op: 'add', path: '/spec/template/spec/volumes/-', value: { name: 'neutron-cloud', secret: { secretName: 'neutron-cloud' } } },
-      { op: 'add', path: '/spec/template/spec/containers/0/volumeMounts/-', value: { name: 'neutron-cloud', mountPath: '/etc/openstack', readOnly: true } },
-      { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: { name: 'NEUTRON_CLOUD_CONFIG', value: '/etc/openstack/clouds.yaml' } },
-      { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: { name: 'OS_CLOUD', value: 'local' } },
-    ];
-    await kubectl('-n', ns, 'patch', `deployment/${deployment}`, '--type=json', '-p', JSON.stringify(patch));
+    const config = enabledConfigCopy(['NEUTRON']);
+    t.after(() => rmSync(config, { recursive: true, force: true }));
+    await env.applyKustomize(join(config, 'default'));
     await kubectl('-n', ns, 'rollout', 'status', `deployment/${deployment}`, '--timeout=120s');
     const pod = await waitFor('one Ready Pod with the clouds.yaml volume holding the Lease', async () => {
       const live = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
-      const p = live.length === 1 && isReady(live[0]!) && live[0]!.spec.volumes?.some((v) => v.name === 'neutron-cloud') ? live[0] : undefined;
+      const p = live.length === 1 && isReady(live[0]!) && live[0]!.spec.volumes?.some((v) => v.name === 'neutron-cloud-config') ? live[0] : undefined;
       return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
     t.diagnostic(`Pod ${pod.metadata.name} uses Keystone at ${neutron.keystoneUrl ?? '?'} and Neutron at ${neutron.endpoint}`);

@@ -5,8 +5,12 @@
  * shipped alerts (config/prometheus/rules; this test's copy shortens every `for:` to 5 s).
  *
  *  0. A Foo without deploymentName (a user's mistake) logs one warn line without a stack, no error line.
- *  1. Every query of every dashboard in config/grafana returns at least one series.
- *  2. On the healthy manager no alert fires.
+ *  1. Every query of every dashboard in config/grafana returns at least one series — the Networks dashboard's
+ *     *Not Ready* stat (no series while every Network is Ready) during step 3's outage, the others on the healthy
+ *     manager. No query is `… or vector(0)` (test/observability-counts.test.ts), so data means the metric exists.
+ *  2. On the healthy manager no alert expression is true at any rule evaluation from its fifth successful scrape
+ *     until the outage (the `ALERTS` series Prometheus records for pending and firing alerts stays empty over that range), so
+ *     no alert would fire with any `for:` — over that period (≈ 30 s), not over the real `for:` windows.
  *  3. neutron-server is stopped (its processes, not Keystone): a Network created meanwhile fails to reconcile, and
  *     NeutronUnavailable goes to firing in Prometheus's own /api/v1/alerts while KeystoneUnavailable stays silent
  *     (Keystone still answers); once neutron-server is back, the controller's own retry succeeds and the alert
@@ -82,7 +86,7 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     }
   });
 
-  test('every dashboard query returns data; no alert fires when healthy; NeutronUnavailable fires while neutron-server is stopped and resolves after', async (t) => {
+  test('every dashboard query returns data; no alert pending or firing when healthy; NeutronUnavailable fires while neutron-server is stopped and resolves after', async (t) => {
     const ns = await bed.namespace(t, 'obs');
     const cgroup = MemoryCgroup.create(`tscm-observability-${process.pid}`, 1024 * 1024 * 1024);
     t.after(() => cgroup.remove());
@@ -126,21 +130,33 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
       }],
     });
     await prom.waitForSuccessfulScrapes(job, 5);
+    // The healthy period starts now: before the first scrape `absent(up == 1)` (TsControllerManagerDown) is true by
+    // construction, a fact of Prometheus's start, not of the manager.
+    const healthyFrom = Date.now();
 
     // 1. Every dashboard query returns at least one series.
-    const queries = dashboardQueries({ namespace: podNamespace, job, rateInterval: '30s' });
+    const notReadyPanel = (q: { dashboard: string; panel: string }): boolean => q.dashboard === 'networks.json' && q.panel === 'Not Ready';
+    const allQueries = dashboardQueries({ namespace: podNamespace, job, rateInterval: '30s' });
+    const queries = allQueries.filter((q) => !notReadyPanel(q));
+    const notReady = allQueries.filter(notReadyPanel);
+    assert.equal(notReady.length, 1, 'the Not Ready stat, checked during the outage');
     let empty: string[] = [];
     await waitFor('every dashboard query returns a series', async () => {
       empty = [];
       for (const q of queries) if ((await prom.query(q.expr)).length === 0) empty.push(`${q.dashboard} / ${q.panel} (${q.refId}): ${q.expr}`);
       return empty.length === 0;
     }, { timeoutMs: 120_000, intervalMs: 2000 }).catch((err: unknown) => prom.withLog(new Error(`${String(err)}\nno data:\n${empty.join('\n')}`)));
-    t.diagnostic(`${queries.length} dashboard queries, each with data`);
+    t.diagnostic(`${queries.length} of ${allQueries.length} dashboard queries with data on the healthy manager`);
     assert.equal(await prom.value(`process_memory_limit_bytes{job="${job}"}`), 1024 * 1024 * 1024, 'the cgroup limit is exported');
 
-    // 2. Healthy: after 10 more evaluations (each alert's `for` is 5 s), nothing fires.
-    await prom.waitForSuccessfulScrapes(job, 10);
-    assert.deepEqual((await alerts(prom)).filter((a) => a.state === 'firing'), [], 'no alert fires on a healthy manager');
+    // 2. Healthy: at least 30 s (and 10 more scrapes) after healthyFrom, no alert expression was true at any evaluation since then
+    // (ALERTS has a sample for every evaluation at which an alert was pending or firing).
+    await prom.waitForSuccessfulScrapes(job, Math.max(10, 30 - Math.floor((Date.now() - healthyFrom) / 1000)));
+    const healthySeconds = Math.floor((Date.now() - healthyFrom) / 1000);
+    const pendingOrFiring = await prom.query(`max_over_time(ALERTS[${healthySeconds}s])`);
+    assert.deepEqual(pendingOrFiring.map((x) => `${x.metric['alertname']} ${x.metric['alertstate']}`), [],
+      `no alert pending or firing at any evaluation of the ${healthySeconds} s healthy period`);
+    t.diagnostic(`healthy: no alert pending or firing over ${healthySeconds} s of 1 s rule evaluations`);
     assert.equal(await ruleState(prom, 'NeutronUnavailable'), 'inactive');
 
     // 3. neutron-server stopped (Keystone keeps running): the next Neutron requests get no answer.
@@ -153,6 +169,9 @@ describe('observability: dashboards and alerts against a real Prometheus, manage
     assert.deepEqual([firing.labels['api'], firing.labels['pod'], firing.labels['namespace'], firing.labels['severity']], ['neutron', pod, podNamespace, 'critical']);
     t.diagnostic(`NeutronUnavailable firing ${Date.now() - stoppedAt} ms after neutron-server stopped`);
     assert.equal((await alerts(prom)).find((a) => a.labels['alertname'] === 'KeystoneUnavailable'), undefined, 'Keystone still answers: not blamed');
+    // The Not Ready stat has data now that a Network is not Ready (1. above).
+    await waitFor('the Not Ready stat returns a series', async () => (await prom.query(notReady[0]?.expr ?? '')).some((x) => Number(x.value[1]) >= 1),
+      { timeoutMs: 60_000 }).catch(prom.withLog);
     // Its consequences, as the operator sees them: the new Network NeutronUnavailable, the controller failing.
     for (const name of ['NetworksNotReady', 'TsControllerManagerReconcileErrors']) {
       const a = await waitFor(`${name} firing`, async () => (await alerts(prom)).find((x) => x.labels['alertname'] === name && x.state === 'firing'), { timeoutMs: 60_000 })

@@ -31,9 +31,21 @@ import { NetworkTestBed, networksPath } from './helpers/network.ts';
 import { auditedControlPlane, leaderElectionArgs, writeManagerLog } from './helpers/auditedcluster.ts';
 import { identityOf, micros, readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
+import { weakenedNote, weakeningSwitch } from './helpers/weakening.ts';
 
-const N = Number(process.env['TSCM_SHARDING_FOOS'] ?? 3000);
-const NETWORKS = Number(process.env['TSCM_SHARDING_NETWORKS'] ?? 300);
+const FULL_FOOS = 3000;
+const FULL_NETWORKS = 300;
+/** Fewer Foos/Networks than the full test: refused under CI, announced otherwise (test/helpers/weakening.ts). */
+const fewer = (full: number) => (v: string): boolean => !(Number(v) >= full);
+const foosWhat = `scales the sharding test down from ${FULL_FOOS} Foos`;
+const networksWhat = `scales the sharding test down from ${FULL_NETWORKS} Networks`;
+const foosSwitch = weakeningSwitch('TSCM_SHARDING_FOOS', foosWhat, { weakens: fewer(FULL_FOOS) });
+const networksSwitch = weakeningSwitch('TSCM_SHARDING_NETWORKS', networksWhat, { weakens: fewer(FULL_NETWORKS) });
+const N = Number(process.env['TSCM_SHARDING_FOOS'] || FULL_FOOS);
+const NETWORKS = Number(process.env['TSCM_SHARDING_NETWORKS'] || FULL_NETWORKS);
+assert.ok(Number.isInteger(N) && N >= 4 && Number.isInteger(NETWORKS) && NETWORKS >= 4, 'TSCM_SHARDING_FOOS/NETWORKS: integers ≥ 4');
+/** The title suffix of a scaled-down test, so the run's output says so. */
+const note = (name: string, value: string | undefined, what: string): string => (value === undefined ? '' : ` (${weakenedNote(name, value, what)})`);
 // The defaults (client-go's): on a loaded 2-core machine (load 13 measured) a 4 s renew deadline was missed and the
 // replica exited, as it must — but then the test measures something else.
 const leaseMs = 15_000;
@@ -57,7 +69,7 @@ interface Foo { metadata: { name: string; labels?: Record<string, string> }; spe
 interface Deployment { metadata: { name: string; labels?: Record<string, string> }; spec?: { replicas?: number } }
 
 describe('sharding', () => {
-  test(`3 replicas, ${N} Foos: a third each; a fourth takes a quarter through drains; kill -9 → reassigned and reconciled elsewhere; no overlapping writers`, { timeout: 900_000 }, async (t) => {
+  test(`3 replicas, ${N} Foos: a third each; a fourth takes a quarter through drains; kill -9 → reassigned and reconciled elsewhere; no overlapping writers${note('TSCM_SHARDING_FOOS', foosSwitch, foosWhat)}`, { timeout: 900_000 }, async (t) => {
     const { cp, dir, auditLog } = await auditedControlPlane(t, { prefix: 'tscm-sharding-', policy: auditPolicy, mode: 'batch' });
     await prepareControlPlane(cp, ns);
     const api = new RestClient({ kubeConfig: adminKubeConfig(cp), userAgent: 'sharding-test' });
@@ -234,7 +246,7 @@ describe('sharding', () => {
     t.diagnostic(`audit: ${writes.length} shard writes, all inside their shard's assignment interval; ${moved.length} drains`);
   });
 
-  test(`3 replicas, ${NETWORKS} Networks on a real neutron-server, a fourth joining and one killed while they converge: all Ready, all deleted, zero duplicate or leaked Neutron networks`, { timeout: 2_400_000 }, async (t) => {
+  test(`3 replicas, ${NETWORKS} Networks on a real neutron-server, a fourth joining and one killed while they converge: all Ready, all deleted, zero duplicate or leaked Neutron networks${note('TSCM_SHARDING_NETWORKS', networksSwitch, networksWhat)}`, { timeout: 2_400_000 }, async (t) => {
     // Neutron-bound (one neutron-server process on SQLite): about 5 min on a quiet 2-core machine, 16 at load 10.
     const bed = await NetworkTestBed.start();
     t.after(() => bed.stop());

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer } from 'node:http2';
 import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { selfSignedCertificate } from '../manager/selfsigned.ts';
 import { KubeConfig } from './kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from './rest.ts';
+import { ForwardProxy } from '../../test/helpers/proxies.ts';
 
 /** A plain-HTTP stand-in for the API server: records requests; `delayMs` delays the answer to writes. */
 async function server(opts: { delayMs?: number } = {}): Promise<{ url: string; seen: string[]; close: () => Promise<void> }> {
@@ -163,4 +165,93 @@ test('the gate is checked again after the connection set-up: a write whose TLS h
   assert.equal(await outcome, 'leadership lost during the handshake');
   await rest.json('GET', '/api/v1/namespaces/ns/configmaps');
   assert.deepEqual(seen, ['GET /api/v1/namespaces/ns/configmaps'], 'the write never reached the server; the read did');
+});
+
+test('HTTP/1.1 (a server without h2): the gate is checked again after a new socket\'s TLS handshake, held while the gate aborted', async (t) => {
+  // docs/safety.md: "for HTTP/1.1 the socket's connect/secureConnect". The server offers no ALPN, so the client
+  // speaks HTTP/1.1 over a keep-alive pool; a GET held at the server keeps the pool's one socket busy, so the write
+  // needs a new socket, whose handshake the relay holds while the gate aborts.
+  const cert = await selfSignedCertificate({ commonName: 'gate-h1', ips: ['127.0.0.1'] });
+  const seen: string[] = [];
+  let releaseSlow: (() => void) | undefined;
+  const h1 = createHttpsServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+    seen.push(`${req.method} ${req.url} HTTP/${req.httpVersion}`);
+    const answer = (): void => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    if (req.url === '/slow') releaseSlow = answer;
+    else answer();
+  });
+  await new Promise<void>((resolve) => h1.listen(0, '127.0.0.1', resolve));
+  // A TCP relay: pipes at once until `holding`, then keeps new connections paused until released.
+  let holding = false;
+  const held: Socket[] = [];
+  const sockets: Socket[] = [];
+  const pipe = (client: Socket): void => {
+    const up = netConnect((h1.address() as AddressInfo).port, '127.0.0.1', () => {
+      client.pipe(up);
+      up.pipe(client);
+      client.resume();
+    });
+    sockets.push(up, client);
+  };
+  const relay = createNetServer((client) => {
+    client.pause();
+    if (holding) held.push(client);
+    else pipe(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    for (const so of [...sockets, ...held]) so.destroy();
+    h1.closeAllConnections();
+    await new Promise((resolve) => relay.close(resolve));
+    await new Promise((resolve) => h1.close(resolve));
+  });
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${(relay.address() as AddressInfo).port}`, caData: Buffer.from(cert.cert).toString('base64') }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const gate = new AbortController();
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), writeGate: gate.signal });
+  t.after(() => rest.close());
+  const slow = rest.json('GET', '/slow');
+  while (releaseSlow === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+  holding = true;
+  const outcome = rest.json('POST', '/api/v1/namespaces/ns/configmaps', { body: {} }).then(() => 'sent', (err: Error) => err.message);
+  while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  gate.abort(new Error('leadership lost during the HTTP/1.1 handshake'));
+  holding = false;
+  for (const client of held.splice(0)) pipe(client);
+  assert.equal(await outcome, 'leadership lost during the HTTP/1.1 handshake');
+  releaseSlow();
+  assert.deepEqual(await slow, {});
+  assert.deepEqual(seen, ['GET /slow HTTP/1.1'], 'the write never reached the server; the held read did, over HTTP/1.1');
+});
+
+test('through an HTTP proxy (kubeconfig proxy-url): the gate is checked after the credentials, before the tunnel is opened', async (t) => {
+  // docs/safety.md: "Through an HTTP(S) proxy the last check is after the credentials but before undici opens the tunnel."
+  const s = await server();
+  t.after(s.close);
+  const proxy = await ForwardProxy.start();
+  t.after(() => proxy.close());
+  const plugin = slowExecPlugin(mkdtempSync(join(tmpdir(), 'gate-proxy-')));
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: s.url, proxyUrl: proxy.url }],
+    users: [{ name: 'u', exec: { command: plugin.command, apiVersion: 'client.authentication.k8s.io/v1' } }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  const gate = new AbortController();
+  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), writeGate: gate.signal });
+  t.after(() => rest.close());
+  const outcome = rest.json('POST', '/api/v1/namespaces/ns/configmaps', { body: {} }).then(() => 'sent', (err: Error) => err.message);
+  while (!existsSync(plugin.started)) await new Promise((resolve) => setTimeout(resolve, 10));
+  gate.abort(new Error('leadership lost while the exec plugin ran (proxied)'));
+  writeFileSync(plugin.go, '');
+  assert.equal(await outcome, 'leadership lost while the exec plugin ran (proxied)');
+  assert.deepEqual(proxy.seen, [], 'no tunnel or request reached the proxy');
+  assert.deepEqual(s.seen, [], 'nothing reached the server');
+  await rest.json('GET', '/api/v1/namespaces/ns/configmaps');
+  assert.deepEqual(s.seen, ['GET /api/v1/namespaces/ns/configmaps'], 'reads still go');
+  assert.ok(proxy.count(new URL(s.url).host) >= 1, `the read went through the proxy: ${JSON.stringify(proxy.seen)}`);
 });

@@ -166,7 +166,7 @@ describe('NeutronClient requests', () => {
 
 describe('NeutronClient create with tags', () => {
   /** A fake that knows networks, tags and (optionally) the tag-creation extension. */
-  async function taggingFake(opts: { tagCreation: boolean; failTags?: boolean }): Promise<{ server: FakeServer; client: NeutronClient; nets: Map<string, Record<string, unknown>> }> {
+  async function taggingFake(opts: { tagCreation: boolean; failTags?: boolean; hangTags?: boolean }): Promise<{ server: FakeServer; client: NeutronClient; nets: Map<string, Record<string, unknown>> }> {
     const nets = new Map<string, Record<string, unknown>>();
     const f = await fake((req, res) => {
       if (req.path === '/v2.0/extensions') {
@@ -181,6 +181,7 @@ describe('NeutronClient create with tags', () => {
         nets.set(n['id'] as string, n);
         reply(res, 201, { network: n });
       } else if (req.method === 'PUT' && /^\/v2\.0\/networks\/[^/]+\/tags$/.test(req.path)) {
+        if (opts.hangTags) return; // never answered: the caller's abort ends it
         if (opts.failTags) {
           reply(res, 500, { NeutronError: { type: 'HTTPInternalServerError', message: 'boom', detail: '' } });
           return;
@@ -220,6 +221,19 @@ describe('NeutronClient create with tags', () => {
     await assert.rejects(client.createNetwork({ name: 'x', tags: ['a'] }), (e: Error) => e instanceof NeutronUnavailableError && e.status === 500);
     assert.equal(nets.size, 0);
     assert.equal(server.matching('DELETE', '/v2.0/networks/id1').length, 1);
+  });
+
+  it('the clean-up DELETE takes the caller\'s signal: aborted while tagging → rejects with the reason, no DELETE sent', async () => {
+    // README: every Neutron call takes the reconcile's signal — the best-effort clean-up of a network whose tagging
+    // failed included (a reconcile told to stop writes nothing more; the untagged network is logged, see createTagged).
+    const { client, server } = await taggingFake({ tagCreation: false, hangTags: true });
+    const ac = new AbortController();
+    const p = client.createNetwork({ name: 'x', tags: ['a'] }, { signal: ac.signal });
+    await waitUntil(() => server.matching('PUT', '/v2.0/networks/id1/tags').length === 1);
+    const reason = new Error('reconcile aborted');
+    ac.abort(reason);
+    await assert.rejects(p, (e: unknown) => e === reason);
+    assert.deepEqual(server.matching('DELETE', '/v2.0/networks/id1'), [], 'no DELETE after the signal aborted');
   });
 
   it('no tags: a single POST, no extension probe', async () => {

@@ -289,7 +289,8 @@ export class NeutronClient {
   /**
    * Creates a network. With `tags`, they are set in the same POST when the server has the `tag-creation` extension,
    * else right after creation; if tagging fails the new network is deleted (best effort) and the error is thrown,
-   * so an untagged network is not left behind in the normal failure cases.
+   * so an untagged network is not left behind in the normal failure cases (the clean-up DELETE takes `opts.signal`:
+   * once it aborted, nothing is sent and the network is logged and left).
    */
   async createNetwork(spec: NetworkCreate, opts: CallOptions = {}): Promise<Network> {
     return normNetwork(await this.createTagged<Network>('networks', 'network', spec, opts));
@@ -409,7 +410,9 @@ export class NeutronClient {
       await this.setTags(resource, created.id, tags, opts);
       return (await this.json<Record<string, T>>('GET', `/v2.0/${resource}/${seg(created.id)}`, { ...opts, ok: [200] }))[key] ?? created;
     } catch (err) {
-      await this.json('DELETE', `/v2.0/${resource}/${seg(created.id)}`, { ok: [204, 404] }).catch((delErr: unknown) => {
+      // The clean-up is a Neutron write like any other: it takes the caller's signal (and timeout), so a reconcile
+      // told to stop (shutdown, lost leadership) sends nothing more; the untagged resource is then logged and left.
+      await this.json('DELETE', `/v2.0/${resource}/${seg(created.id)}`, { ...opts, ok: [204, 404] }).catch((delErr: unknown) => {
         this.logger.warn({ resource, id: created.id, err: delErr }, 'neutron: could not delete a resource whose tagging failed');
       });
       throw err;

@@ -51,7 +51,7 @@ import { ApiError } from '../client/rest.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import type { RateLimiter } from '../workqueue/ratelimiter.ts';
-import { acknowledgePatch, drainLabel, shardLabel, shardView } from '../sharding/assignment.ts';
+import { acknowledgeJsonPatch, drainLabel, shardLabel, shardView } from '../sharding/assignment.ts';
 import { reportShardObjects } from '../sharding/shard.ts';
 import type { Sharder } from '../sharding/sharder.ts';
 import type { JsonClient } from '../client/request.ts';
@@ -257,18 +257,13 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private drainAware(reconcile: Reconciler, primary: NonNullable<ControllerBuilder<P>['primary']>, shard: string): Reconciler {
     const client = this.mgr.client;
     const name = this.name;
-    const path = (l: string): string => `/metadata/labels/${l.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     return async (req, signal, ctx) => {
       const obj = primary.informer.lister().get(req.namespace, req.name);
       if (!obj || shardView(obj.metadata?.labels, name, shard) !== 'draining') return reconcile(req, signal, ctx);
       const m = obj.metadata ?? {};
       try {
         await client.json('PATCH', objectPath(primary.resource, m.namespace ?? '', m.name ?? ''), {
-          body: [
-            { op: 'test', path: path(shardLabel(name)), value: shard },
-            ...Object.keys(acknowledgePatch(name)).map((l) => ({ op: 'remove', path: path(l) })),
-          ],
-          contentType: 'application/json-patch+json', signal,
+          body: acknowledgeJsonPatch(name, shard), contentType: 'application/json-patch+json', signal,
         });
         ctx.log.info('drained: handed over to another shard');
       } catch (err) {

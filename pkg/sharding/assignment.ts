@@ -96,6 +96,19 @@ export function acknowledgePatch(controller: string): Record<string, null> {
   return { [shardLabel(controller)]: null, [drainLabel(controller)]: null };
 }
 
+/**
+ * The JSON patch (application/json-patch+json) with which shard `shard` acknowledges a drain: a `test` that the
+ * shard label still names `shard` — the fence: the API server answers 422 and changes nothing when the object was
+ * meanwhile assigned elsewhere — then the removal of both labels (`acknowledgePatch`).
+ */
+export function acknowledgeJsonPatch(controller: string, shard: string): { op: 'test' | 'remove'; path: string; value?: string }[] {
+  const path = (l: string): string => `/metadata/labels/${l.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  return [
+    { op: 'test', path: path(shardLabel(controller)), value: shard },
+    ...Object.keys(acknowledgePatch(controller)).map((l) => ({ op: 'remove' as const, path: path(l) })),
+  ];
+}
+
 export type ShardView = 'active' | 'draining' | 'foreign';
 
 /** How shard `me` must treat an object with these labels. */

@@ -16,19 +16,25 @@ export interface Doc {
 }
 
 /**
- * A copy of config/ (in a new temporary directory; the caller removes it) with every optional section of
- * config/default and config/prometheus enabled, as their header comments tell users: the first '#' of each line
- * under a '# [NAME]' marker removed.
+ * A copy of config/ (in a new temporary directory; the caller removes it) with optional sections of config/default
+ * and config/prometheus enabled, as their header comments tell users: the first '#' of each line under a '# [NAME]'
+ * marker removed. `sections`: only those markers' lines (a marker's lines run until the next marker or the next line
+ * that is not a comment); default: every section.
  */
-export function enabledConfigCopy(): string {
+export function enabledConfigCopy(sections?: string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'tscm-config-'));
   cpSync(join(repoRoot, 'config'), dir, { recursive: true });
   for (const file of ['default/kustomization.yaml', 'prometheus/kustomization.yaml']) {
     const path = join(dir, file);
     let body = false;
+    let current: string | undefined;
     const lines = readFileSync(path, 'utf8').split('\n').map((l) => {
       if (l.startsWith('apiVersion:')) body = true;
-      return body && l.startsWith('#') && !l.startsWith('# [') ? l.slice(1) : l;
+      const marker = /^# \[([A-Z-]+)\]/.exec(l);
+      if (marker) current = marker[1];
+      else if (!l.startsWith('#')) current = undefined;
+      const enabled = sections === undefined || (current !== undefined && sections.includes(current));
+      return body && enabled && l.startsWith('#') && !marker ? l.slice(1) : l;
     });
     writeFileSync(path, lines.join('\n'));
   }

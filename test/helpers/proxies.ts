@@ -285,7 +285,9 @@ export class HoldingApiProxy {
     return new Promise((resolve) => {
       let stream: ClientHttp2Stream;
       try {
-        stream = this.session().request({ ...headers, ':method': method, ':path': path });
+        // endStream: false for a request with a body: Node ends a DELETE's stream at once by default, and its body
+        // (e.g. preconditions) would then be refused.
+        stream = this.session().request({ ...headers, ':method': method, ':path': path }, body !== undefined ? { endStream: false } : {});
       } catch {
         if (!res.stream?.destroyed) res.stream?.close();
         resolve(0);
