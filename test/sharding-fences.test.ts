@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import type { KubeObject } from '../pkg/apis/meta/types.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { ApiError, RestClient } from '../pkg/client/rest.ts';
 import { fooResource } from '../pkg/controllers/foo/desired.ts';
