@@ -77,3 +77,22 @@ test('--watch-list: a malformed value exits 2 with one error line before anythin
   }), 0);
   assert.equal(seen, true);
 });
+
+test('--pprof-bind-address: a malformed value exits 2 with one error line before anything runs; a valid one reaches the wiring', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  let ran = 0;
+  const { result: code, err } = await capturingStderr(() => main([`--kubeconfig=${kubeconfigFile()}`, '--pprof-bind-address=6060'], {}, { proc, run: () => Promise.resolve(++ran) }));
+  assert.equal(code, 2);
+  assert.equal(ran, 0, 'the wiring never ran');
+  const lines = err.join('').trimEnd().split('\n');
+  assert.deepEqual(lines, [
+    'error: invalid value for --pprof-bind-address: invalid address "6060" (want "host:port", ":port" or "0" to disable)',
+    'Run with --help for the list of flags.',
+  ]);
+
+  let seen: string | undefined;
+  assert.equal(await main([`--kubeconfig=${kubeconfigFile()}`, '--pprof-bind-address=127.0.0.1:6060'], {}, {
+    proc, run: (opts) => ((seen = opts.pprofBindAddress), Promise.resolve(0)),
+  }), 0);
+  assert.equal(seen, '127.0.0.1:6060');
+});
