@@ -6,7 +6,8 @@
  *  - import wall time and CPU time (`performance.now()` / `process.cpuUsage()` around the imports),
  *  - RSS right after the imports (what the process holds: code, heap, native),
  *  - RSS and JS heap used after two full GCs (what the modules retain; RSS right after loading also holds the
- *    young generation that loading filled, which V8 keeps).
+ *    young generation that loading filled, which V8 keeps); "of which anonymous" is RSS less file-backed pages (mostly
+ *    the node binary's own code and embedded built-in sources, faulted in by first use: clean, shared, reclaimable).
  *
  * Median of `--runs` (default 5) per case; the order of the cases alternates forward/backward every round (ABBA) so
  * a machine getting busier or quieter does not favour the cases at one end.
@@ -60,7 +61,7 @@ function cases(): Case[] {
   ];
 }
 
-interface Sample { wallMs: number; cpuMs: number; rss: number; rssGc: number; heap: number; startMs: number }
+interface Sample { wallMs: number; cpuMs: number; rss: number; rssGc: number; anon: number; heap: number; startMs: number }
 
 /** The child: imports, measures, collects garbage twice, prints one JSON line. */
 const childCode = `
@@ -71,7 +72,9 @@ const wallMs = performance.now() - t0; const c = process.cpuUsage(c0);
 const rss = process.memoryUsage().rss;
 globalThis.gc(); globalThis.gc();
 const after = process.memoryUsage();
-process.stdout.write(JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, rss, rssGc: after.rss, heap: after.heapUsed, startMs: performance.now() }) + '\\n');
+const { readFileSync } = await import('node:fs');
+const anon = Number(/^Anonymous:\\s+(\\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1] ?? 0) * 1024;
+process.stdout.write(JSON.stringify({ wallMs, cpuMs: (c.user + c.system) / 1000, rss, rssGc: after.rss, anon, heap: after.heapUsed, startMs: performance.now() }) + '\\n');
 `;
 
 function measure(c: Case): Sample {
@@ -104,15 +107,16 @@ function main(): void {
   const bareRss = med('bare node', 'rss');
   const bareHeap = med('bare node', 'heap');
   const bareRssGc = med('bare node', 'rssGc');
+  const bareAnon = med('bare node', 'anon');
   const lines = [
-    '| imported | import wall ms | import CPU ms | RSS MiB | Δ RSS MiB | Δ RSS after GC MiB | heap after GC MiB | Δ heap MiB |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| imported | import wall ms | import CPU ms | RSS MiB | Δ RSS MiB | Δ RSS after GC MiB | of which anonymous MiB | heap after GC MiB | Δ heap MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const c of all) {
     const rss = med(c.name, 'rss');
     const heap = med(c.name, 'heap');
     lines.push(`| ${c.name} | ${med(c.name, 'wallMs').toFixed(0)} | ${med(c.name, 'cpuMs').toFixed(0)} | ${(rss / MiB).toFixed(1)} | ` +
-      `${c.name === 'bare node' ? '–' : ((rss - bareRss) / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((med(c.name, 'rssGc') - bareRssGc) / MiB).toFixed(1)} | ${(heap / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((heap - bareHeap) / MiB).toFixed(1)} |`);
+      `${c.name === 'bare node' ? '–' : ((rss - bareRss) / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((med(c.name, 'rssGc') - bareRssGc) / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((med(c.name, 'anon') - bareAnon) / MiB).toFixed(1)} | ${(heap / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((heap - bareHeap) / MiB).toFixed(1)} |`);
   }
   process.stdout.write(`\n${lines.join('\n')}\n\n(median of ${runs} fresh processes per row, ABBA order; Node ${process.version}, ${cpus().length} CPUs, ` +
     `load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; dist/ compiled JS; Δ = minus bare node)\n`);
