@@ -112,6 +112,7 @@ async function runN(n: number): Promise<Row> {
       await new Promise((r) => setTimeout(r, 3000));
     }
     const stats = (await (await get(`${base}/heapstats`)).json()) as {
+      heap: { total_heap_size: number; total_physical_size: number; malloced_memory: number; peak_malloced_memory: number };
       memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
       spaces: { space_name: string; space_used_size: number }[];
       code: { code_and_metadata_size: number; bytecode_and_metadata_size: number };
@@ -119,11 +120,17 @@ async function runN(n: number): Promise<Row> {
     const m = await mgr.metrics();
     row.cpuS = metricValue(m, 'process_cpu_seconds_total') ?? 0;
     const space = (name: string): string => ((stats.spaces.find((s) => s.space_name === name)?.space_used_size ?? 0) / MiB).toFixed(1);
-    row.stats = `RSS ${(stats.memory.rss / MiB).toFixed(0)} MiB (peak ${((processRss(mgr.proc.pid ?? 0)?.peak ?? 0) / MiB).toFixed(0)}): ` +
-      `heap used ${(stats.memory.heapUsed / MiB).toFixed(1)} (old ${space('old_space')}, new ${space('new_space')}, code ${space('code_space')}, ` +
+    // RSS split by the kernel: anonymous (heap, malloc, stacks) vs file-backed (the node binary's pages: clean, shared).
+    const rollup = readFileSync(`/proc/${mgr.proc.pid ?? 0}/smaps_rollup`, 'utf8');
+    const anon = Number(/^Anonymous:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+    row.stats = `RSS ${(stats.memory.rss / MiB).toFixed(0)} MiB (peak ${((processRss(mgr.proc.pid ?? 0)?.peak ?? 0) / MiB).toFixed(0)}; ` +
+      `anonymous ${(anon / MiB).toFixed(0)}, file-backed ${((stats.memory.rss - anon) / MiB).toFixed(0)}): ` +
+      `V8 heap committed ${(stats.heap.total_physical_size / MiB).toFixed(1)} of which used ${(stats.memory.heapUsed / MiB).toFixed(1)} ` +
+      `(old ${space('old_space')}, new ${space('new_space')}, code ${space('code_space')}, ` +
       `large objects ${space('large_object_space')}, trusted ${space('trusted_space')}), external ${(stats.memory.external / MiB).toFixed(1)} ` +
       `(array buffers ${(stats.memory.arrayBuffers / MiB).toFixed(1)}), bytecode+metadata ${(stats.code.bytecode_and_metadata_size / MiB).toFixed(1)}, ` +
-      `machine code+metadata ${(stats.code.code_and_metadata_size / MiB).toFixed(1)}`;
+      `machine code+metadata ${(stats.code.code_and_metadata_size / MiB).toFixed(1)}, V8 malloced ${(stats.heap.malloced_memory / MiB).toFixed(1)} ` +
+      `(peak ${(stats.heap.peak_malloced_memory / MiB).toFixed(1)})`;
     const snapshot = async (): Promise<void> => {
       const text = await (await get(`${base}/heapsnapshot`)).text();
       writeFileSync(join(dir, 'heap.heapsnapshot'), text);

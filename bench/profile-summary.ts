@@ -98,14 +98,14 @@ export interface CpuSummary {
   /** Sampled wall time excluding (idle), ms. */
   busyMs: number;
   idleMs: number;
-  byPhase: Map<Phase, { ms: number; leaf: Record<Leaf, number> }>;
+  byPhase: Map<Phase, { ms: number; leaf: Record<Leaf, number>; fns: Map<string, number> }>;
   topSelf: { name: string; ms: number }[];
   markdown: string;
 }
 
 /** Sums one or more CPU profiles (see the module comment). */
 export function summariseCpu(profiles: CpuProfile[], top = 15): CpuSummary {
-  const byPhase = new Map<Phase, { ms: number; leaf: Record<Leaf, number> }>();
+  const byPhase = new Map<Phase, { ms: number; leaf: Record<Leaf, number>; fns: Map<string, number> }>();
   const self = new Map<string, number>();
   let busyMs = 0;
   let idleMs = 0;
@@ -145,9 +145,10 @@ export function summariseCpu(profiles: CpuProfile[], top = 15): CpuSummary {
         return;
       }
       busyMs += ms;
-      const e = byPhase.get(v.phase) ?? { ms: 0, leaf: { 'JSON.parse': 0, 'JSON.stringify': 0, 'node internals': 0, code: 0 } };
+      const e = byPhase.get(v.phase) ?? { ms: 0, leaf: { 'JSON.parse': 0, 'JSON.stringify': 0, 'node internals': 0, code: 0 }, fns: new Map<string, number>() };
       e.ms += ms;
       e.leaf[v.leaf] += ms;
+      e.fns.set(v.name, (e.fns.get(v.name) ?? 0) + ms);
       byPhase.set(v.phase, e);
       self.set(v.name, (self.get(v.name) ?? 0) + ms);
     });
@@ -158,11 +159,12 @@ export function summariseCpu(profiles: CpuProfile[], top = 15): CpuSummary {
     `busy (sampled, not idle): ${(busyMs / 1000).toFixed(2)} s; idle ${(idleMs / 1000).toFixed(2)} s` +
       `${excludedMs > 0 ? `; the profiler itself ${(excludedMs / 1000).toFixed(2)} s (excluded)` : ''}`,
     '',
-    '| phase | CPU s | share | of which in node: internals s |',
-    '|---|---:|---:|---:|',
+    '| phase | CPU s | share | of which in node: internals s | its top self time (s) |',
+    '|---|---:|---:|---:|---|',
     ...phases.filter((ph) => byPhase.has(ph)).sort((a, b) => (byPhase.get(b)?.ms ?? 0) - (byPhase.get(a)?.ms ?? 0)).map((ph) => {
-      const e = byPhase.get(ph) ?? { ms: 0, leaf: { 'JSON.parse': 0, 'JSON.stringify': 0, 'node internals': 0, code: 0 } };
-      return `| ${ph} | ${(e.ms / 1000).toFixed(2)} | ${pct(e.ms)} | ${(e.leaf['node internals'] / 1000).toFixed(2)} |`;
+      const e = byPhase.get(ph) ?? { ms: 0, leaf: { 'JSON.parse': 0, 'JSON.stringify': 0, 'node internals': 0, code: 0 }, fns: new Map<string, number>() };
+      const fns = [...e.fns.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([f, ms]) => `\`${f.replace(/ node:internal\//, ' ').replace(/:\d+$/, '')}\` ${(ms / 1000).toFixed(2)}`);
+      return `| ${ph} | ${(e.ms / 1000).toFixed(2)} | ${pct(e.ms)} | ${(e.leaf['node internals'] / 1000).toFixed(2)} | ${fns.join(', ')} |`;
     }),
     '',
     '| top self time | CPU s | share |',
