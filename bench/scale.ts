@@ -37,6 +37,7 @@ import { distMainScript, ManagerProcess, metricValue } from '../test/helpers/man
 import { log, runAll } from './common.ts';
 
 const { values: args } = parseArgs({
+  args: import.meta.main ? process.argv.slice(2) : [], // bench/phases.ts imports the helpers with its own flags
   options: {
     foos: { type: 'string', default: '1000,10000' },
     'cgroup-mib': { type: 'string', default: '256' },
@@ -54,9 +55,10 @@ const clients = 16;
 const MiB = 1024 * 1024;
 const repo = join(import.meta.dirname, '..');
 
-interface Env { cp: ControlPlane; rest: RestClient; namespaces: string[] }
+export interface Env { cp: ControlPlane; rest: RestClient; namespaces: string[] }
 
-async function freshControlPlane(n: number): Promise<Env> {
+/** A fresh minimal control plane with the Foo CRD and `n` Foos over `--namespaces` namespaces. */
+export async function freshControlPlane(n: number): Promise<Env> {
   const dir = mkdtempSync(join(tmpdir(), 'tscm-scale-'));
   const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
   try {
@@ -84,7 +86,7 @@ async function populate(cp: ControlPlane, n: number): Promise<Env> {
   return { cp, rest, namespaces };
 }
 
-async function stopEnv(env: Env): Promise<void> {
+export async function stopEnv(env: Env): Promise<void> {
   await env.rest.close();
   await env.cp.stop();
 }
@@ -244,4 +246,4 @@ async function main(): Promise<void> {
     `manager: dist/, ${workers} workers, all namespaces; ÷ raw = convergence time / raw-writes time of the same N)\n`);
 }
 
-await main();
+if (import.meta.main) await main();

@@ -77,3 +77,46 @@ test('--watch-list: a malformed value exits 2 with one error line before anythin
   }), 0);
   assert.equal(seen, true);
 });
+
+test('--pprof-bind-address: a malformed value exits 2 with one error line before anything runs; a valid one reaches the wiring', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  let ran = 0;
+  const { result: code, err } = await capturingStderr(() => main([`--kubeconfig=${kubeconfigFile()}`, '--pprof-bind-address=6060'], {}, { proc, run: () => Promise.resolve(++ran) }));
+  assert.equal(code, 2);
+  assert.equal(ran, 0, 'the wiring never ran');
+  const lines = err.join('').trimEnd().split('\n');
+  assert.deepEqual(lines, [
+    'error: invalid value for --pprof-bind-address: invalid address "6060" (want "host:port", ":port" or "0" to disable)',
+    'Run with --help for the list of flags.',
+  ]);
+
+  let seen: string | undefined;
+  assert.equal(await main([`--kubeconfig=${kubeconfigFile()}`, '--pprof-bind-address=127.0.0.1:6060'], {}, {
+    proc, run: (opts) => ((seen = opts.pprofBindAddress), Promise.resolve(0)),
+  }), 0);
+  assert.equal(seen, '127.0.0.1:6060');
+});
+
+test('--pprof-bind-address reaches the real manager process: heapstats answers, SIGTERM still exits 0', async () => {
+  const { spawn } = await import('node:child_process');
+  const { freePort } = await import('../../pkg/testing/process.ts');
+  const port = await freePort();
+  // The API server is unreachable: the Foo cache never syncs, but the profiling endpoint runs on every replica.
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'main.ts'), `--kubeconfig=${kubeconfigFile()}`, '--controllers=foo',
+    '--health-probe-bind-address=0', `--pprof-bind-address=127.0.0.1:${port}`, '--log-level=error'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    const deadline = Date.now() + 20_000;
+    let stats: { memory?: { rss?: number } } | undefined;
+    while (!stats) {
+      assert.ok(Date.now() < deadline, 'pprof endpoint answered within 20 s');
+      assert.equal(child.exitCode, null, 'manager still running');
+      stats = await fetch(`http://127.0.0.1:${port}/debug/pprof/heapstats`).then((r) => (r.ok ? r.json() as Promise<{ memory?: { rss?: number } }> : undefined), () => undefined);
+      if (!stats) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok((stats.memory?.rss ?? 0) > 10 * 1024 * 1024);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  assert.equal(await exited, 0);
+});

@@ -27,6 +27,7 @@ test('defaults match the documented flag defaults', () => {
   assert.equal(o.metricsBindAddress, '0');
   assert.equal(o.metricsSecure, true);
   assert.equal(o.metricsCertDir, undefined);
+  assert.equal(o.pprofBindAddress, '0', 'profiling off by default (controller-runtime)');
   assert.equal(o.healthProbeBindAddress, ':8081');
   assert.equal(o.leaderElect, false);
   assert.equal(o.leaderElectionId, 'ts-controller-manager.samplecontroller.k8s.io');
@@ -249,6 +250,9 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--leader-elect=maybe'], message: /^invalid value "maybe" for --leader-elect: want true or false$/ },
   { argv: ['--metrics-secure=yes'], message: /for --metrics-secure: want true or false/ },
   { argv: ['--metrics-bind-address=8080'], message: /^invalid value for --metrics-bind-address: invalid address "8080"/ },
+  { argv: ['--pprof-bind-address=6060'], message: /^invalid value for --pprof-bind-address: invalid address "6060"/ },
+  { argv: ['--pprof-bind-address', 'localhost:http'], message: /^invalid value for --pprof-bind-address: invalid address "localhost:http"/ },
+  { argv: ['--pprof-bind-address'], message: /^flag --pprof-bind-address needs a value/ },
   { argv: ['--health-probe-bind-address', ':70000'], message: /--health-probe-bind-address: invalid address ":70000"/ },
   { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
   { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
@@ -336,4 +340,12 @@ test('--sharding: off by default, a boolean, and only with --leader-elect (the s
     return true;
   });
   assert.throws(() => parse(['--leader-elect', '--leader-election-namespace=x', '--sharding=maybe']), UsageError);
+});
+
+test('--pprof-bind-address: an address, or "0"/"" for off', () => {
+  assert.equal(parse(['--pprof-bind-address=127.0.0.1:6060']).pprofBindAddress, '127.0.0.1:6060');
+  assert.equal(parse(['--pprof-bind-address', ':6060']).pprofBindAddress, ':6060');
+  assert.equal(parse(['--pprof-bind-address=0']).pprofBindAddress, '0');
+  assert.equal(parse(['--pprof-bind-address=']).pprofBindAddress, '0');
+  assert.match(helpText(), /--pprof-bind-address=ADDR\s.*\(default "0"\)/);
 });

@@ -47,6 +47,8 @@ export interface Options {
   metricsSecure: boolean;
   /** Directory with tls.crt/tls.key for the secure metrics server; undefined = generate a self-signed pair. */
   metricsCertDir: string | undefined;
+  /** "host:port", ":port" or "0" (disabled; "" is normalised to "0"). */
+  pprofBindAddress: string;
   /** "host:port", ":port" or "0" (disabled). */
   healthProbeBindAddress: string;
   leaderElect: boolean;
@@ -109,6 +111,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'metrics-bind-address', kind: 'address', def: '0', help: 'Address the /metrics endpoint binds to ("host:port", ":port", e.g. ":8443"); "0" (the default) disables it.' },
   { name: 'metrics-secure', kind: 'bool', def: 'true', help: 'Serve /metrics over HTTPS and require a bearer token allowed (TokenReview + SubjectAccessReview) to GET /metrics; false serves plain HTTP to anyone.' },
   { name: 'metrics-cert-dir', kind: 'string', help: 'Directory holding tls.crt and tls.key for --metrics-secure, re-read when they change. Default: a generated self-signed certificate, renewed before it expires.' },
+  { name: 'pprof-bind-address', kind: 'address', def: '0', help: 'Address the profiling endpoints (/debug/pprof/: CPU and heap profiles, heap statistics, heap snapshots) bind to; "0" (the default) or "" disables them. A loopback address ("127.0.0.1:6060") needs no authentication; any other is HTTPS and needs a bearer token allowed to get /debug/pprof/* (TokenReview + SubjectAccessReview).' },
   { name: 'health-probe-bind-address', kind: 'address', def: ':8081', help: 'Address the /healthz and /readyz endpoints bind to; "0" disables them.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
@@ -369,6 +372,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
 
   const metricsBindAddress = get('metrics-bind-address') ?? '0';
   wrap('metrics-bind-address', parseBindAddress);
+  // controller-runtime: "" disables the profiling endpoint as "0" does.
+  const pprofBindAddress = (get('pprof-bind-address') ?? '0') || '0';
+  if (pprofBindAddress !== '0') wrap('pprof-bind-address', parseBindAddress);
   const healthProbeBindAddress = get('health-probe-bind-address') ?? ':8081';
   wrap('health-probe-bind-address', parseBindAddress);
   const metricsSecure = parseBool('metrics-secure', get('metrics-secure') ?? 'true');
@@ -453,6 +459,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     metricsBindAddress,
     metricsSecure,
     metricsCertDir,
+    pprofBindAddress,
     healthProbeBindAddress,
     leaderElect,
     leaderElectionId,

@@ -37,6 +37,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
       sharding: opts.sharding,
     } : {}),
     healthProbeBindAddress: opts.healthProbeBindAddress,
+    pprofBindAddress: opts.pprofBindAddress,
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,
       ...(opts.metricsCertDir ? { certDir: opts.metricsCertDir } : {}),

@@ -40,6 +40,7 @@ import { loadKubeConfig } from '../manager/kubeconfig.ts';
 import { defaultIdentity, LeaderElector, RestLeaseClient } from '../manager/leaderelection.ts';
 import { Manager } from '../manager/manager.ts';
 import { KubeAccessReviewer, newMetricsServer } from '../manager/metricsserver.ts';
+import { newPprofServer } from '../manager/pprof.ts';
 import { runnable, type Runnable } from '../manager/runnable.ts';
 import { installSignalHandlers } from '../manager/signals.ts';
 import { globalRegistry } from '../metrics/registry.ts';
@@ -84,6 +85,14 @@ export interface ControllerManagerOptions {
    * in kubebuilder v4: HTTPS (certificate from `certDir`, else generated) with TokenReview/SubjectAccessReview checks.
    */
   metrics?: { bindAddress: string; secure?: boolean; certDir?: string };
+  /**
+   * Profiling endpoint (pkg/manager/pprof.ts; controller-runtime's PprofBindAddress): "host:port" or ":port" serves
+   * CPU/heap profiles, heap statistics and heap snapshots under /debug/pprof/. "0", "" or undefined = off (default).
+   * A loopback address is plain HTTP without authentication; any other address is HTTPS (certificate from
+   * `metrics.certDir`, else generated) and needs a bearer token allowed by TokenReview + SubjectAccessReview for the
+   * path (as the secure metrics endpoint).
+   */
+  pprofBindAddress?: string;
   /** One deadline for the whole graceful shutdown (ms). Default 30 s. */
   gracefulShutdownTimeoutMs?: number;
   /** How long the caches may take to sync (ms) before that is fatal; 0 = no limit. Default 2 min. */
@@ -223,6 +232,11 @@ export class ControllerManager implements ControllerHost {
       ...(secure ? { reviewer: new KubeAccessReviewer(this.reader) } : {}),
     });
     if (metrics) this.manager.add(metrics);
+    const pprof = newPprofServer({
+      bindAddress: opts.pprofBindAddress ?? '0', logger: log, reviewer: new KubeAccessReviewer(this.reader),
+      ...(m?.certDir ? { certDir: m.certDir } : {}),
+    });
+    if (pprof) this.manager.add(pprof);
     if (this.sharder) this.manager.add(this.sharder);
     const shardElector = this.shardName !== undefined ? elector : undefined;
     if (shardElector) {
