@@ -113,6 +113,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) --expose-gc bench/run.ts $(if $(QUICK),--quick,)
 	$(NODE) bench/watchlist.ts $(if $(QUICK),--objects 2000 --pairs 1,)
 	$(NODE) bench/scale.ts $(if $(QUICK),--foos 1000,)
+	$(NODE) bench/idle.ts $(if $(QUICK),--rounds 2,)
 	$(NODE) bench/foo-scale.ts
 	$(NODE) bench/network-scale.ts
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)

@@ -23,11 +23,16 @@
  * END_STREAM, and a read started a few ticks later can fail with "premature close"); streamed bodies (watches) are
  * read by the caller, who treats such an error like any broken watch (resume from the last resourceVersion).
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { Agent as HttpAgentType, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { connect as h2connect, constants as h2c, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+
+// Not `import { … } from 'node:http'`: an ESM import of node:http reads every export into the module namespace, which
+// runs node:http's lazy WebSocket/CloseEvent/MessageEvent getters and loads Node's bundled undici — 80–150 ms and
+// ~11 MiB RSS at every start (bench/README.md, "Fixed cost"). process.getBuiltinModule returns the same module object.
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
 
 export interface TlsOptions {
   ca?: Buffer | undefined;
@@ -92,7 +97,7 @@ export class Connection {
   private readonly pingTimeoutMs: number;
   private mode: 'probe' | 'h2' | 'h1' = 'probe';
   private probing: Promise<void> | undefined;
-  private agent: HttpAgent | undefined;
+  private agent: HttpAgentType | undefined;
   private sessions: Session[] = [];
   private health: NodeJS.Timeout | undefined;
   private closed = false;

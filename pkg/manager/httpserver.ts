@@ -6,12 +6,17 @@
  * and connections still busy after `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
  * with the bound address once the server accepts connections (useful with port 0).
  */
-import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { realClock } from '../util/clock.ts';
 import type { Runnable } from './runnable.ts';
+
+// Not `import { … } from 'node:http'`: an ESM import of node:http reads every export into the module namespace, which
+// runs node:http's lazy WebSocket/CloseEvent/MessageEvent getters and loads Node's bundled undici — 80–150 ms and
+// ~11 MiB RSS at every start (bench/README.md, "Fixed cost"). process.getBuiltinModule returns the same module object.
+const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
 
 export interface BindAddress {
   /** undefined = all interfaces. */

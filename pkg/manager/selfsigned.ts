@@ -1,15 +1,21 @@
 /**
- * A self-signed X.509 serving certificate made in memory: an EC P-256 key from WebCrypto, ECDSA-SHA256, a validity
+ * A self-signed X.509 serving certificate made in memory: an EC P-256 key from node:crypto, ECDSA-SHA256, a validity
  * window, and subjectAltNames. Used by `--metrics-secure` when no `--metrics-cert-dir` is given, so the manager needs
  * no `openssl` binary and writes nothing to disk (the container's root filesystem is read-only).
  *
- * The certificate is built by `@peculiar/x509` (a maintained X.509/ASN.1 library on WebCrypto) instead of a
- * hand-written DER encoder. The library and the `reflect-metadata` polyfill it needs (through tsyringe; it adds
- * `Reflect.getMetadata` & co. to the global `Reflect`) are imported on the first call only: importing them costs
- * ~0.3–0.8 s on a 2-core machine, which a manager with `--metrics-cert-dir` or without secure metrics never pays.
+ * The certificate has one fixed shape, so it is DER-encoded here (the handful of ASN.1 types it uses) and signed with
+ * node:crypto. Until issue 30 it was built with `@peculiar/x509`; importing that library and the `reflect-metadata`
+ * polyfill it needs cost +17 MiB RSS and 0.2–0.4 s at every start of the image's configuration (bench/README.md,
+ * "Fixed cost"), for one certificate. OpenSSL (Node's X509Certificate and a TLS handshake) parses and verifies the
+ * result in selfsigned.test.ts.
+ *
+ * DER invariants kept here: definite minimal lengths; a positive 128-bit serial with no leading zero byte; cA FALSE
+ * omitted (DEFAULT); the keyUsage BIT STRING without trailing zero bits; UTCTime before 2050, GeneralizedTime from
+ * 2050 (RFC 5280 4.1.2.5). notBefore/notAfter are whole seconds, and the returned Dates equal the encoded ones.
  */
-import { randomBytes, webcrypto } from 'node:crypto';
-import type * as X509 from '@peculiar/x509';
+import { generateKeyPair as generateKeyPairCb, randomBytes, sign } from 'node:crypto';
+import { isIPv4, isIPv6 } from 'node:net';
+import { promisify } from 'node:util';
 
 export interface SelfSigned {
   /** PEM certificate. */
@@ -31,19 +37,70 @@ export interface SelfSignedOptions {
 
 export const defaultValidityMs = 365 * 86_400_000;
 
-type X509Module = typeof X509;
-let x509Module: Promise<X509Module> | undefined;
+const generateKeyPair = promisify(generateKeyPairCb);
 
-function loadX509(): Promise<X509Module> {
-  x509Module ??= (async () => {
-    await import('reflect-metadata');
-    return import('@peculiar/x509');
-  })();
-  return x509Module;
+// ---- DER ----------------------------------------------------------------------------------------------------------
+
+function tlv(tag: number, content: Buffer): Buffer {
+  const n = content.length;
+  if (n < 0x80) return Buffer.concat([Buffer.from([tag, n]), content]);
+  const len: number[] = [];
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 256)) len.unshift(rest % 256);
+  return Buffer.concat([Buffer.from([tag, 0x80 | len.length, ...len]), content]);
+}
+const seq = (...items: Buffer[]): Buffer => tlv(0x30, Buffer.concat(items));
+const set = (...items: Buffer[]): Buffer => tlv(0x31, Buffer.concat(items));
+/** A non-negative INTEGER from its big-endian magnitude (a 0x00 is prefixed when the top bit is set). */
+const uint = (magnitude: Buffer): Buffer => tlv(0x02, (magnitude[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), magnitude]) : magnitude);
+const bitString = (bytes: Buffer, unusedBits = 0): Buffer => tlv(0x03, Buffer.concat([Buffer.from([unusedBits]), bytes]));
+const octetString = (bytes: Buffer): Buffer => tlv(0x04, bytes);
+const TRUE = tlv(0x01, Buffer.from([0xff]));
+
+function oid(dotted: string): Buffer {
+  const arcs = dotted.split('.').map(Number);
+  const out = [40 * (arcs[0] ?? 0) + (arcs[1] ?? 0)];
+  for (const arc of arcs.slice(2)) {
+    const b128 = [arc & 0x7f];
+    for (let rest = Math.floor(arc / 128); rest > 0; rest = Math.floor(rest / 128)) b128.unshift(0x80 | (rest & 0x7f));
+    out.push(...b128);
+  }
+  return tlv(0x06, Buffer.from(out));
 }
 
-function pem(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').trimEnd();
+function time(d: Date): Buffer {
+  const iso = d.toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
+  const digits = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
+  return d.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(digits.slice(2), 'ascii')) : tlv(0x18, Buffer.from(digits, 'ascii'));
+}
+
+/** iPAddress bytes of a SAN entry: 4 for IPv4, 16 for IPv6 (with `::` and a dotted IPv4 tail expanded). */
+export function ipBytes(ip: string): Buffer {
+  if (isIPv4(ip)) return Buffer.from(ip.split('.').map(Number));
+  if (!isIPv6(ip)) throw new Error(`not an IP address: ${ip}`);
+  let text = ip.replace(/%.*$/, ''); // a zone id is not part of the address
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4?.[1]) {
+    const [a = 0, b = 0, c = 0, d = 0] = v4[1].split('.').map(Number);
+    text = `${text.slice(0, -v4[1].length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const groups = (s: string): number[] => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
+  const h = groups(head);
+  const t = tail === undefined ? [] : groups(tail);
+  const all = [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
+  const out = Buffer.alloc(16);
+  all.forEach((g, i) => out.writeUInt16BE(g, 2 * i));
+  return out;
+}
+
+const ecdsaWithSha256 = seq(oid('1.2.840.10045.4.3.2')); // parameters absent (RFC 5758 3.2)
+
+function extension(id: string, critical: boolean, value: Buffer): Buffer {
+  return seq(oid(id), ...(critical ? [TRUE] : []), octetString(value));
+}
+
+function pem(label: string, der: Buffer): string {
+  const b64 = der.toString('base64').replace(/(.{64})/g, '$1\n').trimEnd();
   return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
 }
 
@@ -52,35 +109,35 @@ function pem(label: string, der: ArrayBuffer): string {
  * CA:FALSE (critical), keyUsage digitalSignature (critical), extKeyUsage serverAuth, a random positive 128-bit serial.
  */
 export async function selfSignedCertificate(opts: SelfSignedOptions): Promise<SelfSigned> {
-  const x509 = await loadX509();
   const now = opts.now ?? new Date();
-  const notBefore = new Date(now.getTime() - 3_600_000);
-  const notAfter = new Date(now.getTime() + (opts.validityMs ?? defaultValidityMs));
-  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-  const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
+  const wholeSeconds = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000);
+  const notBefore = wholeSeconds(now.getTime() - 3_600_000);
+  const notAfter = wholeSeconds(now.getTime() + (opts.validityMs ?? defaultValidityMs));
+  const { publicKey, privateKey } = await generateKeyPair('ec', { namedCurve: 'P-256' });
   const serial = randomBytes(16);
   serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x01; // positive, and no leading zero byte to strip
-  const names = [
-    ...(opts.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
-    ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(opts.commonName, 'utf8'))))); // CN, UTF8String
+  const altNames = [
+    ...(opts.dnsNames ?? []).map((dns) => tlv(0x82, Buffer.from(dns, 'ascii'))), // [2] dNSName (IA5String)
+    ...(opts.ips ?? []).map((ip) => tlv(0x87, ipBytes(ip))), // [7] iPAddress
   ];
-  const cert = await x509.X509CertificateGenerator.createSelfSigned(
-    {
-      serialNumber: serial.toString('hex'),
-      name: [{ CN: [opts.commonName] }],
-      notBefore,
-      notAfter,
-      keys,
-      signingAlgorithm: alg,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
-      ],
-    },
-    webcrypto,
+  const extensions = [
+    extension('2.5.29.19', true, seq()), // basicConstraints: cA FALSE (the DEFAULT, so omitted)
+    extension('2.5.29.15', true, bitString(Buffer.from([0x80]), 7)), // keyUsage: digitalSignature (bit 0)
+    extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))), // extKeyUsage: serverAuth
+    ...(altNames.length > 0 ? [extension('2.5.29.17', false, seq(...altNames))] : []), // subjectAltName
+  ];
+  const tbs = seq(
+    tlv(0xa0, uint(Buffer.from([2]))), // [0] version v3
+    uint(serial),
+    ecdsaWithSha256,
+    name, // issuer
+    seq(time(notBefore), time(notAfter)),
+    name, // subject
+    publicKey.export({ type: 'spki', format: 'der' }),
+    tlv(0xa3, seq(...extensions)), // [3] extensions
   );
-  const pkcs8 = await webcrypto.subtle.exportKey('pkcs8', keys.privateKey);
-  return { cert: cert.toString('pem') + '\n', key: pem('PRIVATE KEY', pkcs8), notBefore: cert.notBefore, notAfter: cert.notAfter };
+  const signature = sign('sha256', tbs, privateKey); // ECDSA-Sig-Value, DER
+  const cert = seq(tbs, ecdsaWithSha256, bitString(signature));
+  return { cert: pem('CERTIFICATE', cert), key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), notBefore, notAfter };
 }

@@ -30,10 +30,15 @@
  * toString, JSON.stringify, util.inspect or template strings — only through `reveal()`.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { inspect } from 'node:util';
-import { load as loadYaml } from 'js-yaml';
+import type * as JsYaml from 'js-yaml';
+
+/** js-yaml is loaded on the first clouds.yaml parsed (a manager without Neutron never loads it; see kubeconfig.ts). */
+let jsYaml: typeof JsYaml | undefined;
+const loadYaml = (text: string): unknown => (jsYaml ??= createRequire(import.meta.url)('js-yaml') as typeof JsYaml).load(text);
 
 const REDACTED = '[redacted]';
 

@@ -16,9 +16,11 @@ export const distMainScript = join(import.meta.dirname, '..', '..', 'dist', 'cmd
 /**
  * Node flags the container image runs the manager with (Dockerfile ENTRYPOINT; a unit test keeps the two equal):
  * V8's old space is sized from the container's memory limit (half of it), so the garbage collector works before
- * the cgroup limit is reached instead of after (V8's default heap limit in a 256 MiB container is 259 MiB).
+ * the cgroup limit is reached instead of after (V8's default heap limit in a 256 MiB container is 259 MiB); the
+ * young generation is capped at 2 MiB per semi-space (V8 grows it to 16 MiB at start-up and keeps it resident;
+ * bench/README.md "Fixed cost").
  */
-export const productionNodeFlags = ['--max-old-space-size-percentage=50'];
+export const productionNodeFlags = ['--max-old-space-size-percentage=50', '--max-semi-space-size=2'];
 /** The same command with the in-cluster ServiceAccount directory under `$TSCM_TEST_IN_CLUSTER_ROOT` (tests only). */
 export const inClusterMainScript = join(import.meta.dirname, 'incluster-main.ts');
 
