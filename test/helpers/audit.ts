@@ -7,7 +7,9 @@ export interface AuditEvent {
   userAgent?: string;
   /** The authenticated user; for a ServiceAccount token `extra['authentication.kubernetes.io/credential-id']` is `["JTI=<jti>"]`. */
   user?: { username?: string; extra?: Record<string, string[]> };
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  objectRef?: { apiGroup?: string; resource?: string; subresource?: string; namespace?: string; name?: string };
+  /** The request's path and query (for a non-resource request, the only thing it names). */
+  requestURI?: string;
   responseStatus?: { code?: number };
   /** With level Request and above. */
   requestObject?: unknown;
