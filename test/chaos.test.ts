@@ -231,7 +231,7 @@ describe('leadership chaos', () => {
     const byOthers = [...attempts].flatMap(([name, got]) => got.filter((a) => a.who !== creators.get(name)?.who).map((a) => ({ name, ...a })));
     t.diagnostic(`Deployment create attempts: ${all.length} for ${total} Foos; answered 409: ${all.filter((a) => a.code === 409).length}; `
       + `failed otherwise: ${all.filter((a) => a.code !== 201 && a.code !== 409).map((a) => a.code).join(', ') || 'none'}; `
-      + `by a replica other than the creator: ${byOthers.map((a) => `${a.name} ${a.code} (${Math.round(((creators.get(a.name)?.at ?? 0) - a.at) / 1000)} ms before the create)`).join(', ') || 'none'}`);
+      + `by a replica other than the creator: ${byOthers.map((a) => `${a.name} ${a.code} (sent ${Math.round((a.at - (creators.get(a.name)?.at ?? 0)) / 1000)} ms after the creator's create)`).join(', ') || 'none'}`);
     for (let i = 0; i < total; i++) {
       const got = attempts.get(`d-${i}`) ?? [];
       const ok = got.filter((a) => a.code === 201);
