@@ -131,8 +131,20 @@ function* eachVerbRemoved(roles: readonly RbacObject[]): Generator<[RbacObject, 
   }
 }
 
-/** Whether `rule` (one verb) is what would authorize the audited request `e` (its verb on one of its resources). */
+/**
+ * The OwnerReferencesPermissionEnforcement admission plugin's refusal: a create or update that sets
+ * `blockOwnerDeletion` on an ownerReference needs `update` on the OWNER's `finalizers` subresource; without it the
+ * write of the owned object (not a request to the finalizers subresource) is answered 403 with this message.
+ */
+const blockOwnerDeletionDenied = 'cannot set blockOwnerDeletion if an ownerReference refers to a resource you can\'t set finalizers on';
+
+/**
+ * Whether `rule` (one verb) is what would authorize the audited request `e`: its verb on one of the rule's resources;
+ * or, for `update` of `<owner>/finalizers`, the admission plugin's refusal of an owned object's write (above).
+ */
 function ruleCovers(rule: PolicyRule, e: AuditEvent): boolean {
+  if (rule.verbs.includes('update') && (rule.resources ?? []).some((r) => r.endsWith('/finalizers'))
+    && (e.verb === 'create' || e.verb === 'update') && (e.responseStatus?.message ?? '').includes(blockOwnerDeletionDenied)) return true;
   if (!rule.verbs.includes(e.verb)) return false;
   if (rule.nonResourceURLs) {
     const path = (e.requestURI ?? '').split('?')[0] ?? '';

@@ -10,7 +10,8 @@ export interface AuditEvent {
   objectRef?: { apiGroup?: string; resource?: string; subresource?: string; namespace?: string; name?: string };
   /** The request's path and query (for a non-resource request, the only thing it names). */
   requestURI?: string;
-  responseStatus?: { code?: number };
+  /** The answer (for a refusal also its reason and message, at every level). */
+  responseStatus?: { code?: number; reason?: string; message?: string };
   /** With level Request and above. */
   requestObject?: unknown;
   /** With level RequestResponse: the object as written (a Status for a refused write). */
