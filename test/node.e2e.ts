@@ -336,7 +336,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       const h = await holder();
       return h && h !== oldHolder ? h : undefined;
     }, { timeoutMs: 120_000, intervalMs: 100 });
-    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after rollout restart`);
+    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after the rollout began`);
     const exit = await waitFor('the old Pod\'s final status', () => {
       for (const p of seen) {
         const term = p.status.containerStatuses?.find((c) => c.name === 'manager')?.state?.terminated;
