@@ -6,13 +6,15 @@
  * each of the three faults was injected into a working leader at least 7 times (counted and asserted: a round whose
  * leader lost the Lease on its own injects nothing and does not count), while Foos are created throughout. From the
  * audit log alone:
- *  - every write a replica made (Deployments, Foo status, Events) lies inside its leadership: at or after its
- *    acquiring Lease write and finished before the next leader even sent its acquiring write;
- *  - every Foo's Deployment saw exactly one create attempt that succeeded, and no 409 to a replica other than the
- *    one that created it (every POST counts: the API server never answers 201 twice for one name, so counting 201s
- *    alone could not fail; such a 409 is a second actor creating on a stale view — a 409 to the creator itself is its
- *    own cache lagging behind its create). A POST cut off by the kill of its sender (504 "context canceled", nothing
- *    committed) is a failed attempt, counted and reported;
+ *  - every write ATTEMPT a replica made (Deployments, Foo status, Events), whatever the API server answered, lies
+ *    inside its leadership: at or after its acquiring Lease write and finished before the next leader even sent its
+ *    acquiring write — a write by a replica that never led, or outside its term, fails the test with its code;
+ *  - every Foo's Deployment saw exactly one create attempt that succeeded, and no create attempt by a replica other
+ *    than the one that created it once that create was sent, whatever its answer (every POST counts: the API server
+ *    never answers 201 twice for one name, so counting 201s alone could not fail; a 409 — or a 504 of a killed
+ *    sender — to another replica is a second actor creating on a stale view; a 409 to the creator itself is its own
+ *    cache lagging behind its create). An earlier leader's POST cut off by its kill before the creator's create (504
+ *    "context canceled", nothing committed) is a failed attempt inside its own term, counted and reported;
  *  - a black-holed leader exited within renew deadline + 2 s of the start of its last successful Lease write.
  */
 import assert from 'node:assert/strict';
@@ -204,33 +206,39 @@ describe('leadership chaos', () => {
     for (const e of guarded) {
       const who = identityOf(e);
       const i = order.findIndex(([id]) => id === who);
-      assert.ok(i >= 0, `a write by ${who}, which never held the Lease: ${JSON.stringify(e)}`);
+      assert.ok(i >= 0, `a write attempt (answered ${e.responseStatus?.code}) by ${who}, which never held the Lease: ${JSON.stringify(e)}`);
       const [, acquiredAt] = order[i] ?? ['', 0];
-      assert.ok(micros(e.requestReceivedTimestamp) >= acquiredAt, `write before acquiring: ${JSON.stringify(e)}`);
+      assert.ok(micros(e.requestReceivedTimestamp) >= acquiredAt, `a write attempt (answered ${e.responseStatus?.code}) before acquiring: ${JSON.stringify(e)}`);
       const nextAcquired = order[i + 1]?.[1];
       if (nextAcquired !== undefined) {
         assert.ok(micros(e.stageTimestamp) < nextAcquired,
-          `a write by ${who} finished after the next leader ${order[i + 1]?.[0]} sent its acquiring Lease write: ${JSON.stringify(e)}`);
+          `a write attempt (answered ${e.responseStatus?.code}) by ${who} finished after the next leader ${order[i + 1]?.[0]} sent its acquiring Lease write: ${JSON.stringify(e)}`);
       }
     }
 
-    // Create ATTEMPTS, whatever the answer: one succeeded per Deployment, and no OTHER replica tried (a 409 to the
-    // replica that created it is its own cache lagging behind its create: one actor, it looks again).
-    const attempts = new Map<string, { code: number; who: string }[]>();
+    // Create ATTEMPTS, whatever the answer: one succeeded per Deployment, and no OTHER replica tried once the creator
+    // had sent its create (a 409 to the replica that created it is its own cache lagging behind its create: one actor,
+    // it looks again). Another replica's attempt before that is an earlier leader's, cut off (inside its term: above).
+    const attempts = new Map<string, { code: number; who: string; at: number }[]>();
     for (const e of guarded) {
       if (e.objectRef?.resource === 'deployments' && e.verb === 'create') {
         const name = e.objectRef.name ?? '';
-        attempts.set(name, [...(attempts.get(name) ?? []), { code: e.responseStatus?.code ?? 0, who: identityOf(e) }]);
+        attempts.set(name, [...(attempts.get(name) ?? []), { code: e.responseStatus?.code ?? 0, who: identityOf(e), at: micros(e.requestReceivedTimestamp) }]);
       }
     }
     const all = [...attempts.values()].flat();
+    const creators = new Map([...attempts].map(([name, got]) => [name, got.find((a) => a.code === 201)]));
+    const byOthers = [...attempts].flatMap(([name, got]) => got.filter((a) => a.who !== creators.get(name)?.who).map((a) => ({ name, ...a })));
     t.diagnostic(`Deployment create attempts: ${all.length} for ${total} Foos; answered 409: ${all.filter((a) => a.code === 409).length}; `
-      + `failed otherwise: ${all.filter((a) => a.code !== 201 && a.code !== 409).map((a) => a.code).join(', ') || 'none'}`);
+      + `failed otherwise: ${all.filter((a) => a.code !== 201 && a.code !== 409).map((a) => a.code).join(', ') || 'none'}; `
+      + `by a replica other than the creator: ${byOthers.map((a) => `${a.name} ${a.code} (sent ${Math.round((a.at - (creators.get(a.name)?.at ?? 0)) / 1000)} ms after the creator's create)`).join(', ') || 'none'}`);
     for (let i = 0; i < total; i++) {
       const got = attempts.get(`d-${i}`) ?? [];
       const ok = got.filter((a) => a.code === 201);
       assert.equal(ok.length, 1, `Deployment d-${i}: exactly one create attempt succeeded (${JSON.stringify(got)})`);
-      assert.deepEqual(got.filter((a) => a.code === 409 && a.who !== ok[0]?.who), [], `Deployment d-${i}: no other replica attempted the create (${JSON.stringify(got)})`);
+      const creator = ok[0];
+      assert.deepEqual(got.filter((a) => a.who !== creator?.who && a.at >= (creator?.at ?? 0)), [],
+        `Deployment d-${i}: no other replica attempted the create once ${creator?.who} had sent it, whatever the answer (${JSON.stringify(got)})`);
     }
 
     const exits: number[] = [];

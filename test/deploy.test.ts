@@ -5,12 +5,16 @@
  *    the Deployment's own flags: --leader-elect, --metrics-secure, POD_NAMESPACE), reconciles config/samples with
  *    zero 403s — Foo, Deployment rollout events, Network (real neutron-server), the Lease (first as a standby that
  *    watches it while a departed leader holds it; created once that Lease is deleted; renewed), a secure scrape;
- *  - for every VERB of every RBAC rule config/rbac grants, the same run with that one verb removed fails (so every
- *    verb is needed: the scenario exercises each — e.g. a drifted Deployment for `deployments patch`, a repeated Event
- *    for `events patch`);
+ *  - for every VERB of every RBAC rule config/rbac grants, the same run with that one verb removed fails, and the
+ *    API server answered the manager 403 Forbidden for that very verb on that rule's resource (from the API server's
+ *    audit log of the manager's ServiceAccount): so every verb is needed, and the scenario exercises each — e.g. a
+ *    drifted Deployment for `deployments patch`, a repeated Event for `events patch`. A run that fails some other way
+ *    (a timeout, the manager exiting, a 403 for something else only) fails the test, naming the verb and what happened;
  *  - the same for config/sharded (issue 13): with the sharding Role and ClusterRole it adds, the manager run with
  *    `--sharding` (one replica: both the only shard and the sharder) labels and reconciles the samples with zero 403s,
- *    and removing any one verb of the rules the sharding adds makes that run fail.
+ *    and removing any one verb of the rules the sharding adds makes that run fail with a 403 for that verb.
+ *
+ * The suite runs on its own full control plane (not the shared one) because it needs the audit log.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -20,8 +24,10 @@ import { after, before, describe, test } from 'node:test';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { Agent, fetch } from 'undici';
 import type { ControlPlane } from './cluster/controlplane.ts';
-import { cluster, expectStatus, suffix, waitFor } from './helpers/cluster.ts';
-import { kubectl } from './helpers/crds.ts';
+import { expectStatus, suffix, waitFor } from './helpers/cluster.ts';
+import { readAuditLog, type AuditEvent } from './helpers/audit.ts';
+import { auditedControlPlane } from './helpers/auditedcluster.ts';
+import { kubectl, kubectlOn } from './helpers/crds.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 import { startNeutron, type NeutronInstance } from './helpers/neutron.ts';
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
@@ -30,6 +36,17 @@ const systemNs = 'ts-controller-manager-system';
 /** The manager's metrics certificate is self-signed: these checks are about authorization, not the chain. */
 const selfSigned = new Agent({ connect: { rejectUnauthorized: false } });
 const sa = 'ts-controller-manager-controller-manager';
+const saUser = `system:serviceaccount:${systemNs}:${sa}`;
+
+/** The suite's audit policy: every request of the manager's ServiceAccount with its answer code; nothing else. */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["${saUser}"]
+- level: None
+`;
 
 interface PolicyRule {
   apiGroups?: string[];
@@ -112,6 +129,68 @@ function* eachVerbRemoved(roles: readonly RbacObject[]): Generator<[RbacObject, 
       }
     }
   }
+}
+
+/**
+ * The OwnerReferencesPermissionEnforcement admission plugin's refusal: a create or update that sets
+ * `blockOwnerDeletion` on an ownerReference needs `update` on the OWNER's `finalizers` subresource; without it the
+ * write of the owned object (not a request to the finalizers subresource) is answered 403 with this message.
+ */
+const blockOwnerDeletionDenied = 'cannot set blockOwnerDeletion if an ownerReference refers to a resource you can\'t set finalizers on';
+
+/**
+ * Whether `rule` (one verb) is what would authorize the audited request `e`: its verb on one of the rule's resources;
+ * or, for `update` of `<owner>/finalizers`, the admission plugin's refusal of an owned object's write (above).
+ */
+function ruleCovers(rule: PolicyRule, e: AuditEvent): boolean {
+  if (rule.verbs.includes('update') && (rule.resources ?? []).some((r) => r.endsWith('/finalizers'))
+    && (e.verb === 'create' || e.verb === 'update') && (e.responseStatus?.message ?? '').includes(blockOwnerDeletionDenied)) return true;
+  if (!rule.verbs.includes(e.verb)) return false;
+  if (rule.nonResourceURLs) {
+    const path = (e.requestURI ?? '').split('?')[0] ?? '';
+    return !e.objectRef && rule.nonResourceURLs.some((u) => (u.endsWith('*') ? path.startsWith(u.slice(0, -1)) : path === u));
+  }
+  const ref = e.objectRef;
+  if (!ref?.resource) return false;
+  const resource = ref.subresource ? `${ref.resource}/${ref.subresource}` : ref.resource;
+  return (rule.apiGroups ?? []).includes(ref.apiGroup ?? '') && (rule.resources ?? []).includes(resource);
+}
+
+/** One audited request, short: `patch apps/deployments 403`. */
+function describeRequest(e: AuditEvent): string {
+  const ref = e.objectRef;
+  const what = ref ? `${ref.apiGroup || 'core'}/${ref.resource ?? ''}${ref.subresource ? `/${ref.subresource}` : ''}` : (e.requestURI ?? '');
+  return `${e.verb} ${what} ${e.responseStatus?.code ?? '?'}`;
+}
+
+/** The distinct requests of `events`, with how many times each was made: `patch apps/deployments 403 ×2`. */
+function summarize(events: readonly AuditEvent[]): string {
+  const counts = new Map<string, number>();
+  for (const e of events) counts.set(describeRequest(e), (counts.get(describeRequest(e)) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${k} ×${n}`).join(', ') || 'none';
+}
+
+/** The manager's requests answered 403, from the audit log's events after the first `from`. */
+function forbiddenSince(auditLog: string, from: number): AuditEvent[] {
+  return readAuditLog(auditLog).slice(from).filter((e) => e.user?.username === saUser && e.responseStatus?.code === 403);
+}
+
+/**
+ * Runs the scenario with `rule`'s one verb removed from `role` and asserts that the verb was needed: the run failed,
+ * and the API server answered 403 Forbidden to the manager for that verb on the rule's resource. Any other failure
+ * (the run completing, a timeout, the manager exiting, 403s for other requests only) fails, naming the verb and what
+ * happened instead.
+ */
+async function assertNeeded(t: { diagnostic(msg: string): void }, run: () => Promise<Outcome>, auditLog: string, role: RbacObject, rule: PolicyRule): Promise<void> {
+  const from = readAuditLog(auditLog).length;
+  const outcome = await run();
+  const denied = forbiddenSince(auditLog, from);
+  const forRule = denied.filter((e) => ruleCovers(rule, e));
+  const name = `${describeRule(rule)} of ${role.kind} ${role.metadata.name}`;
+  t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}; 403s: ${summarize(denied)}`);
+  assert.equal(outcome.ok, false, `${name} is not needed: the run completed without it`);
+  assert.ok(forRule.length > 0,
+    `${name}: the run failed, but the API server answered no 403 for that verb on that resource — instead: ${outcome.why}; 403s answered: ${summarize(denied)}`);
 }
 
 function describeRule(r: PolicyRule): string {
@@ -224,7 +303,7 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
     return mgr.running ? undefined : `manager exited: ${mgr.stderr.join('').slice(-500)}`;
   };
   try {
-    await kubectl('apply', '-n', ns, '-k', 'config/samples');
+    await kubectlOn(cp, 'apply', '-n', ns, '-k', 'config/samples');
     const standby = await waitFor('the manager read the departed leader\'s Lease', async () => {
       const why = await forbidden();
       if (why) return why;
@@ -311,14 +390,19 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   let neutron: NeutronInstance;
   let root: string;
   let reader: string;
-  /** The sharding RBAC objects as applied (a List), removed again after the suite. */
-  let shardingFile: string | undefined;
+  /** The suite's own full control plane, and its audit log of the manager ServiceAccount's requests. */
+  let cp: ControlPlane;
+  let auditLog: string;
+  const cleanups: (() => Promise<void>)[] = [];
   before(async () => {
     neutron = await startNeutron();
+    ({ cp, auditLog } = await auditedControlPlane({ after: (fn) => cleanups.push(fn) }, {
+      prefix: 'tscm-deploy-', policy: auditPolicy, clusterMode: 'full',
+    }));
   });
   after(async () => {
-    if (shardingFile) await kubectl('delete', '--ignore-not-found', '-f', shardingFile);
     await neutron?.stop();
+    for (const fn of cleanups.reverse()) await fn();
   });
 
   test('every overlay renders with kubectl kustomize', async () => {
@@ -350,8 +434,7 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   });
 
   test('kubectl apply -k config/default creates everything without errors', async (t) => {
-    const cp = cluster();
-    const out = await kubectl('apply', '--server-side', '--force-conflicts', '-k', 'config/default');
+    const out = await kubectlOn(cp, 'apply', '--server-side', '--force-conflicts', '-k', 'config/default');
     t.diagnostic(out);
     for (const expected of [
       `namespace/${systemNs}`, 'customresourcedefinition.apiextensions.k8s.io/foos.samplecontroller.k8s.io',
@@ -359,7 +442,7 @@ describe('kustomize deployment and least-privilege RBAC', () => {
       'role.rbac.authorization.k8s.io/ts-controller-manager-leader-election-role',
       'deployment.apps/ts-controller-manager-controller-manager', 'service/ts-controller-manager-controller-manager-metrics-service',
     ]) assert.match(out, new RegExp(expected.replace(/\./g, '\\.')));
-    await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
+    await kubectlOn(cp, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
     const dep = expectStatus<{ spec: { template: { spec: { containers: { securityContext: { readOnlyRootFilesystem: boolean } }[]; terminationGracePeriodSeconds: number } } } }>(
       await cp.get(`/apis/apps/v1/namespaces/${systemNs}/deployments/ts-controller-manager-controller-manager`), 200, 'manager Deployment');
     assert.equal(dep.spec.template.spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);
@@ -376,12 +459,13 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   });
 
   test('with config/rbac as shipped, the manager reconciles the samples with zero 403s', async () => {
-    const outcome = await scenario(cluster(), root, neutron, reader, `lease-${suffix()}`);
+    const from = readAuditLog(auditLog).length;
+    const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`);
     assert.deepEqual(outcome, { ok: true });
+    assert.equal(summarize(forbiddenSince(auditLog, from)), 'none', '403s answered to the manager');
   });
 
   test('every verb of every rule is needed: removing any one makes the run fail', async (t) => {
-    const cp = cluster();
     const roles = await renderedRoles();
     const granting = roles.filter((r) => r.metadata.name !== 'ts-controller-manager-metrics-reader');
     let checked = 0;
@@ -389,9 +473,7 @@ describe('kustomize deployment and least-privilege RBAC', () => {
       await putRole(cp, role, without);
       await waitAuthorized(cp, role, rule, false);
       try {
-        const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`);
-        t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
-        assert.equal(outcome.ok, false, `${describeRule(rule)} of ${role.metadata.name} is not needed`);
+        await assertNeeded(t, () => scenario(cp, root, neutron, reader, `lease-${suffix()}`), auditLog, role, rule);
       } finally {
         await putRole(cp, role, role.rules);
         await waitAuthorized(cp, role, rule, true);
@@ -404,29 +486,27 @@ describe('kustomize deployment and least-privilege RBAC', () => {
   });
 
   test('config/sharded: with the sharding RBAC as shipped, the manager with --sharding labels and reconciles the samples with zero 403s', async () => {
-    const cp = cluster();
     const objects = await shardingRbac();
-    shardingFile = join(mkdtempSync(join(tmpdir(), 'tscm-deploy-sharded-')), 'sharding-rbac.json');
+    const shardingFile = join(mkdtempSync(join(tmpdir(), 'tscm-deploy-sharded-')), 'sharding-rbac.json');
     writeFileSync(shardingFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-    await kubectl('apply', '--server-side', '--force-conflicts', '-f', shardingFile);
+    await kubectlOn(cp, 'apply', '--server-side', '--force-conflicts', '-f', shardingFile);
     for (const role of objects.filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole') as RbacObject[]) {
       for (const rule of role.rules) await waitAuthorized(cp, role, rule, true);
     }
+    const from = readAuditLog(auditLog).length;
     const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
     assert.deepEqual(outcome, { ok: true });
+    assert.equal(summarize(forbiddenSince(auditLog, from)), 'none', '403s answered to the manager');
   });
 
   test('config/sharded: every verb of every rule the sharding adds is needed: removing any one makes the --sharding run fail', async (t) => {
-    const cp = cluster();
     const roles = (await shardingRbac()).filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole') as RbacObject[];
     let checked = 0;
     for (const [role, rule, without] of eachVerbRemoved(roles)) {
       await putRole(cp, role, without);
       await waitAuthorized(cp, role, rule, false);
       try {
-        const outcome = await scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp));
-        t.diagnostic(`${role.metadata.name} without ${describeRule(rule)}: ${outcome.ok ? 'STILL WORKS' : outcome.why}`);
-        assert.equal(outcome.ok, false, `${describeRule(rule)} of ${role.kind} ${role.metadata.name} is not needed`);
+        await assertNeeded(t, () => scenario(cp, root, neutron, reader, `lease-${suffix()}`, sharded(cp)), auditLog, role, rule);
       } finally {
         await putRole(cp, role, role.rules);
         await waitAuthorized(cp, role, rule, true);

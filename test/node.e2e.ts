@@ -8,8 +8,11 @@
  *  - the metrics Service selects the Pod and its ClusterIP (kube-proxy, from inside the node) serves /metrics to an
  *    authorised token;
  *  - a container over its memory limit is OOM-killed (cgroup v1 memory controller) and restarted by the kubelet;
- *  - `kubectl rollout restart`: the old Pod gets SIGTERM, exits 0, and the new Pod takes the Lease over, with no
- *    overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API server);
+ *  - a rollout (new leader-election flags: the new Pod polls every 20 s): the old Pod gets SIGTERM, exits 0, its last
+ *    Lease write is a release, and the new Pod takes the Lease over within 3 s of it (its Lease watch; a poll only by
+ *    chance), with
+ *    no overlap of leaders in the API server's audit log (a policy of this test's only, passed to the node-mode API
+ *    server);
  *  - a Network converges from the Pod: neutron-server behind a real Keystone (hack/neutron/up.sh, NEUTRON_HOST=HOST_IP),
  *    clouds.yaml from the Secret neutron-cloud-config through config/default's NEUTRON section (enabled in a copy);
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
@@ -301,7 +304,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.equal(killed.lastState?.terminated?.exitCode, 137);
   });
 
-  test('kubectl rollout restart: the old Pod exits 0 on SIGTERM and the new Pod takes the Lease over; no leader overlap in the audit log', async (t) => {
+  test('a rollout (leader-election retry period 20 s): the old Pod exits 0 on SIGTERM, released the Lease, and the new Pod takes it over within 3 s by its Lease watch; no leader overlap in the audit log', async (t) => {
     const [old] = await pods();
     assert.ok(old);
     const oldHolder = await holder();
@@ -322,12 +325,19 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     });
     t.after(() => watch.kill());
     const t0 = Date.now();
-    await kubectl('-n', ns, 'rollout', 'restart', `deployment/${deployment}`);
+    // The rollout: new leader-election flags (a template change, so the old Pod gets SIGTERM once the new one is Ready,
+    // as with `kubectl rollout restart`). The new Pod polls the Lease every 20 s (lease 60 s, renew deadline 30 s); it
+    // starts as a standby, polls once, and is Ready before the old Pod is stopped — so a take-over within 3 s of the
+    // release comes from its Lease watch; a poll lands in that window only by chance (3 s of a 20–44 s interval; the
+    // causal proof is test/leaderelection-watch.test.ts). docs/safety.md "Hand-over on release".
+    const slowPolls = ['--leader-elect-lease-duration=60s', '--leader-elect-renew-deadline=30s', '--leader-elect-retry-period=20s'];
+    await kubectl('-n', ns, 'patch', `deployment/${deployment}`, '--type=json', '-p',
+      JSON.stringify(slowPolls.map((value) => ({ op: 'add', path: '/spec/template/spec/containers/0/args/-', value }))));
     const next = await waitFor('a new Pod holding the Lease', async () => {
       const h = await holder();
       return h && h !== oldHolder ? h : undefined;
     }, { timeoutMs: 120_000, intervalMs: 100 });
-    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after rollout restart`);
+    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after the rollout began`);
     const exit = await waitFor('the old Pod\'s final status', () => {
       for (const p of seen) {
         const term = p.status.containerStatuses?.find((c) => c.name === 'manager')?.state?.terminated;
@@ -360,12 +370,17 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       `the old leader's last write (${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name}, completed ${oldLast.stageTimestamp}) precedes the new leader's acquisition (${acquire.requestReceivedTimestamp})`);
     const early = newWrites.filter((e) => micros(e.requestReceivedTimestamp) < acquiredAt);
     assert.deepEqual(early.map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`), [], 'the new process wrote nothing before it acquired the Lease');
-    // Reported, not asserted (timing): the old leader's last Lease write (its release, if the request body has an empty
-    // holderIdentity) → the new leader's acquisition; and the container's finishedAt (second precision) → acquisition.
+    // The old leader's last Lease write was its release (the request body: holderIdentity "", leaseDurationSeconds 1, as
+    // pkg/manager/leaderelection.ts `release` writes it), and the new leader acquired within 3 s of it (asserted; a
+    // poll only by chance: see the flags above). Reported: the container's finishedAt (second precision) → acquisition.
     const oldLease = oldWrites.filter(isLease).reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
-    const released = ((oldLease.requestObject as { spec?: { holderIdentity?: string } } | undefined)?.spec?.holderIdentity ?? '') === '';
+    const body = (oldLease.requestObject as { spec?: { holderIdentity?: string; leaseDurationSeconds?: number } } | undefined)?.spec;
+    const released = (body?.holderIdentity ?? '') === '' && body?.leaseDurationSeconds === 1;
+    const handOverS = (acquiredAt - micros(oldLease.stageTimestamp)) / 1e6;
     t.diagnostic(`audit: old leader's last Lease write (${oldLease.verb}, ${released ? 'a release' : 'NOT a release'}) at ${oldLease.stageTimestamp}; ` +
-      `new leader's acquisition (${acquire.verb}) at ${acquire.requestReceivedTimestamp}: hand-over ${((acquiredAt - micros(oldLease.stageTimestamp)) / 1e6).toFixed(6)} s`);
+      `new leader's acquisition (${acquire.verb}) at ${acquire.requestReceivedTimestamp}: hand-over ${handOverS.toFixed(6)} s`);
+    assert.ok(released, `the old leader's last Lease write was a release (holderIdentity "", leaseDurationSeconds 1): ${oldLease.verb} ${JSON.stringify(body)}`);
+    assert.ok(handOverS <= 3, `hand-over ${handOverS.toFixed(3)} s from the release to the acquisition (bound 3 s; the new Pod polls every 20 s)`);
     if (exit.finishedAt) t.diagnostic(`old container finishedAt ${exit.finishedAt} → acquisition ${((acquiredAt - micros(exit.finishedAt)) / 1e6).toFixed(3)} s (second precision)`);
     t.diagnostic(`old leader's last write of any kind: ${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name} completed ${oldLast.stageTimestamp}`);
   });

@@ -7,8 +7,11 @@ export interface AuditEvent {
   userAgent?: string;
   /** The authenticated user; for a ServiceAccount token `extra['authentication.kubernetes.io/credential-id']` is `["JTI=<jti>"]`. */
   user?: { username?: string; extra?: Record<string, string[]> };
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
+  objectRef?: { apiGroup?: string; resource?: string; subresource?: string; namespace?: string; name?: string };
+  /** The request's path and query (for a non-resource request, the only thing it names). */
+  requestURI?: string;
+  /** The answer (for a refusal also its reason and message, at every level). */
+  responseStatus?: { code?: number; reason?: string; message?: string };
   /** With level Request and above. */
   requestObject?: unknown;
   /** With level RequestResponse: the object as written (a Status for a refused write). */

@@ -30,9 +30,11 @@ export interface AuditedControlPlaneOptions {
   mode?: 'blocking' | 'batch';
   /** More kube-apiserver flags. */
   extraApiserverArgs?: string[];
+  /** `minimal` (default): etcd + kube-apiserver. `full`: with the controllers, scheduler and kwok (Deployments roll out). */
+  clusterMode?: 'minimal' | 'full';
 }
 
-/** Starts a private minimal control plane (etcd + kube-apiserver) with an audit log; stopped when the test ends. */
+/** Starts a private control plane (minimal unless `clusterMode` says) with an audit log; stopped when the test ends. */
 export async function auditedControlPlane(
   t: { after(fn: () => Promise<void>): void }, opts: AuditedControlPlaneOptions,
 ): Promise<AuditedControlPlane> {
@@ -42,7 +44,7 @@ export async function auditedControlPlane(
   writeFileSync(policy, opts.policy);
   const mode = opts.mode === 'batch' ? ['--audit-log-mode=batch', '--audit-log-batch-max-wait=1s'] : ['--audit-log-mode=blocking'];
   const cp = await ControlPlane.start({
-    mode: 'minimal', dir: join(dir, 'cluster'), log: () => {},
+    mode: opts.clusterMode ?? 'minimal', dir: join(dir, 'cluster'), log: () => {},
     extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, ...mode, ...(opts.extraApiserverArgs ?? [])] },
   });
   t.after(() => cp.stop());

@@ -12,7 +12,11 @@ export const repoRoot = join(import.meta.dirname, '..', '..');
 
 /** Runs kubectl (built from the control plane's release) with the admin kubeconfig, in the repository root. */
 export async function kubectl(...args: string[]): Promise<string> {
-  const cp = cluster();
+  return kubectlOn(cluster(), ...args);
+}
+
+/** kubectl as the admin of the control plane `cp` (e.g. a test's private one), run from the repository root. */
+export async function kubectlOn(cp: ControlPlane, ...args: string[]): Promise<string> {
   const { stdout } = await run(join(cp.k8sBinDir, 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { cwd: repoRoot });
   return stdout;
 }
