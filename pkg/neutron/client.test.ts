@@ -32,8 +32,11 @@ const net = (id: string, extra: Record<string, unknown> = {}): Record<string, un
 describe('NeutronClient transport', () => {
   it('times out a request that gets no answer → retryable NeutronUnavailableError(Timeout)', async () => {
     const { client, server } = await fake(() => {}); // never answers
-    await assert.rejects(client.getNetwork('x', { timeoutMs: 150 }), (e: Error) =>
+    // 1 s, not less: on 2 loaded cores connect + send alone took > 150 ms once (the deadline ran out before sending).
+    await assert.rejects(client.getNetwork('x', { timeoutMs: 1_000 }), (e: Error) =>
       e instanceof NeutronUnavailableError && e.type === 'Timeout' && e.status === 0 && isRetryable(e) && e.message.includes('GET /v2.0/networks/x'));
+    // The server may see the request's arrival a tick after the client gave up: poll (bounded) instead of reading once.
+    for (let i = 0; i < 100 && server.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     assert.equal(server.requests.length, 1, 'the request was sent (the deadline did not run out before it)');
   });
 
