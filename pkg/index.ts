@@ -13,7 +13,12 @@
 export {
   ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions,
 } from './runtime/manager.ts';
-export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc } from './runtime/builder.ts';
+export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc, type SourceOptions } from './runtime/builder.ts';
+// Event predicates for for/owns/watches (controller-runtime pkg/predicate).
+export {
+  generationChanged, labelsChanged, annotationsChanged, and as predicateAnd, or as predicateOr, not as predicateNot,
+  type Predicate,
+} from './runtime/predicate.ts';
 
 // Reconcile helpers: a finalizer around apply/cleanup, create-or-patch (controller-runtime controllerutil, kube-rs).
 export { finalizer, type FinalizerHandlers } from './runtime/finalizer.ts';
