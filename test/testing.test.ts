@@ -88,6 +88,23 @@ describe('startTestEnv', () => {
     await env.stop(); // idempotent
   });
 
+  test('a mistyped CRD path fails at once, naming the path, before anything is started', async (t) => {
+    const tmp = mkdtempSync(join(tmpdir(), 'tscm-badcrd-'));
+    t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    const started = performance.now();
+    const err = await startTestEnv({ crdPaths: ['config/crd/base'] }).then(() => undefined, (e: unknown) => e as Error).finally(() => {
+      if (saved === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = saved;
+    });
+    const ms = performance.now() - started;
+    assert.ok(err, 'startTestEnv rejects');
+    assert.match(err.message, /^CRD path config\/crd\/base \(relative to the working directory: .*\/config\/crd\/base\) does not exist$/);
+    assert.ok(ms < 1000, `failed at once (${ms.toFixed(0)} ms), not after starting etcd and kube-apiserver`);
+    assert.deepEqual(readdirSync(tmp), [], 'no environment directory was made (nothing was started)');
+  });
+
   test('a component that fails to start: the error carries its log, and nothing is left running or on disk', async (t) => {
     // A private TMPDIR (os.tmpdir() reads it at each call) so that only this environment's directory can appear there.
     const tmp = mkdtempSync(join(tmpdir(), 'tscm-failstart-'));
