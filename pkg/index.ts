@@ -13,13 +13,26 @@
 export {
   ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions,
 } from './runtime/manager.ts';
-export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc } from './runtime/builder.ts';
+export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc, type SourceOptions } from './runtime/builder.ts';
+// Event predicates for for/owns/watches (controller-runtime pkg/predicate).
+export {
+  generationChanged, labelsChanged, annotationsChanged, and as predicateAnd, or as predicateOr, not as predicateNot,
+  type Predicate,
+} from './runtime/predicate.ts';
+
+// Reconcile helpers: a finalizer around apply/cleanup, create-or-patch (controller-runtime controllerutil, kube-rs).
+export { finalizer, type FinalizerHandlers } from './runtime/finalizer.ts';
+export { createOrPatch, type OperationResult } from './runtime/createorpatch.ts';
 
 // Core object types, keys and owner references (one definition for every layer).
 export * from './apimachinery/meta.ts';
 export * from './apimachinery/keys.ts';
 export * from './apimachinery/ownerref.ts';
 export { apiGroupOf } from './apimachinery/resource.ts';
+// Status conditions (meta.SetStatusCondition …), finalizer lists, JSON merge patch between two objects.
+export * from './apimachinery/conditions.ts';
+export * from './apimachinery/finalizers.ts';
+export * from './apimachinery/mergepatch.ts';
 
 // Reconcile: requests, results, errors, queue priorities.
 export {

@@ -10,6 +10,7 @@ import { TerminalError } from '../pkg/controller/errors.ts';
 import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
 import { ControllerManager } from '../pkg/runtime/manager.ts';
+import { annotationsChanged, labelsChanged } from '../pkg/runtime/predicate.ts';
 import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
 
 const { configMaps, secrets, services } = coreResources;
@@ -70,6 +71,67 @@ describe('ControllerBuilder', () => {
     await waitFor('later event', () => count(`${ns}/last`) === 1 && count(`${ns}/terminal`) === 1);
     assert.equal(count(`${ns}/terminal`), 1, 'a terminal error is not retried');
     assert.equal(await metric(mgr.registry, 'controller_runtime_terminal_reconcile_errors_total'), 1);
+  });
+
+  test('predicates on for, owns and watches: each source filters its own updates; creates pass', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'predicates');
+    const seen: string[] = [];
+    const count = (name: string): number => seen.filter((k) => k === `${ns}/${name}`).length;
+    const mgr = new ControllerManager({ kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry: new Registry(), logger: silentLogger });
+    // concurrency 1: keys are reconciled in the order their events arrived, so "b reconciled" means every event
+    // handled before b's was reconciled too — how a dropped event is told from a slow one without sleeping.
+    mgr.controller('predicates-test')
+      .for<KubeObject>(configMaps, { predicates: [labelsChanged] })
+      .owns(secrets, { predicates: [annotationsChanged] })
+      .watches<KubeObject>(services, (svc) => (svc.metadata?.labels?.['target'] ? [{ namespace: ns, name: svc.metadata.labels['target'] }] : []),
+        { predicates: [labelsChanged] })
+      .complete(({ namespace, name }) => {
+        seen.push(`${namespace}/${name}`);
+        return Promise.resolve();
+      });
+    const ac = new AbortController();
+    const exited = mgr.start(ac.signal);
+    t.after(async () => { ac.abort(); assert.equal(await exited, 0); });
+    await waitFor('controller started', () => mgr.controllersStarted());
+    const path = (kind: string, name = ''): string => `/api/v1/namespaces/${ns}/${kind}${name ? `/${name}` : ''}`;
+    const create = async (kind: string, body: object): Promise<KubeObject> => expectStatus<KubeObject>(await cp.request('POST', path(kind), body), 201, `create ${kind}`);
+    const merge = async (kind: string, name: string, patch: object): Promise<void> => {
+      expectStatus(await cp.request('PATCH', path(kind, name), patch, { headers: { 'content-type': 'application/merge-patch+json' } }), 200, `patch ${kind}/${name}`);
+    };
+
+    const a = await create('configmaps', { metadata: { name: 'a' } });
+    const b = await create('configmaps', { metadata: { name: 'b' } });
+    await waitFor('creates pass the predicates', () => count('a') === 1 && count('b') === 1);
+    // for: a data change is dropped (labelsChanged), a label change passes. b's change is the barrier (same watch).
+    await merge('configmaps', 'a', { data: { x: '1' } });
+    await merge('configmaps', 'b', { metadata: { labels: { l: '1' } } });
+    await waitFor('label change on b reconciled', () => count('b') === 2);
+    assert.equal(count('a'), 1, 'the data-only update of a primary was dropped');
+
+    // owns: a Secret's data change is dropped (annotationsChanged), an annotation change maps to its owner.
+    const ownedBy = (o: KubeObject): object => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata?.name, uid: o.metadata?.uid, controller: true });
+    await create('secrets', { metadata: { name: 'sa', ownerReferences: [ownedBy(a)] } });
+    await create('secrets', { metadata: { name: 'sb', ownerReferences: [ownedBy(b)] } });
+    await waitFor('owned creates map to their owners', () => count('a') === 2 && count('b') === 3);
+    await merge('secrets', 'sa', { stringData: { k: 'v' } });
+    await merge('secrets', 'sb', { metadata: { annotations: { n: '1' } } });
+    await waitFor('barrier: sb annotated', () => count('b') === 4);
+    assert.equal(count('a'), 2, 'the owned Secret\'s data-only update was dropped');
+    await merge('secrets', 'sa', { metadata: { annotations: { n: '1' } } });
+    await waitFor('owned annotation change maps to a', () => count('a') === 3);
+
+    // watches: a Service's annotation-only update is dropped (labelsChanged), a label change maps.
+    const svc = (name: string, target: string): object => ({ metadata: { name, labels: { target } }, spec: { ports: [{ port: 80 }] } });
+    await create('services', svc('svc-a', 'a'));
+    await create('services', svc('svc-b', 'b'));
+    await waitFor('watched creates map', () => count('a') === 4 && count('b') === 5);
+    await merge('services', 'svc-a', { metadata: { annotations: { n: '1' } } });
+    await merge('services', 'svc-b', { metadata: { labels: { more: 'x' } } });
+    await waitFor('barrier: svc-b relabelled', () => count('b') === 6);
+    assert.equal(count('a'), 4, 'the watched Service\'s annotation-only update was dropped');
+    await merge('services', 'svc-a', { metadata: { labels: { more: 'x' } } });
+    await waitFor('watched label change maps to a', () => count('a') === 5);
   });
 
   test('declaration errors are reported at once', () => {

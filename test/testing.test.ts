@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { Registry } from 'prom-client';
+import { RestClient } from '../pkg/client/rest.ts';
 import { findBinaries, startTestEnv } from '../pkg/testing/index.ts';
 import { isAlive } from '../pkg/testing/process.ts';
 import { waitFor } from './helpers/cluster.ts';
@@ -52,6 +54,20 @@ describe('startTestEnv', () => {
     assert.equal(env.binaries.kubeApiserver, join(assets, 'kube-apiserver'));
     assert.deepEqual(env.crds, ['foos.samplecontroller.k8s.io', 'networks.samplecrd.k8s.io']);
 
+    // Issue 33.3: right after Established, the first LIST of a custom resource is often answered
+    // `429 TooManyRequests: storage is (re)initializing` with `Retry-After: 1` (its watch cache is still starting);
+    // the client retries it as client-go does, so the list succeeds instead of failing.
+    const registry = new Registry();
+    const fresh = new RestClient({ kubeConfig: env.kubeConfig, registry });
+    t.after(() => fresh.close());
+    const listStarted = performance.now();
+    await Promise.all([
+      fresh.json('GET', '/apis/samplecontroller.k8s.io/v1alpha1/foos'),
+      fresh.json('GET', '/apis/samplecrd.k8s.io/v1/networks'),
+    ]);
+    const retried = (await registry.getSingleMetric('rest_client_request_retries_total')?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+    t.diagnostic(`first LISTs of the two CRDs: ${(performance.now() - listStarted).toFixed(0)} ms, ${retried} retried after a 429`);
+
     // The CRDs are served: a Foo can be created at once (no wait), through the handed-out client.
     const foo = await env.client.json<{ metadata: { uid: string } }>('POST', '/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos', {
       body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f1' }, spec: { deploymentName: 'd1', replicas: 1 } },
@@ -70,6 +86,23 @@ describe('startTestEnv', () => {
     assert.deepEqual(pids.filter(isAlive), [], 'etcd and kube-apiserver are gone after stop()');
     assert.equal(existsSync(env.dir), false, 'the directory is removed');
     await env.stop(); // idempotent
+  });
+
+  test('a mistyped CRD path fails at once, naming the path, before anything is started', async (t) => {
+    const tmp = mkdtempSync(join(tmpdir(), 'tscm-badcrd-'));
+    t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    const started = performance.now();
+    const err = await startTestEnv({ crdPaths: ['config/crd/base'] }).then(() => undefined, (e: unknown) => e as Error).finally(() => {
+      if (saved === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = saved;
+    });
+    const ms = performance.now() - started;
+    assert.ok(err, 'startTestEnv rejects');
+    assert.match(err.message, /^CRD path config\/crd\/base \(relative to the working directory: .*\/config\/crd\/base\) does not exist$/);
+    assert.ok(ms < 1000, `failed at once (${ms.toFixed(0)} ms), not after starting etcd and kube-apiserver`);
+    assert.deepEqual(readdirSync(tmp), [], 'no environment directory was made (nothing was started)');
   });
 
   test('a component that fails to start: the error carries its log, and nothing is left running or on disk', async (t) => {

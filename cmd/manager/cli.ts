@@ -49,7 +49,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, deps: MainDep
     const { loadKubeConfig } = await import('../../pkg/manager/kubeconfig.ts');
     let kube;
     try {
-      kube = loadKubeConfig(opts.kubeconfig, env, { inClusterRoot: root });
+      kube = loadKubeConfig(opts.kubeconfig, env, { inClusterRoot: root, explicit: '--kubeconfig' });
     } catch (err) {
       return usage((err as Error).message);
     }

@@ -7,12 +7,10 @@
  *   kubectl apply -f crd.yaml && KUBECONFIG=… node main.ts  (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  */
 import {
-  ControllerManager, controllerOf, coreResources, ignoreNotFound, keyOf, newControllerRef, parseWatchNamespace,
-  type KubeObject, type Reconciler,
+  ControllerManager, controllerOf, coreResources, finalizer, findStatusCondition, ignoreNotFound, keyOf, newControllerRef,
+  parseWatchNamespace, setStatusCondition, type KubeObject, type Reconciler,
 } from 'ts-controller-manager';
-import {
-  apiVersion, memcachedKind, memcachedResource, type Memcached, type MemcachedStatusCondition,
-} from './api/example/v1alpha1/zz_generated.types.ts';
+import { apiVersion, memcachedKind, memcachedResource, type Memcached } from './api/example/v1alpha1/zz_generated.types.ts';
 
 interface Deployment extends KubeObject {
   spec?: {
@@ -23,7 +21,7 @@ interface Deployment extends KubeObject {
   status?: { observedGeneration?: number; availableReplicas?: number };
 }
 const fieldManager = 'memcached-controller'; // owns the fields it applies: the Deployment's spec, the Memcached's status
-const finalizer = 'example.ts-controller-manager.io/finalizer';
+const finalizerName = 'example.ts-controller-manager.io/finalizer';
 
 const env = process.env;
 const mgr = new ControllerManager({
@@ -41,67 +39,62 @@ const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
   if (!m) return; // gone: its finalizer already deleted the Deployment
   const api = memcachedApi.namespace(namespace);
   const deploys = deploymentApi.namespace(namespace);
-  const finalizers = m.metadata?.finalizers ?? [];
-  // Fenced by resourceVersion: a stale cache answers 409 and the reconcile is retried.
-  const setFinalizers = (list: string[]): Promise<unknown> =>
-    api.patch(name, { merge: { metadata: { finalizers: list, resourceVersion: m.metadata?.resourceVersion } } }, { signal });
+  // finalizer(): added (fenced by resourceVersion) before apply runs, so no Deployment can outlive its Memcached;
+  // on deletion cleanup runs, then the finalizer is removed. A stale cache re-reads instead of failing.
+  return finalizer(api, m, finalizerName, { apply, cleanup }, { signal });
 
-  if (m.metadata?.deletionTimestamp) {
-    if (!finalizers.includes(finalizer)) return;
+  async function cleanup(m: Memcached): Promise<void> {
     // Read the API, not the cache: a Deployment applied a moment ago may not be cached yet. Delete only ours.
     const d = await ignoreNotFound(deploys.get(name, { signal }));
-    if (d && controllerOf(d)?.uid === m.metadata.uid) {
+    if (d && controllerOf(d)?.uid === m.metadata?.uid) {
       await ignoreNotFound(deploys.delete(name, { preconditions: { uid: d.metadata?.uid }, signal }));
       log.info({ deployment: name }, 'Deleted the Deployment');
     }
-    await setFinalizers(finalizers.filter((f) => f !== finalizer));
-    return;
   }
-  // The finalizer goes on before the Deployment exists, so no Deployment can outlive its Memcached.
-  if (!finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
 
-  // Never take over someone else's Deployment of that name (a forced apply would): say so and wait for it to change.
-  const existing = deployments.get(namespace, name);
-  if (existing && controllerOf(existing)?.uid !== m.metadata?.uid) {
-    return setReady(false, 'ResourceExists', `Deployment ${name} exists and is not managed by this Memcached`, 0);
-  }
-  // Server-side apply: states exactly the fields this controller owns; idempotent (no write when nothing changed),
-  // and `force` takes back any of them someone changed by hand. Fields others set (annotations, …) are left alone.
-  const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': name };
-  const size = m.spec?.size ?? 1;
-  await deploys.apply({
-    metadata: { name, labels, ownerReferences: [newControllerRef({ ...m, apiVersion, kind: memcachedKind })] },
-    spec: {
-      replicas: size,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [{
-            name: 'memcached', image: m.spec?.image, command: ['memcached', '--memory-limit=64', '-o', 'modern', '-v'],
-            ports: [{ name: 'memcached', containerPort: 11211 }],
-          }],
+  async function apply(m: Memcached): Promise<void> {
+    // Never take over someone else's Deployment of that name (a forced apply would): say so and wait for it to change.
+    const existing = deployments.get(namespace, name);
+    if (existing && controllerOf(existing)?.uid !== m.metadata?.uid) {
+      return setReady(m, false, 'ResourceExists', `Deployment ${name} exists and is not managed by this Memcached`, 0);
+    }
+    // Server-side apply: states exactly the fields this controller owns; idempotent (no write when nothing changed),
+    // and `force` takes back any of them someone changed by hand. Fields others set (annotations, …) are left alone.
+    const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': name };
+    const size = m.spec?.size ?? 1;
+    await deploys.apply({
+      metadata: { name, labels, ownerReferences: [newControllerRef({ ...m, apiVersion, kind: memcachedKind })] },
+      spec: {
+        replicas: size,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            containers: [{
+              name: 'memcached', image: m.spec?.image, command: ['memcached', '--memory-limit=64', '-o', 'modern', '-v'],
+              ports: [{ name: 'memcached', containerPort: 11211 }],
+            }],
+          },
         },
       },
-    },
-  }, { fieldManager, force: true, signal });
+    }, { fieldManager, force: true, signal });
+    // Ready once the Deployment controller has seen this spec and every replica is available. The Deployment's status
+    // changes come back here through `.owns`.
+    const d = deployments.get(namespace, name);
+    const available = d?.status?.availableReplicas ?? 0;
+    const ready = d?.status?.observedGeneration === d?.metadata?.generation && d?.spec?.replicas === size && available >= size;
+    return setReady(m, ready, ready ? 'Available' : 'Progressing', `${available}/${size} replicas available`, available);
+  }
 
-  // Ready once the Deployment controller has seen this spec and every replica is available. The Deployment's status
-  // changes come back here through `.owns`. The same condition applied again is no write (lastTransitionTime kept).
-  const d = deployments.get(namespace, name);
-  const available = d?.status?.availableReplicas ?? 0;
-  const ready = d?.status?.observedGeneration === d?.metadata?.generation && d?.spec?.replicas === size && available >= size;
-  return setReady(ready, ready ? 'Available' : 'Progressing', `${available}/${size} replicas available`, available);
-
-  async function setReady(isReady: boolean, reason: string, message: string, available: number): Promise<void> {
-    const old = m?.status?.conditions?.find((c) => c.type === 'Ready');
+  async function setReady(m: Memcached, isReady: boolean, reason: string, message: string, available: number): Promise<void> {
+    // setStatusCondition moves lastTransitionTime only when the status changes; nothing new → no write.
+    const conditions = structuredClone(m.status?.conditions ?? []);
+    const old = findStatusCondition(m.status?.conditions, 'Ready');
     const status = isReady ? 'True' : 'False';
-    const condition: MemcachedStatusCondition = {
-      type: 'Ready', status, reason, message, observedGeneration: m?.metadata?.generation,
-      lastTransitionTime: old?.status === status ? old.lastTransitionTime : new Date().toISOString(),
-    };
-    await api.status().apply({ metadata: { name }, status: { availableReplicas: available, conditions: [condition] } },
-      { fieldManager, force: true, signal });
+    const changed = setStatusCondition(conditions, { type: 'Ready', status, reason, message, observedGeneration: m.metadata?.generation });
+    if (!changed && m.status?.availableReplicas === available) return;
+    const ready = conditions.filter((c) => c.type === 'Ready'); // apply only the condition this controller owns
+    await api.status().apply({ metadata: { name }, status: { availableReplicas: available, conditions: ready } }, { fieldManager, force: true, signal });
     if (old?.status !== status || old.reason !== reason) log.info({ memcached: name, ready: status, reason, message }, 'Ready changed');
   }
 };

@@ -10,6 +10,12 @@
  * `rest_client_requests_total{code,method,host}` (client-go's name); a request that fails before a response is
  * counted with code `<error>`.
  *
+ * Retries (retry.ts, client-go's `checkWait`): an answer 429 with `Retry-After` (any verb: the server did not do it)
+ * or 5xx with `Retry-After` (GET only) is retried after the header's seconds (capped), at most `retry.maxRetries`
+ * times; the wait ends early when the caller's signal aborts. Every attempt is counted in
+ * `rest_client_requests_total`, every attempt after the first also in `rest_client_request_retries_total{code,verb,host}`.
+ * A write is re-checked against the write gate before each attempt.
+ *
  * Timeouts and cancellation: each request owns ONE AbortController, aborted by the caller's signal or by its own
  * timer (`timeoutMs`, default 30 s, body included); both are released when the request finishes (the body was read
  * or discarded), so nothing per request outlives it — no `AbortSignal.any` chains on long-lived signals, no 30 s
@@ -26,6 +32,8 @@ import { sharedTransports, type Transport } from './transport.ts';
 import { ApiError } from './errors.ts';
 import type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './request.ts';
 import { ResourceClient } from './typed.ts';
+import { defaultRetryPolicy, retryDelayMs, sleep, type RetryPolicy } from './retry.ts';
+import type { Logger } from '../log/logger.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
 
@@ -43,6 +51,13 @@ export interface RestClientOptions {
   writeGate?: AbortSignal;
   /** The Transport to use (owned by the caller, not closed by `close()`). Default: the shared one of this kubeconfig. */
   transport?: Transport;
+  /**
+   * Retrying answers that ask for it (429, or 5xx on a GET, with `Retry-After`): see retry.ts. Default
+   * `{ maxRetries: 10, maxDelayMs: 10_000 }`; `{ maxRetries: 0 }` turns it off.
+   */
+  retry?: Partial<RetryPolicy>;
+  /** Where a retry is logged (debug level, as client-go's V(4)). Default: nowhere. */
+  log?: Logger;
 }
 
 export function requestsCounter(registry: Registry): Counter<'code' | 'method' | 'host'> {
@@ -50,6 +65,15 @@ export function requestsCounter(registry: Registry): Counter<'code' | 'method' |
     name: 'rest_client_requests_total',
     help: 'Number of HTTP requests, partitioned by status code, method, and host.',
     labelNames: ['code', 'method', 'host'] as const,
+    registers: [registry],
+  }));
+}
+
+export function retriesCounter(registry: Registry): Counter<'code' | 'verb' | 'host'> {
+  return getOrCreate(registry, 'rest_client_request_retries_total', () => new Counter({
+    name: 'rest_client_request_retries_total',
+    help: 'Number of request retries, partitioned by status code, verb, and host.',
+    labelNames: ['code', 'verb', 'host'] as const,
     registers: [registry],
   }));
 }
@@ -72,6 +96,9 @@ export class RestClient implements JsonClient {
   private readonly requests: Counter<'code' | 'method' | 'host'>;
   /** Counter children by "code method" (prom-client hashes labels on every inc otherwise). */
   private readonly counted = new Map<string, Child>();
+  private readonly retries: Counter<'code' | 'verb' | 'host'>;
+  private readonly retryPolicy: RetryPolicy;
+  private readonly log: Logger | undefined;
   private readonly writeGate: AbortSignal | undefined;
   /** Drops this client's hold on the shared Transport (no-op for a caller-owned one). */
   private readonly releaseTransport: () => void;
@@ -92,6 +119,9 @@ export class RestClient implements JsonClient {
     this.prefix = new URL(this.server).pathname.replace(/\/+$/, '');
     this.userAgent = opts.userAgent ?? 'ts-controller-manager';
     this.requests = requestsCounter(opts.registry ?? globalRegistry);
+    this.retries = retriesCounter(opts.registry ?? globalRegistry);
+    this.retryPolicy = { ...defaultRetryPolicy, ...opts.retry };
+    this.log = opts.log;
   }
 
   /** Builds the absolute URL of an API path with query parameters (undefined values are dropped). */
@@ -109,11 +139,12 @@ export class RestClient implements JsonClient {
     return this.prefix + (qs ? `${path}${path.includes('?') ? '&' : '?'}${qs}` : path);
   }
 
-  private count(code: string, method: string): void {
+  private count(code: string, method: string, retry: boolean): void {
     const key = `${code} ${method}`;
     let child = this.counted.get(key);
     if (!child) this.counted.set(key, (child = this.requests.labels({ code, method, host: this.host })));
     child.inc();
+    if (retry) this.retries.labels({ code, verb: method, host: this.host }).inc();
   }
 
   /**
@@ -124,7 +155,20 @@ export class RestClient implements JsonClient {
     return this.send(method, path, opts, false);
   }
 
+  /** One request with its retries (see retry.ts): returns the first answer that is not to be retried. */
   private async send(method: Verb, path: string, opts: RequestOptions, buffered: boolean): Promise<RawResponse> {
+    const caller = opts.signal;
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.sendOnce(method, path, opts, buffered, attempt > 0);
+      const delayMs = res.status === 429 || res.status >= 500 ? retryDelayMs(method, res.status, res.headers, attempt, this.retryPolicy) : undefined;
+      if (delayMs === undefined) return res;
+      await res.dump();
+      this.log?.debug({ method, path, status: res.status, retry: attempt + 1, delayMs }, 'server asked to retry (Retry-After)');
+      await sleep(delayMs, caller);
+    }
+  }
+
+  private async sendOnce(method: Verb, path: string, opts: RequestOptions, buffered: boolean, retry: boolean): Promise<RawResponse> {
     // --- writes (issue 11): refused once the caller's signal or the write gate aborted, never cut mid-flight ---
     // A write that was sent runs to its answer or its timeout (`timeoutMs`): cancelling in-flight HTTP/2 streams
     // (shutdown aborts every reconcile at once) can leave Node 24's Http2Session spinning forever in
@@ -171,10 +215,10 @@ export class RestClient implements JsonClient {
       res = await this.transport.send({ method, path: target, headers, body, signal: ac.signal, buffered, ...(beforeSend ? { beforeSend } : {}) });
     } catch (err) {
       release();
-      this.count('<error>', method);
+      this.count('<error>', method, retry);
       throw err;
     }
-    this.count(String(res.status), method);
+    this.count(String(res.status), method, retry);
     if (res.status === 401) this.transport.invalidate();
     const b = res.body;
     b.once('close', release);

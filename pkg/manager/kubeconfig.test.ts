@@ -42,6 +42,8 @@ function inClusterRoot(withToken = true): string {
   return root;
 }
 
+/** What the bundled manager (cmd/manager/cli.ts) passes. */
+const manager: LoadKubeConfigOptions = { explicit: '--kubeconfig' };
 const inCluster = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
 
 function load(flag: string | undefined, env: NodeJS.ProcessEnv, opts: LoadKubeConfigOptions = {}): { server: string | undefined; source: string } {
@@ -57,7 +59,7 @@ describe('loadKubeConfig: precedence', () => {
     const home = tempDir();
     mkdirSync(join(home, '.kube'));
     file(join(home, '.kube'), 'config', kubeconfig('https://home:6443'));
-    assert.deepEqual(load(flag, { KUBECONFIG: env, HOME: home, ...inCluster }, { inClusterRoot: inClusterRoot() }), {
+    assert.deepEqual(load(flag, { KUBECONFIG: env, HOME: home, ...inCluster }, { ...manager, inClusterRoot: inClusterRoot() }), {
       server: 'https://flag:6443', source: `--kubeconfig ${flag}`,
     });
   });
@@ -110,7 +112,8 @@ describe('loadKubeConfig: precedence', () => {
 
 describe('loadKubeConfig: errors name what is wrong', () => {
   it('a --kubeconfig or $KUBECONFIG file that does not exist', () => {
-    assert.throws(() => loadKubeConfig('/nonexistent/kc', {}), /^Error: kubeconfig \/nonexistent\/kc \(--kubeconfig\) does not exist$/);
+    assert.throws(() => loadKubeConfig('/nonexistent/kc', {}, manager), /^Error: kubeconfig \/nonexistent\/kc \(--kubeconfig\) does not exist$/);
+    assert.throws(() => loadKubeConfig('/nonexistent/kc', {}), /^Error: kubeconfig \/nonexistent\/kc \(kubeconfig path\) does not exist$/, 'library: no flag named');
     assert.throws(() => loadKubeConfig(undefined, { KUBECONFIG: '/nonexistent/kc' }), /kubeconfig \/nonexistent\/kc \(\$KUBECONFIG\) does not exist/);
   });
 
@@ -121,7 +124,7 @@ describe('loadKubeConfig: errors name what is wrong', () => {
   it('a file that does not parse, and one without a current context', () => {
     const dir = tempDir();
     const broken = file(dir, 'broken', 'clusters: [unclosed');
-    assert.throws(() => loadKubeConfig(broken, {}), new RegExp(`cannot load kubeconfig ${broken} \\(--kubeconfig\\): `));
+    assert.throws(() => loadKubeConfig(broken, {}, manager), new RegExp(`cannot load kubeconfig ${broken} \\(--kubeconfig\\): `));
     const noCurrent = file(dir, 'nocurrent', kubeconfig('https://x:6443', { current: false }));
     assert.throws(() => loadKubeConfig(noCurrent, {}), /has no current context\/cluster/);
     const other = file(dir, 'other', kubeconfig('https://y:6443', { context: 'y', current: false }));
@@ -134,7 +137,18 @@ describe('loadKubeConfig: errors name what is wrong', () => {
       new RegExp(`in-cluster configuration: ServiceAccount token ${root}${serviceAccountDir}/token does not exist`));
   });
 
-  it('nothing at all', () => {
-    assert.throws(() => loadKubeConfig(undefined, { HOME: tempDir() }), /no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, or run in a Pod/);
+  it('nothing at all: the manager names its flag, the library its option (no flag a library user does not have)', () => {
+    assert.throws(() => loadKubeConfig(undefined, { HOME: tempDir() }, manager), /^Error: no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, or run in a Pod/);
+    const err = (() => {
+      try {
+        loadKubeConfig(undefined, { HOME: tempDir() });
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    assert.ok(err);
+    assert.doesNotMatch(err.message, /--kubeconfig/);
+    assert.match(err.message, /set KUBECONFIG .*run in a Pod with a ServiceAccount.*new ControllerManager\(\{ kubeConfig \}\)/);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * Where the manager's API credentials come from, in controller-runtime's order:
- *   1. --kubeconfig (one file), 2. $KUBECONFIG (a path list, merged as kubectl does: missing files skipped, first
+ * Where API credentials come from, in controller-runtime's order:
+ *   1. an explicit kubeconfig file (the manager's --kubeconfig; a library caller's `path` argument), 2. $KUBECONFIG (a path list, merged as kubectl does: missing files skipped, first
  *   current-context wins, entries first-wins by name), 3. in-cluster (KUBERNETES_SERVICE_HOST/PORT and the Pod's
  *   ServiceAccount token + CA), 4. ~/.kube/config.
  * The in-cluster token is a FILE the transport re-reads when the kubelet rotates it (pkg/client/transport.ts).
@@ -8,6 +8,10 @@
  * `opts.inClusterRoot` prefixes /var/run/secrets/kubernetes.io/serviceaccount: a seam for tests (they run the manager
  * "in-cluster style" through test/helpers/incluster-main.ts). Production code never sets it: no environment variable
  * can move where a deployed manager reads its credentials from.
+ *
+ * Errors speak to whoever chose the sources: `opts.explicit` names how that caller passes a file explicitly — the
+ * bundled manager says `--kubeconfig`; the library default names the option of `new ControllerManager({ kubeConfig })`
+ * (a library user has no flags unless they add one).
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -25,9 +29,18 @@ export interface KubeConfigSource {
 export interface LoadKubeConfigOptions {
   /** Root prefixed to the ServiceAccount directory (tests only). Default "" (the real path). */
   inClusterRoot?: string;
+  /**
+   * How the caller passes a kubeconfig explicitly, as error messages and the source line name it: the manager's
+   * `'--kubeconfig'`. Default: the library's `kubeConfig` option / `loadKubeConfig(path)` argument.
+   */
+  explicit?: string;
 }
 
+/** What the library calls an explicit kubeconfig (the default of `LoadKubeConfigOptions.explicit`). */
+const libraryExplicit = 'kubeconfig path';
+
 export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.ProcessEnv, opts: LoadKubeConfigOptions = {}): KubeConfigSource {
+  const explicit = opts.explicit ?? libraryExplicit;
   const kc = new KubeConfig();
   const fromFile = (path: string, source: string): KubeConfigSource => {
     if (!existsSync(path)) throw new Error(`kubeconfig ${path} (${source}) does not exist`);
@@ -39,7 +52,7 @@ export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.P
     if (!kc.getCurrentCluster()) throw new Error(`kubeconfig ${path} (${source}) has no current context/cluster`);
     return { kubeConfig: kc, source: `${source} ${path}` };
   };
-  if (kubeconfigFlag) return fromFile(kubeconfigFlag, '--kubeconfig');
+  if (kubeconfigFlag) return fromFile(kubeconfigFlag, explicit);
   const envPaths = (env['KUBECONFIG'] ?? '').split(delimiter).filter((p) => p !== '');
   if (envPaths.length === 1) return fromFile(envPaths[0] ?? '', '$KUBECONFIG');
   if (envPaths.length > 1) {
@@ -61,5 +74,7 @@ export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.P
   }
   const home = join(env['HOME'] ?? homedir(), '.kube', 'config');
   if (existsSync(home)) return fromFile(home, 'default');
-  throw new Error('no Kubernetes credentials: pass --kubeconfig, set KUBECONFIG, or run in a Pod with a ServiceAccount');
+  if (opts.explicit) throw new Error(`no Kubernetes credentials: pass ${opts.explicit}, set KUBECONFIG, or run in a Pod with a ServiceAccount`);
+  throw new Error('no Kubernetes credentials: set KUBECONFIG (or create ~/.kube/config), run in a Pod with a ServiceAccount, '
+    + 'or pass one explicitly: new ControllerManager({ kubeConfig }) with a KubeConfig (e.g. loadKubeConfig(path, process.env).kubeConfig)');
 }

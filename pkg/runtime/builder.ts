@@ -13,7 +13,11 @@
  *
  * What each source enqueues, and at which queue priority (the priority queue is on by default; priority.ts):
  *  - `for`: add → the object (low priority when from the initial list), update → the object (low on a resync: same
- *    resourceVersion), delete → the object's key. An `update` filter (a predicate) may drop updates.
+ *    resourceVersion), delete → the object's key. An `update` filter may drop updates.
+ *  - Predicates (predicate.ts; `for(type, { predicates })`, `owns(type, { predicates })`, `watches(type, map,
+ *    { predicates })`): an event of that source is mapped only if it passes all of its predicates (create / update /
+ *    delete as the informer reports it). They belong to their source alone: `owns` and `watches` of one type share
+ *    one handler, and each applies its own predicates to each event.
  *  - `owns`: the object's controller ownerReference, when its kind and API group are the primary's, names the
  *    request (same namespace); on update both the old and the new owner; only owners present in the primary's cache.
  *  - `watches`: the mapping function's requests for the object (on update: for the old and the new object).
@@ -57,6 +61,7 @@ import type { Sharder } from '../sharding/sharder.ts';
 import type { JsonClient } from '../client/request.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Registry } from 'prom-client';
+import { passesAll, type Predicate, type PredicateEvent } from './predicate.ts';
 
 /**
  * What a ControllerBuilder needs of the manager it declares a controller on — ControllerManager implements it
@@ -87,6 +92,14 @@ export interface ForOptions<T extends KubeObject> {
   update?: (oldObj: T, newObj: T) => boolean;
   /** Informer options of the primary type (transform, extra indexers via the informer). */
   informer?: InformerForOptions<T>;
+  /** Event predicates of the primary type (predicate.ts): an event is enqueued only if it passes all of them. */
+  predicates?: readonly Predicate<T>[];
+}
+
+/** Options of an `owns` or `watches` source. */
+export interface SourceOptions<T extends KubeObject = KubeObject> {
+  /** Event predicates of this source (predicate.ts): an event is mapped only if it passes all of them. */
+  predicates?: readonly Predicate<T>[];
 }
 
 export interface BuilderOptions {
@@ -106,7 +119,10 @@ export interface BuilderOptions {
   onStart?: () => void;
 }
 
-type Mapper = (obj: KubeObject, enqueue: (key: string) => void) => void;
+interface Mapper {
+  map: (obj: KubeObject, enqueue: (key: string) => void) => void;
+  predicates: readonly Predicate[] | undefined;
+}
 
 interface Source {
   resource: ResourceType;
@@ -114,7 +130,9 @@ interface Source {
 }
 
 export class ControllerBuilder<P extends KubeObject = KubeObject> {
-  private primary: { resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined } | undefined;
+  private primary: {
+    resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined; predicates: readonly Predicate<P>[] | undefined;
+  } | undefined;
   private readonly sources = new Map<string, Source>();
   /** resourceIds of the owned types (sharded like the primary). */
   private readonly owned = new Map<string, ResourceType>();
@@ -135,7 +153,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const informerOpts = this.shardSelector === undefined ? opts.informer : {
       ...opts.informer, labelSelector: [opts.informer?.labelSelector, this.shardSelector].filter(Boolean).join(','),
     };
-    self.primary = { resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update };
+    self.primary = { resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update, predicates: opts.predicates };
     return self;
   }
 
@@ -162,25 +180,31 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   }
 
   /** Objects of `resource` controlled by a primary (controller ownerReference of the primary's kind and group). */
-  owns(resource: ResourceType): this {
+  owns<T extends KubeObject = KubeObject>(resource: ResourceType, opts: SourceOptions<T> = {}): this {
     const primary = this.requirePrimary('owns()');
     const { kind, group, namespaced } = primary.resource;
     const owners = primary.informer.lister();
     this.owned.set(resourceId(resource), resource);
-    this.source(resource).mappers.push((obj, enqueue) => {
-      const owner = controllerNameOf(obj, kind, group);
-      if (owner === undefined) return;
-      const namespace = namespaced ? (obj.metadata?.namespace ?? '') : '';
-      if (owners.get(namespace, owner)) enqueue(keyOf(namespace, owner));
+    this.source(resource).mappers.push({
+      map: (obj, enqueue) => {
+        const owner = controllerNameOf(obj, kind, group);
+        if (owner === undefined) return;
+        const namespace = namespaced ? (obj.metadata?.namespace ?? '') : '';
+        if (owners.get(namespace, owner)) enqueue(keyOf(namespace, owner));
+      },
+      predicates: opts.predicates,
     });
     return this;
   }
 
   /** Objects of `resource`, mapped to requests by `map` (controller-runtime's EnqueueRequestsFromMapFunc). */
-  watches<T extends KubeObject>(resource: ResourceType, map: MapFunc<T>): this {
+  watches<T extends KubeObject>(resource: ResourceType, map: MapFunc<T>, opts: SourceOptions<T> = {}): this {
     this.requirePrimary('watches()');
-    this.source(resource).mappers.push((obj, enqueue) => {
-      for (const r of map(obj as T)) enqueue(typeof r === 'string' ? r : requestKey(r));
+    this.source(resource).mappers.push({
+      map: (obj, enqueue) => {
+        for (const r of map(obj as T)) enqueue(typeof r === 'string' ? r : requestKey(r));
+      },
+      predicates: opts.predicates,
     });
     return this;
   }
@@ -213,31 +237,41 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     });
 
     const enqueue = (obj: P, priority: number): void => controller.enqueue(metaNamespaceKey(obj), priority);
-    const { update } = primary;
+    const { update, predicates } = primary;
     // Handlers are named after the controller: informer_handler_errors_total{handler} says whose handler threw.
     const registrations = [primary.informer.addEventHandler({
-      onAdd: (obj, initial) => enqueue(obj, addPriority(initial)),
-      onUpdate: (old, obj) => {
-        if (!update || update(old, obj) || (shard !== undefined && placementChanged(this.name, old, obj))) enqueue(obj, updatePriority(old, obj));
+      onAdd: (obj, initial) => {
+        if (passesAll(predicates, { type: 'create', obj })) enqueue(obj, addPriority(initial));
       },
-      onDelete: (obj: P | DeletedFinalStateUnknown<P>) => controller.enqueue(deletionHandlingKey(obj)),
+      onUpdate: (old, obj) => {
+        const passed = (!update || update(old, obj)) && passesAll(predicates, { type: 'update', oldObj: old, obj });
+        if (passed || (shard !== undefined && placementChanged(this.name, old, obj))) enqueue(obj, updatePriority(old, obj));
+      },
+      onDelete: (obj: P | DeletedFinalStateUnknown<P>) => {
+        const last = objectOfDelete(obj);
+        // Without a last known state (nothing to test) the delete passes: never lose a deletion.
+        if (!last || passesAll(predicates, { type: 'delete', obj: last })) controller.enqueue(deletionHandlingKey(obj));
+      },
     }, { name: this.name })];
     for (const source of this.sources.values()) {
-      /** Every key any mapper derives from any of `objs`, enqueued once. */
-      const map = (priority: number, ...objs: KubeObject[]): void => {
+      /** Every key a mapper whose predicates pass `event` derives from any of `objs`, enqueued once. */
+      const map = (priority: number, event: PredicateEvent<KubeObject>, ...objs: KubeObject[]): void => {
         const keys = new Set<string>();
-        for (const obj of objs) for (const m of source.mappers) m(obj, (k) => keys.add(k));
+        for (const m of source.mappers) {
+          if (!passesAll(m.predicates, event)) continue;
+          for (const obj of objs) m.map(obj, (k) => keys.add(k));
+        }
         for (const k of keys) controller.enqueue(k, priority);
       };
       registrations.push(this.informerOf(source.resource).addEventHandler({
-        onAdd: (obj, initial) => map(addPriority(initial), obj),
+        onAdd: (obj, initial) => map(addPriority(initial), { type: 'create', obj }, obj),
         onUpdate: (old, obj) => {
           if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
-          map(PriorityNormal, obj, old);
+          map(PriorityNormal, { type: 'update', oldObj: old, obj }, obj, old);
         },
         onDelete: (obj) => {
           const last = objectOfDelete(obj);
-          if (last) map(PriorityNormal, last);
+          if (last) map(PriorityNormal, { type: 'delete', obj: last }, last);
         },
       }, { name: this.name }));
     }

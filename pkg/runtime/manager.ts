@@ -164,7 +164,7 @@ export class ControllerManager implements ControllerHost {
     const userAgent = opts.userAgent ?? `ts-controller-manager/${packageVersion()} (${this.identity})`;
     const gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs ?? 30_000;
 
-    this.reader = new RestClient({ kubeConfig, registry, userAgent });
+    this.reader = new RestClient({ kubeConfig, registry, userAgent, log });
     this.factory = new SharedInformerFactory({
       client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log, registry,
       useWatchList: opts.watchList ?? false,
@@ -190,13 +190,13 @@ export class ControllerManager implements ControllerHost {
       });
       this.sharder = new Sharder({
         elector: leaderElector, group: le.id, leaseNamespace: le.namespace, reader: this.reader,
-        writer: new RestClient({ kubeConfig, registry, userAgent, writeGate: leaderElector.leadership }),
+        writer: new RestClient({ kubeConfig, registry, userAgent, log, writeGate: leaderElector.leadership }),
         namespaces: opts.namespaces ?? [], logger: log, registry,
       });
     }
     this.elector = elector;
     if (elector) this.health.addHealthzCheck('leaderElection', () => elector.watchdog());
-    this.client = elector ? new RestClient({ kubeConfig, registry, userAgent, writeGate: elector.leadership }) : this.reader;
+    this.client = elector ? new RestClient({ kubeConfig, registry, userAgent, log, writeGate: elector.leadership }) : this.reader;
     this.events = new EventBroadcaster({
       sink: new RestEventSink(this.client), logger: log, ...(elector ? { stopSignal: elector.leadership } : {}),
     });

@@ -30,7 +30,8 @@ describe('readCRDs', () => {
   });
 
   test('a missing path, or one without a CRD, is an error naming it', () => {
-    assert.throws(() => readCRDs([join(root, 'nope')]), /CRD path .*nope: ENOENT/);
+    assert.throws(() => readCRDs([join(root, 'nope')]), /^Error: CRD path \/.*nope does not exist$/);
+    assert.throws(() => readCRDs(['config/crd/base']), /^Error: CRD path config\/crd\/base \(relative to the working directory: \/.*\/config\/crd\/base\) does not exist$/);
     writeFileSync(join(root, 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n');
     assert.throws(() => readCRDs([join(root, 'cm.yaml')]), /CRD path .*cm.yaml holds no apiextensions.k8s.io\/v1 CustomResourceDefinition/);
   });

@@ -7,7 +7,7 @@
  * condition is True — after that its resources are served and objects of it can be created.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { extname, join } from 'node:path';
+import { extname, isAbsolute, join, resolve } from 'node:path';
 import { loadAll } from 'js-yaml';
 import type { Condition, KubeObject } from '../apimachinery/meta.ts';
 import type { RestClient } from '../client/rest.ts';
@@ -31,7 +31,9 @@ export function readCRDs(paths: string[]): CustomResourceDefinition[] {
         ? readdirSync(path).filter((f) => manifestExtensions.has(extname(f))).sort().map((f) => join(path, f))
         : [path];
     } catch (err) {
-      throw new Error(`CRD path ${path}: ${(err as Error).message}`, { cause: err });
+      const where = isAbsolute(path) ? '' : ` (relative to the working directory: ${resolve(path)})`;
+      const what = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (err as Error).message;
+      throw new Error(`CRD path ${path}${where} ${what}`, { cause: err });
     }
     const before = crds.length;
     for (const file of files) {
@@ -50,7 +52,13 @@ export function readCRDs(paths: string[]): CustomResourceDefinition[] {
  * `timeoutMs` (default 30 s) naming the CRDs still not Established, or when `signal` aborts.
  */
 export async function installCRDs(client: RestClient, paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string[]> {
-  const crds = readCRDs(paths);
+  return applyCRDs(client, readCRDs(paths), paths, opts);
+}
+
+/** installCRDs for CRDs already read (startTestEnv reads them before it starts anything, so a bad path fails at once). */
+export async function applyCRDs(
+  client: RestClient, crds: CustomResourceDefinition[], paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<string[]> {
   const names = crds.map((crd) => crd.metadata?.name ?? '');
   for (const [i, crd] of crds.entries()) {
     if (!names[i]) throw new Error(`a CustomResourceDefinition without metadata.name in ${paths.join(', ')}`);

@@ -27,7 +27,7 @@ import { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
 import { adminKubeconfig, etcdCommand, kubeApiserverCommand, probe, type ComponentCommand } from './controlplane.ts';
 import { findBinaries, type ControlPlaneBinaries } from './binaries.ts';
-import { installCRDs } from './crds.ts';
+import { applyCRDs, installCRDs, readCRDs } from './crds.ts';
 import { createPki, type Pki } from './pki.ts';
 import { delay, freePort, isAlive, killGroup, signalGroup, tail } from './process.ts';
 
@@ -157,6 +157,9 @@ export class TestEnv {
     const t0 = Date.now();
     const log = opts.log ?? ((): void => {});
     const timeoutMs = opts.startTimeoutMs ?? 60_000;
+    // The CRDs are read first: a mistyped path fails at once, naming it, before any process is started.
+    const crdPaths = opts.crdPaths ?? [];
+    const crdsToInstall = crdPaths.length > 0 ? readCRDs(crdPaths) : [];
     const binaries = findBinaries(opts.binaryAssetsDirectory);
     opts.signal?.throwIfAborted();
     const dir = mkdtempSync(join(tmpdir(), 'tscm-testenv-'));
@@ -180,9 +183,7 @@ export class TestEnv {
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromFile(kubeconfigPath);
       client = new RestClient({ kubeConfig, registry: new Registry(), userAgent: 'ts-controller-manager-testing' });
-      const crds = opts.crdPaths && opts.crdPaths.length > 0
-        ? await installCRDs(client, opts.crdPaths, { timeoutMs, signal: opts.signal })
-        : [];
+      const crds = crdsToInstall.length > 0 ? await applyCRDs(client, crdsToInstall, crdPaths, { timeoutMs, signal: opts.signal }) : [];
       const env = new TestEnv({ server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0 });
       env.crds.push(...crds);
       log(`test environment ready in ${(env.startMs / 1000).toFixed(1)} s at ${env.server} (binaries: ${binaries.source})`);
