@@ -91,26 +91,34 @@ export async function rawFooWrites(env: FooEnv): Promise<{ ms: number; cpuSecond
   const foos: Foo[] = [];
   for (const ns of env.namespaces) foos.push(...(await env.rest.json<{ items: Foo[] }>('GET', collectionPath(fooResource, ns))).items);
   const cpu0 = process.cpuUsage();
-  const ms = await runAll(foos.length, RAW_CLIENTS, async (i) => {
-    const foo = foos[i];
-    if (!foo) return;
-    const ns = foo.metadata?.namespace ?? '';
-    foo.apiVersion = 'samplecontroller.k8s.io/v1alpha1';
-    foo.kind = 'Foo';
-    await env.rest.json('POST', collectionPath(deploymentResource, ns), { body: newDeployment(foo) });
-    await env.rest.json('PATCH', `${objectPath(fooResource, ns, foo.metadata?.name ?? '')}/status`, {
-      body: { status: { availableReplicas: 0 } }, contentType: 'application/merge-patch+json',
+  // The client's connection does not hold the event loop open by itself: with nothing else pending (no informer, no
+  // timer) Node can exit in the middle of the writes ("unsettled top-level await"). A ref'd timer keeps it alive.
+  const keepAlive = setInterval(() => {}, 1000);
+  let ms: number;
+  try {
+    ms = await runAll(foos.length, RAW_CLIENTS, async (i) => {
+      const foo = foos[i];
+      if (!foo) return;
+      const ns = foo.metadata?.namespace ?? '';
+      foo.apiVersion = 'samplecontroller.k8s.io/v1alpha1';
+      foo.kind = 'Foo';
+      await env.rest.json('POST', collectionPath(deploymentResource, ns), { body: newDeployment(foo) });
+      await env.rest.json('PATCH', `${objectPath(fooResource, ns, foo.metadata?.name ?? '')}/status`, {
+        body: { status: { availableReplicas: 0 } }, contentType: 'application/merge-patch+json',
+      });
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      await env.rest.json('POST', `/api/v1/namespaces/${ns}/events`, {
+        body: {
+          apiVersion: 'v1', kind: 'Event', metadata: { generateName: `${foo.metadata?.name}.` },
+          involvedObject: { apiVersion: foo.apiVersion, kind: 'Foo', namespace: ns, name: foo.metadata?.name, uid: foo.metadata?.uid },
+          reason: 'Synced', message: 'Foo synced successfully', type: 'Normal', source: { component: 'raw-writer' },
+          firstTimestamp: now, lastTimestamp: now, count: 1,
+        },
+      });
     });
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    await env.rest.json('POST', `/api/v1/namespaces/${ns}/events`, {
-      body: {
-        apiVersion: 'v1', kind: 'Event', metadata: { generateName: `${foo.metadata?.name}.` },
-        involvedObject: { apiVersion: foo.apiVersion, kind: 'Foo', namespace: ns, name: foo.metadata?.name, uid: foo.metadata?.uid },
-        reason: 'Synced', message: 'Foo synced successfully', type: 'Normal', source: { component: 'raw-writer' },
-        firstTimestamp: now, lastTimestamp: now, count: 1,
-      },
-    });
-  });
+  } finally {
+    clearInterval(keepAlive);
+  }
   const cpu = process.cpuUsage(cpu0);
   return { ms, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }

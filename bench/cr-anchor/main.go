@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -182,12 +182,23 @@ func main() {
 		os.Exit(1)
 	}
 	_ = mgr.AddHealthzCheck("ping", func(*http.Request) error { return nil })
-	// Ready = every informer synced, as the TypeScript manager's informer-sync check.
-	_ = mgr.AddReadyzCheck("informer-sync", func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return fmt.Errorf("informers not synced")
+	// Ready = both informers synced, as the TypeScript manager's informer-sync check. They are asked for here, before
+	// Start, so they exist from the first probe on (the cache's WaitForCacheSync only sees informers created so far,
+	// and the controller creates its own only once it starts).
+	var synced []func() bool
+	for _, obj := range []client.Object{&Foo{}, &appsv1.Deployment{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	_ = mgr.AddReadyzCheck("informer-sync", func(*http.Request) error {
+		for _, hasSynced := range synced {
+			if !hasSynced() {
+				return fmt.Errorf("informers not synced")
+			}
 		}
 		return nil
 	})
