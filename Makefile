@@ -119,6 +119,12 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
 	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
+	$(MAKE) bench-vs-cr
+
+.PHONY: bench-vs-cr
+bench-vs-cr: deps ## This manager vs the controller-runtime Foo controller and raw writes, ABBA, fresh control planes, N=1000,10000, unlimited and 256 MiB (root; QUICK=1: N=1000, 1 round; ~2 h in full).
+	bash hack/build-tools.sh --control-plane --bench >/dev/null
+	$(NODE) bench/vs-cr.ts $(if $(QUICK),--foos 1000 --rounds 1 --idle-rounds 1,)
 
 ##@ Deployment
 

@@ -1,6 +1,6 @@
 /**
  * Where the CPU-seconds and the MiB go per phase (issue 30), measured through the manager's own profiling endpoint
- * (--pprof-bind-address) while it converges N Foos that exist before it starts (bench/scale.ts's set-up: a fresh
+ * (--pprof-bind-address) while it converges N Foos that exist before it starts (bench/common.ts's freshFooControlPlane, as bench/scale.ts: a fresh
  * minimal control plane per N, Foos over 10 namespaces, the image's Node flags, `--controllers=foo
  * --foo-concurrency=8`, compiled dist/).
  *
@@ -30,7 +30,7 @@ import { processRss } from '../test/helpers/cgroup.ts';
 import { distMainScript, ManagerProcess, metricValue, productionNodeFlags } from '../test/helpers/managerprocess.ts';
 import { log } from './common.ts';
 import { summariseCpu, summariseHeapProfiles, summariseSnapshot, type CpuProfile, type HeapProfileNode, type HeapSnapshot } from './profile-summary.ts';
-import { freshControlPlane, stopEnv } from './scale.ts';
+import { freshFooControlPlane, stopEnv } from './common.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -60,7 +60,7 @@ async function runN(n: number): Promise<Row> {
   const dir = join(outDir, `n${n}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const env = await freshControlPlane(n);
+  const env = await freshFooControlPlane(n, { namespaceCount: 10, prefix: 'tscm-phases-' });
   const factory = new SharedInformerFactory({ client: env.rest, namespaces: [] });
   const foos = factory.informerFor<Foo>(fooResource);
   const ac = new AbortController();

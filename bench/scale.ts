@@ -19,25 +19,18 @@
  * Foos are spread over `--namespaces` namespaces. Convergence is observed through a watch in this process.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Registry } from 'prom-client';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
-import { KubeConfig } from '../pkg/client/kubeconfig.ts';
-import { RestClient } from '../pkg/client/rest.ts';
-import { deploymentResource } from '../pkg/controllers/deployment/types.ts';
-import { fooResource, newDeployment } from '../pkg/controllers/foo/desired.ts';
+import { fooResource } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
-import { collectionPath, objectPath } from '../pkg/apimachinery/paths.ts';
-import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
 import { distMainScript, ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
-import { log, runAll } from './common.ts';
+import { freshFooControlPlane, log, rawFooWrites, RAW_CLIENTS as clients, stopEnv } from './common.ts';
 
 const { values: args } = parseArgs({
-  args: import.meta.main ? process.argv.slice(2) : [], // bench/phases.ts imports the helpers with its own flags
+  args: import.meta.main ? process.argv.slice(2) : [], // imported (not run) by another bench: no flags of its own
   options: {
     foos: { type: 'string', default: '1000,10000' },
     'cgroup-mib': { type: 'string', default: '256' },
@@ -51,80 +44,8 @@ const cgroupMiB = Number(args['cgroup-mib']);
 const workers = Number(args.workers);
 const namespaceCount = Number(args.namespaces);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
-const clients = 16;
 const MiB = 1024 * 1024;
 const repo = join(import.meta.dirname, '..');
-
-export interface Env { cp: ControlPlane; rest: RestClient; namespaces: string[] }
-
-/** A fresh minimal control plane with the Foo CRD and `n` Foos over `--namespaces` namespaces. */
-export async function freshControlPlane(n: number): Promise<Env> {
-  const dir = mkdtempSync(join(tmpdir(), 'tscm-scale-'));
-  const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
-  try {
-    return await populate(cp, n);
-  } catch (err) {
-    await cp.stop(); // never leave a control plane behind when the set-up fails
-    throw err;
-  }
-}
-
-async function populate(cp: ControlPlane, n: number): Promise<Env> {
-  const kubectl = join(cp.k8sBinDir, 'kubectl');
-  execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repo, stdio: 'ignore' });
-  execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io'], { stdio: 'ignore' });
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfig);
-  const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'scale-bench' });
-  const namespaces = Array.from({ length: namespaceCount }, (_, i) => `scale-${i}`);
-  for (const ns of namespaces) await rest.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
-  const t0 = performance.now();
-  await runAll(n, clients, (i) => rest.json('POST', collectionPath(fooResource, namespaces[i % namespaceCount]), {
-    body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
-  }));
-  log(`${n} Foos created in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  return { cp, rest, namespaces };
-}
-
-export async function stopEnv(env: Env): Promise<void> {
-  await env.rest.close();
-  await env.cp.stop();
-}
-
-/** The Foo controller's writes for every Foo, without a cache: the API server's own pace for this work. */
-async function rawAnchor(n: number): Promise<number> {
-  const env = await freshControlPlane(n);
-  try {
-    const foos: Foo[] = [];
-    for (const ns of env.namespaces) {
-      foos.push(...(await env.rest.json<{ items: Foo[] }>('GET', collectionPath(fooResource, ns))).items);
-    }
-    const t0 = performance.now();
-    await runAll(foos.length, clients, async (i) => {
-      const foo = foos[i];
-      if (!foo) return;
-      const ns = foo.metadata?.namespace ?? '';
-      foo.apiVersion = 'samplecontroller.k8s.io/v1alpha1';
-      foo.kind = 'Foo';
-      await env.rest.json('POST', collectionPath(deploymentResource, ns), { body: newDeployment(foo) });
-      await env.rest.json('PATCH', `${objectPath(fooResource, ns, foo.metadata?.name ?? '')}/status`, {
-        body: { status: { availableReplicas: 0 } }, contentType: 'application/merge-patch+json',
-      });
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      await env.rest.json('POST', `/api/v1/namespaces/${ns}/events`, {
-        body: {
-          apiVersion: 'v1', kind: 'Event', metadata: { generateName: `${foo.metadata?.name}.` },
-          involvedObject: { apiVersion: foo.apiVersion, kind: 'Foo', namespace: ns, name: foo.metadata?.name, uid: foo.metadata?.uid },
-          reason: 'Synced', message: 'Foo synced successfully', type: 'Normal', source: { component: 'raw-writer' },
-          firstTimestamp: now, lastTimestamp: now, count: 1,
-        },
-      });
-    });
-    return performance.now() - t0;
-  } finally {
-    await stopEnv(env);
-  }
-}
 
 interface ManagerRow {
   readyMs: number | undefined;
@@ -150,7 +71,7 @@ function writesIn(metrics: string): number {
 }
 
 async function managerRun(n: number, limitMiB: number | undefined): Promise<ManagerRow> {
-  const env = await freshControlPlane(n);
+  const env = await freshFooControlPlane(n, { namespaceCount, prefix: 'tscm-scale-' });
   const cgroup = limitMiB ? MemoryCgroup.create(`tscm-scale-${process.pid}`, limitMiB * MiB) : undefined;
   const factory = new SharedInformerFactory({ client: env.rest, namespaces: [] });
   const foos = factory.informerFor<Foo>(fooResource);
@@ -230,7 +151,8 @@ async function main(): Promise<void> {
   ];
   for (const n of sizes) {
     log(`N=${n}: raw anchor`);
-    const raw = await rawAnchor(n);
+    const rawEnv = await freshFooControlPlane(n, { namespaceCount, prefix: 'tscm-scale-' });
+    const raw = await rawFooWrites(rawEnv).finally(() => stopEnv(rawEnv)).then((r) => r.ms);
     lines.push(`| ${n} | raw writes (${clients} in flight) | – | ${sec(raw)} | 1.00 | – | – | – | – | – | – | – | – |`);
     for (const limit of [undefined, cgroupMiB]) {
       log(`N=${n}: manager${limit ? ` in a ${limit} MiB cgroup` : ''}`);

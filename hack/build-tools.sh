@@ -2,14 +2,15 @@
 # Builds the local control plane's binaries from upstream Go modules (never downloaded release binaries):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok — and cert-manager's controllers
 # (hack/tools/cert-manager/main.go over the pinned github.com/cert-manager/cert-manager module) for the metrics
-# certificate tests.
+# certificate tests — and, with --bench, the controller-runtime Foo controller the benchmarks compare against
+# (bench/cr-anchor over the pinned sigs.k8s.io/controller-runtime module; bench/README.md "vs controller-runtime").
 #
 # Binaries are cached OUTSIDE the git clone, keyed by component, version and a hash of the tools module's go.sum,
 # so a second run (or a fresh clone on the same machine) skips the build:
 #   $TSCM_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager)/bin/<key>/<binary>
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
-# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane] [--node]
+# Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane] [--node] [--bench]
 #   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, NODE_BIN_DIR)
 #                    on stdout
 #   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
@@ -17,17 +18,19 @@
 #                    `make cluster-up` need; `make tools`, and so `make test`, builds cert-manager too)
 #   --node           also the real node's binaries (CLUSTER_MODE=node, docs/real-node.md): kubelet and kube-proxy
 #                    from the k8s module, containerd, its shim, ctr, the CNI plugins and pause from hack/tools/node
+#   --bench          also bench/cr-anchor's cr-anchor binary (CR_ANCHOR_BIN_DIR)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-print_env=0 no_build=0 control_plane_only=0 node=0
+print_env=0 no_build=0 control_plane_only=0 node=0 bench=0
 for arg in "$@"; do
   case "$arg" in
     --print-env) print_env=1 ;;
     --no-build) no_build=1 ;;
     --control-plane) control_plane_only=1 ;;
     --node) node=1 ;;
-    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane] [--node]" >&2; exit 2 ;;
+    --bench) bench=1 ;;
+    *) echo "usage: $0 [--print-env] [--no-build] [--control-plane] [--node] [--bench]" >&2; exit 2 ;;
   esac
 done
 cache=${TSCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ts-controller-manager}
@@ -40,12 +43,15 @@ command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go >= 1.2
 gover=$(go env GOVERSION)
 case "$gover" in go1.2[6-9]*|go1.[3-9][0-9]*) ;; *) die "Go $gover is too old: the pinned Kubernetes release needs go >= 1.26 (GOTOOLCHAIN=local)";; esac
 
+# moddir <module>: a tools module's directory (hack/tools/<module>; the bench's anchor lives beside the bench).
+moddir() { if [ "$1" = cr-anchor ]; then echo "$here/../bench/cr-anchor"; else echo "$here/tools/$1"; fi; }
+
 # modversion <module dir> <module path>: the pinned version of a module in a tools go.mod.
-modversion() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$here/tools/$1/go.mod"; }
+modversion() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$(moddir "$1")/go.mod"; }
 
 # key <module dir> <version>: a cache key that changes whenever the pinned module graph (or a tools module's own main
 # package, as cert-manager's) changes.
-key() { printf '%s-%s' "$2" "$(cd "$here/tools/$1" && cat go.mod go.sum $(ls ./*.go 2>/dev/null) | sha256sum | cut -c1-12)"; }
+key() { printf '%s-%s' "$2" "$(cd "$(moddir "$1")" && cat go.mod go.sum $(ls ./*.go 2>/dev/null) | sha256sum | cut -c1-12)"; }
 
 # build <module dir> <version> <binary>=<package>...
 build() {
@@ -57,7 +63,7 @@ build() {
   [ "$no_build" = 1 ] && die "$mod $version: not built yet (run hack/build-tools.sh)"
   mkdir -p "$dir"
   log "$mod $version: downloading modules"
-  (cd "$here/tools/$mod" && go mod download) >&2 || die "$mod $version: could not download Go modules (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
+  (cd "$(moddir "$mod")" && go mod download) >&2 || die "$mod $version: could not download Go modules (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
   local ldflags=""
   if [ "$mod" = k8s ]; then
     local minor=${version#v1.}; minor=${minor%%.*}
@@ -73,7 +79,7 @@ build() {
   for spec in "${missing[@]}"; do
     local bin=${spec%%=*} pkg=${spec#*=} t0=$SECONDS
     log "$mod $version: building $bin ($pkg) ..."
-    (cd "$here/tools/$mod" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 || die "$mod $version: building $bin failed"
+    (cd "$(moddir "$mod")" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 || die "$mod $version: building $bin failed"
     mv "$dir/$bin.tmp" "$dir/$bin"
     log "$mod $version: built $bin in $((SECONDS - t0))s"
   done
@@ -127,6 +133,9 @@ if [ -n "$cert_manager_dir" ] && [ ! -s "$cert_manager_dir/crds.yaml" ]; then
   for f in "$cm_src"/deploy/crds/*.yaml; do echo '---'; cat "$f"; done > "$cert_manager_dir/crds.yaml.tmp"
   mv "$cert_manager_dir/crds.yaml.tmp" "$cert_manager_dir/crds.yaml"
 fi
+# The bench's controller-runtime anchor (bench/cr-anchor): its main package is the module itself.
+cr_anchor_dir=""
+[ "$bench" = 0 ] || cr_anchor_dir=$(build cr-anchor "$(modversion cr-anchor sigs.k8s.io/controller-runtime)" cr-anchor=.)
 log "all binaries ready in $((SECONDS - t_all))s"
 
 if [ "$print_env" = 1 ]; then
@@ -135,4 +144,5 @@ if [ "$print_env" = 1 ]; then
   echo "KWOK_BIN_DIR=$kwok_dir"
   [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
   [ -z "$node_dir" ] || echo "NODE_BIN_DIR=$node_dir"
+  [ -z "$cr_anchor_dir" ] || echo "CR_ANCHOR_BIN_DIR=$cr_anchor_dir"
 fi

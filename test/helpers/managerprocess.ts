@@ -42,6 +42,11 @@ export interface StartOptions {
   metrics?: boolean;
   /** Entry point (default: the TypeScript sources' main.ts; `distMainScript` for the compiled one). */
   script?: string;
+  /**
+   * Run this executable instead of Node (no Node flags, no script): another manager that takes the same
+   * `--health-probe-bind-address`, `--metrics-bind-address` and `--metrics-secure` flags (bench/cr-anchor).
+   */
+  executable?: string;
   /** Node flags (default `productionNodeFlags`). */
   nodeFlags?: string[];
   /** Run inside this memory cgroup (the process joins it before exec). */
@@ -90,15 +95,18 @@ export class ManagerProcess {
     const healthPort = await freePort();
     const metricsPort = opts.metrics === false ? undefined : await freePort();
     const args = [
-      ...(opts.nodeFlags ?? productionNodeFlags),
-      opts.script ?? (opts.inClusterRoot !== undefined ? inClusterMainScript : mainScript),
+      ...(opts.executable !== undefined ? [] : [
+        ...(opts.nodeFlags ?? productionNodeFlags),
+        opts.script ?? (opts.inClusterRoot !== undefined ? inClusterMainScript : mainScript),
+      ]),
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--metrics-bind-address=${metricsPort === undefined ? '0' : `127.0.0.1:${metricsPort}`}`,
       // Plain scrapes by `metrics()`; a later `--metrics-secure` in opts.args wins (the last occurrence of a flag does).
       ...(metricsPort === undefined ? [] : ['--metrics-secure=false']),
       ...(opts.args ?? []),
     ];
-    const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(process.execPath, args) : [process.execPath, args];
+    const exe = opts.executable ?? process.execPath;
+    const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(exe, args) : [exe, args];
     const proc = spawn(cmd, argv, {
       env: {
         PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env,
