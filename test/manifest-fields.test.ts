@@ -2,7 +2,9 @@
  * Every field of config/manager/manager.yaml is accounted for in docs/real-node.md's table ("config/manager/manager.yaml,
  * field by field"): which real-node test exercises it and how it is observed, or why it is not. No cluster: this reads
  * the two files. A field added to manager.yaml without a row fails here by its path; a row whose path no longer exists
- * fails too.
+ * fails too. The Test column may only use the test labels the section defines above the table and the qualifiers it
+ * explains ((partly), (bound), (reported), (inert)); a row with no test must say "Not exercised", a (reported) one
+ * that it is not asserted.
  *
  * Path syntax (the table's second column; the first is the document's kind): map keys joined with `.`, keys that are
  * not plain identifiers quoted (`metadata.labels["app.kubernetes.io/name"]`); list items by their `name`
@@ -77,4 +79,31 @@ test('every field of config/manager/manager.yaml has a row in docs/real-node.md,
   const stale = rows.filter((r) => !fields.includes(r));
   assert.deepEqual({ missing, stale }, { missing: [], stale: [] },
     `docs/real-node.md "${SECTION.slice(3)}": missing = fields of manager.yaml without a row; stale = rows naming no field`);
+});
+
+test('every row names its tests by the labels the section defines, with the qualifiers it explains; unasserted rows say so', () => {
+  const doc = readFileSync(join(repo, 'docs', 'real-node.md'), 'utf8');
+  const section = doc.slice(doc.indexOf(`\n${SECTION}\n`));
+  const intro = section.slice(0, section.indexOf('\n| Document |'));
+  // "- **Ready**: …; **Sharded**: …" — the labels the Test column may use.
+  const labels = new Set([...intro.matchAll(/\*\*(\w+)\*\*:/g)].map((m) => m[1] ?? ''));
+  assert.ok(labels.size >= 9, `test labels defined before the table: ${[...labels].join(', ')}`);
+  const qualifiers = ['partly', 'bound', 'reported', 'inert'];
+  for (const q of qualifiers) assert.ok(intro.includes(`*(${q})*`), `the qualifier (${q}) is explained above the table`);
+  const end = section.slice(2).search(/^## /m);
+  const rows = section.slice(0, end >= 0 ? end + 2 : undefined).split('\n').filter((l) => l.startsWith('|')).slice(2);
+  const bad: string[] = [];
+  for (const row of rows) {
+    const [, path = '', tests = '', observed = ''] = row.split('|').slice(1, -1).map((c) => c.trim());
+    if (tests === '—') {
+      if (!/^Not exercised/.test(observed)) bad.push(`${path}: no test, but the row does not say "Not exercised"`);
+      continue;
+    }
+    for (const part of tests.split(', ')) {
+      const m = /^(\w+)(?: \((\w+)\))?$/.exec(part);
+      if (!m || !labels.has(m[1] ?? '') || (m[2] !== undefined && !qualifiers.includes(m[2]))) bad.push(`${path}: "${part}"`);
+      if (m?.[2] === 'reported' && !/\b(Not asserted|reported)\b/i.test(observed)) bad.push(`${path}: (reported) but the row does not say it is not asserted`);
+    }
+  }
+  assert.deepEqual(bad, [], 'Test column: labels defined above the table, qualifiers (partly|bound|reported|inert)');
 });

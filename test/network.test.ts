@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { neutronDescription } from '../pkg/controllers/network/index.ts';
+import { validateSpec } from '../pkg/controllers/network/desired.ts';
 import { cluster, waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 import type { RunningControllers } from './helpers/manager.ts';
@@ -236,6 +237,68 @@ describe('Network controller on a real neutron-server', () => {
     const fixed = await waitReady(ns, 'bad', 2);
     await expectExactlyOne(ns, 'bad', fixed.metadata?.uid ?? '', '10.20.0.0/24', '10.20.0.1');
     assert.equal(proxy.count('POST', '/v2.0/subnets', '"10.20.0.0/24"'), 1);
+  });
+
+  // The refusals validateSpec takes over from Neutron (docs/controllers.md "Bad input"), each submitted DIRECTLY to
+  // neutron-server as the controller would create the subnet (no controller): Neutron must answer 400 with the
+  // expected fault, and validateSpec must refuse the same spec. The accepted neighbours show the boundaries (and that
+  // the request itself is well formed): Neutron answers 201 and validateSpec accepts them.
+  const refusedByNeutron: { cidr: string; gateway?: string; neutron: RegExp; ours: RegExp }[] = [
+    { cidr: '10.60.0.0/24', gateway: '10.60.0.0', neutron: /Gateway is not valid on subnet/, ours: /network address/ },
+    { cidr: '10.60.0.0/24', gateway: '10.60.0.255', neutron: /Gateway is not valid on subnet/, ours: /broadcast address/ },
+    // IPv4 /0: Neutron's first-IP check answers before its prefix-length check (IPv6 /0 reaches the latter).
+    { cidr: '0.0.0.0/0', neutron: /First IP '0\.0\.0\.0' of network is not supported if enable_dhcp/, ours: /prefix length 0/ },
+    { cidr: '::/0', neutron: /0 is not allowed as CIDR prefix length/, ours: /prefix length 0/ },
+    { cidr: '10.60.0.4/31', neutron: /prefix length that is incompatible with DHCP/, ours: /longer than \/30/ },
+    { cidr: '10.60.0.5/32', neutron: /prefix length that is incompatible with DHCP/, ours: /longer than \/30/ },
+    { cidr: '2001:db8:60::/127', neutron: /prefix length that is incompatible with DHCP/, ours: /longer than \/126/ },
+    { cidr: '0.0.0.0/8', neutron: /First IP '0\.0\.0\.0' of network is not supported if enable_dhcp/, ours: /starting at 0\.0\.0\.0/ },
+    { cidr: '224.1.0.0/16', neutron: /Multicast IP subnet is not supported if enable_dhcp/, ours: /multicast/ },
+    { cidr: 'ff05::/64', neutron: /Multicast IP subnet is not supported if enable_dhcp/, ours: /multicast/ },
+    { cidr: '127.0.0.0/24', neutron: /Loopback IP subnet is not supported if enable_dhcp/, ours: /loopback/ },
+  ];
+  const acceptedByNeutron: { cidr: string; gateway?: string }[] = [
+    { cidr: '10.61.0.0/24', gateway: '10.61.0.1' },
+    { cidr: '10.61.1.4/30' },
+    { cidr: '169.254.61.0/24' },
+    { cidr: '2001:db8:61::/126' },
+    { cidr: '2001:db8:62::/64', gateway: '2001:db8:62::' },
+  ];
+
+  test('each spec refused as Neutron\'s rule is refused by neutron-server itself (400), its accepted neighbours are accepted (201)', async (t) => {
+    const ns = await namespace(t, 'net-rules');
+    const networkFor = async (name: string): Promise<string> => {
+      const r = await api.request<{ network: Json }>('POST', '/v2.0/networks', { network: { name: `${ns}/${name}` } });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      const id = String(r.body.network['id']);
+      t.after(async () => assert.equal((await api.request('DELETE', `/v2.0/networks/${id}`)).status, 204));
+      return id;
+    };
+    const submit = (networkId: string, c: { cidr: string; gateway?: string }) => api.request('POST', '/v2.0/subnets', {
+      subnet: { network_id: networkId, cidr: c.cidr, ip_version: c.cidr.includes(':') ? 6 : 4, ...(c.gateway !== undefined && { gateway_ip: c.gateway }) },
+    });
+    // Refused specs on a network of their own (nothing is ever created there, so no overlap can be the reason).
+    const refusedNet = await networkFor('refused');
+    const label = (c: { cidr: string; gateway?: string }): string => `cidr ${c.cidr}${c.gateway === undefined ? '' : ` gateway ${c.gateway}`}`;
+    for (const c of refusedByNeutron) {
+      const v = validateSpec(c);
+      assert.equal(v.ok, false, `validateSpec accepts ${label(c)}`);
+      if (!v.ok) assert.match(v.message, c.ours);
+      const r = await submit(refusedNet, c);
+      const fault = JSON.stringify(r.body);
+      assert.equal(r.status, 400, `neutron-server answered ${r.status} to ${label(c)}: ${fault}`);
+      assert.match(fault, c.neutron, `neutron-server's fault for ${label(c)}`);
+    }
+    assert.deepEqual(await api.subnets({ network_id: refusedNet }), [], 'no refused subnet was created');
+    t.diagnostic(`${refusedByNeutron.length} specs: 400 from neutron-server with the expected fault, refused by validateSpec`);
+    const acceptedNet = await networkFor('accepted');
+    for (const c of acceptedByNeutron) {
+      const v = validateSpec(c);
+      assert.ok(v.ok, v.ok ? '' : v.message);
+      const r = await submit(acceptedNet, c);
+      assert.equal(r.status, 201, `neutron-server answered ${r.status} to ${label(c)}: ${JSON.stringify(r.body)}`);
+    }
+    t.diagnostic(`${acceptedByNeutron.length} neighbours: 201 from neutron-server, accepted by validateSpec`);
   });
 
   test('kill -9 between the Neutron create and the status write, restart: no duplicate network', async (t) => {
