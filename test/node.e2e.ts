@@ -400,7 +400,9 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     }), 201, 'Secret');
     const config = enabledConfigCopy(['NEUTRON']);
     t.after(() => rmSync(config, { recursive: true, force: true }));
-    await env.applyKustomize(join(config, 'default'));
+    // --force-conflicts: the rollout test above changed the manager's args with `kubectl patch` (field manager
+    // kubectl-patch); this apply takes them back to config/default's, as a user re-applying the overlay means to.
+    await env.applyKustomize(join(config, 'default'), { forceConflicts: true });
     await kubectl('-n', ns, 'rollout', 'status', `deployment/${deployment}`, '--timeout=120s');
     const pod = await waitFor('one Ready Pod with the clouds.yaml volume holding the Lease', async () => {
       const live = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
