@@ -26,7 +26,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { connect as h2connect, constants as h2c, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 
 export interface TlsOptions {
@@ -62,11 +62,15 @@ export interface SendOptions {
   beforeSend?: () => void;
 }
 
-/** A response with its body unread: `body` is a byte stream (iterate it, or read it with text()). */
+/**
+ * A response: `body` is a byte stream (iterate it, or read it with readBody()). For a `buffered` request the sender
+ * may have read the whole body already: then `bytes` holds it and `body` is the ended stream (nothing left to read).
+ */
 export interface WireResponse {
   status: number;
   headers: IncomingHttpHeaders;
   body: Readable;
+  bytes?: Buffer;
 }
 
 interface Session {
@@ -78,11 +82,64 @@ interface Session {
 
 const noop = (): void => {};
 
+/** One Buffer of `chunks` (no copy for a single chunk). */
+function joined(chunks: Buffer[], length: number): Buffer {
+  return chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks, length);
+}
+
+const empty = Buffer.alloc(0);
+
+/**
+ * Reads a whole body into one Buffer with plain 'data'/'end' listeners (issue 30: no async iterator, no
+ * `stream.finished` — each binds an AsyncResource and schedules extra ticks per response). Rejects with the
+ * stream's error, or when it closes before its end; an already ended body reads as empty.
+ */
+export function readBody(body: Readable): Promise<Buffer> {
+  if (body.readableEnded) return Promise.resolve(empty);
+  return new Promise<Buffer>((resolve, reject) => {
+    if (body.errored) {
+      reject(body.errored);
+      return;
+    }
+    if (body.destroyed) {
+      reject(new Error('response body closed before its end'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const onData = (c: Buffer | string): void => {
+      const b = typeof c === 'string' ? Buffer.from(c) : c;
+      chunks.push(b);
+      length += b.length;
+    };
+    const done = (): void => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(joined(chunks, length));
+    };
+    const onError = (err: Error): void => {
+      done();
+      reject(err);
+    };
+    const onClose = (): void => {
+      done();
+      reject(body.errored ?? new Error('response body closed before its end'));
+    };
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('error', onError);
+    body.once('close', onClose);
+  });
+}
+
 /** Reads a whole body as UTF-8 text. */
 export async function readText(body: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return (await readBody(body)).toString('utf8');
 }
 
 export class Connection {
@@ -271,9 +328,14 @@ export class Connection {
         }
         // Read in the 'response' handler itself: an HTTP/2 stream may close as soon as END_STREAM arrives, and one
         // read a few ticks later can fail with "premature close" though every byte had arrived.
+        // The bytes are handed over as they are (one Buffer, no re-wrapping stream): the caller decodes them once.
         const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.once('end', () => resolve({ status, headers: h, body: Readable.from([Buffer.concat(chunks)]) }));
+        let length = 0;
+        stream.on('data', (c: Buffer) => {
+          chunks.push(c);
+          length += c.length;
+        });
+        stream.once('end', () => resolve({ status, headers: h, body: stream, bytes: joined(chunks, length) }));
       });
       // Errors before the response reject; later ones reach whoever reads the body (and are harmless otherwise,
       // e.g. an abort after the body was read).
