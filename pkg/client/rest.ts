@@ -26,7 +26,7 @@
  */
 import { Counter, type Registry } from 'prom-client';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
-import { readText } from './connection.ts';
+import { readBody } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { sharedTransports, type Transport } from './transport.ts';
 import { ApiError } from './errors.ts';
@@ -84,6 +84,11 @@ export type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './req
 export { ApiError, isAlreadyExists, isConflict, isNotFound } from './errors.ts';
 
 type Child = { inc(): void };
+
+/** A RawResponse that can also hand over its body as bytes (read once; `json()` decodes them without a string copy per chunk). */
+interface Response extends RawResponse {
+  bytes(): Promise<Buffer>;
+}
 
 export class RestClient implements JsonClient {
   readonly kubeConfig: KubeConfig;
@@ -156,7 +161,7 @@ export class RestClient implements JsonClient {
   }
 
   /** One request with its retries (see retry.ts): returns the first answer that is not to be retried. */
-  private async send(method: Verb, path: string, opts: RequestOptions, buffered: boolean): Promise<RawResponse> {
+  private async send(method: Verb, path: string, opts: RequestOptions, buffered: boolean): Promise<Response> {
     const caller = opts.signal;
     for (let attempt = 0; ; attempt++) {
       const res = await this.sendOnce(method, path, opts, buffered, attempt > 0);
@@ -168,7 +173,7 @@ export class RestClient implements JsonClient {
     }
   }
 
-  private async sendOnce(method: Verb, path: string, opts: RequestOptions, buffered: boolean, retry: boolean): Promise<RawResponse> {
+  private async sendOnce(method: Verb, path: string, opts: RequestOptions, buffered: boolean, retry: boolean): Promise<Response> {
     // --- writes (issue 11): refused once the caller's signal or the write gate aborted, never cut mid-flight ---
     // A write that was sent runs to its answer or its timeout (`timeoutMs`): cancelling in-flight HTTP/2 streams
     // (shutdown aborts every reconcile at once) can leave Node 24's Http2Session spinning forever in
@@ -221,12 +226,17 @@ export class RestClient implements JsonClient {
     this.count(String(res.status), method, retry);
     if (res.status === 401) this.transport.invalidate();
     const b = res.body;
-    b.once('close', release);
+    const read = res.bytes;
+    // A body the connection already read (buffered HTTP/2) is complete: the request is over, release it now.
+    if (read) release();
+    else b.once('close', release);
+    const bytes = (): Promise<Buffer> => (read ? Promise.resolve(read) : readBody(b));
     return {
       status: res.status,
       headers: res.headers,
       body: b,
-      text: () => readText(b),
+      bytes,
+      text: async () => (await bytes()).toString('utf8'),
       dump: () => {
         b.destroy();
         return Promise.resolve();
@@ -234,12 +244,15 @@ export class RestClient implements JsonClient {
     };
   }
 
-  /** Sends a request and decodes a JSON response; non-2xx answers throw ApiError. */
+  /**
+   * Sends a request and decodes a JSON response; non-2xx answers throw ApiError. The body is read into one Buffer
+   * and decoded with one `toString` + `JSON.parse` (an empty body decodes as `{}`).
+   */
   async json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.send(method, path, opts, true);
     if (res.status < 200 || res.status >= 300) throw await ApiError.fromResponse(method, path, res);
-    const text = await res.text();
-    return (text ? JSON.parse(text) : {}) as T;
+    const bytes = await res.bytes();
+    return (bytes.length > 0 ? JSON.parse(bytes.toString('utf8')) : {}) as T;
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   EventRecorder,
   RestEventSink,
   maxMessageLength,
+  snapshot,
   type CoreEvent,
   type EventPatch,
   type EventRecorderOptions,
@@ -396,4 +397,28 @@ test('Events recorded one at a time while a write hangs are written concurrently
   assert.equal(sink.calls.length, 4, 'four writes in flight (maxConcurrentWrites), each for another Event');
   assert.equal(new Set(sink.calls).size, 4);
   rec.broadcaster.abandon(new Error('done'));
+});
+
+test('snapshot: the sink gets a deep copy — mutating any level of the original leaves the copy as it was', () => {
+  const ev: CoreEvent = {
+    apiVersion: 'v1', kind: 'Event', metadata: { name: 'foo.1', namespace: 'ns' },
+    involvedObject: { apiVersion: 'v1', kind: 'Foo', namespace: 'ns', name: 'foo', uid: 'u1' },
+    reason: 'R', message: 'm', type: 'Normal', source: { component: 'c', host: 'h' },
+    firstTimestamp: 't0', lastTimestamp: 't0', count: 1, reportingComponent: 'c', reportingInstance: 'h',
+  };
+  const copy = snapshot(ev);
+  const expected = structuredClone(ev);
+  assert.deepEqual(copy, expected);
+  // Every value of the copy is a primitive or a fresh object (a CoreEvent field that is an object must be copied).
+  const shared = (a: object, b: object, path: string): string[] => Object.entries(a).flatMap(([k, v]) =>
+    typeof v === 'object' && v !== null
+      ? [...(v === (b as Record<string, unknown>)[k] ? [`${path}${k}`] : []), ...shared(v as object, (b as Record<string, object>)[k] ?? {}, `${path}${k}.`)]
+      : []);
+  assert.deepEqual(shared(copy, ev, ''), []);
+  ev.count = 2;
+  ev.lastTimestamp = 't1';
+  ev.metadata.resourceVersion = '5';
+  ev.involvedObject.name = 'other';
+  ev.source.host = 'x';
+  assert.deepEqual(copy, expected);
 });
