@@ -184,7 +184,14 @@ describe('leadership chaos: delayed and reordered delivery', () => {
     for (let round = 0; (effective.delay < perKind || effective.reorder < perKind) && round < 3 * perKind + 10; round++) {
       const leader = await leaderOf();
       const standby = replicas.find((r) => r !== leader && r.mgr.running);
-      assert.ok(standby, 'a standby is running');
+      if (!standby) {
+        // A harness precondition, not the property under test: on 2 loaded cores a leader can lose its Lease on its
+        // own (renew deadline 2 s) before the round holds it, and the replacement then leads with no standby behind
+        // it (seen in a CI run: replica 11 acquired, missed its renew deadline 1.8 s later, replica 12 led alone).
+        summary.push(`${round}: no standby (a spontaneous loss before the round): starting one`);
+        await startReplica();
+        continue;
+      }
       await converged(`round ${round}: converged before the fault`);
       if (!leader.mgr.running) {
         summary.push(`${round}: spontaneous loss`);
