@@ -32,7 +32,8 @@ import { sharedTransports, type Transport } from './transport.ts';
 import { ApiError } from './errors.ts';
 import type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './request.ts';
 import { ResourceClient } from './typed.ts';
-import { defaultRetryPolicy, retryDelayMs, sleep, type RetryPolicy } from './retry.ts';
+import { realClock } from '../util/clock.ts';
+import { defaultRetryPolicy, retryDelayMs, type RetryPolicy } from './retry.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
@@ -169,7 +170,7 @@ export class RestClient implements JsonClient {
       if (delayMs === undefined) return res;
       await res.dump();
       this.log?.debug({ method, path, status: res.status, retry: attempt + 1, delayMs }, 'server asked to retry (Retry-After)');
-      await sleep(delayMs, caller);
+      await realClock.sleep(delayMs, caller);
     }
   }
 

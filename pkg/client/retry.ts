@@ -49,21 +49,3 @@ export function retryDelayMs(method: Verb, status: number, headers: IncomingHttp
   return Math.min(seconds * 1000, policy.maxDelayMs);
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts (the timer is cleared then). */
-export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
