@@ -88,7 +88,7 @@ export interface EventSink {
  * credentials) — while the recorder keeps mutating its own correlated Event (`count`, `lastTimestamp`) as the same
  * event recurs, and `involvedObject` may be the caller's ObjectReference. So every object level is copied. A CoreEvent
  * is exactly three objects deep with only primitive leaves (metadata, involvedObject, source), so this spread copy is
- * a full deep copy — at a fraction of `structuredClone`'s cost (issue 30: 1.2 CPU-s at 10 000 Foos). A field added to
+ * a full deep copy — at a fraction of `structuredClone`'s cost (issue 30: 4.3 → 0.08 µs per Event). A field added to
  * CoreEvent that is an object must be copied here too (recorder.test.ts checks the copy is deep).
  */
 export function snapshot(ev: CoreEvent): CoreEvent {
