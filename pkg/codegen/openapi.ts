@@ -18,7 +18,8 @@
  *    `unknown`. A schema with properties becomes an interface of its own name, and every `$ref` to it (bare or as
  *    `allOf: [{ $ref }]`) names it, imported type-only from its package's file when that is another one.
  *  - A schema name found in several documents must have the same content in each (the lists of
- *    x-kubernetes-group-version-kind aside: DeleteOptions and WatchEvent name every group); otherwise it is an error.
+ *    x-kubernetes-group-version-kind aside: DeleteOptions and WatchEvent list their document's group; their union
+ *    is used); otherwise it is an error.
  * Members are sorted by name; required members are not optional; enum → union of literals; the description, format
  * and a non-trivial default (not `{}` or `""`, Go's zero values) go into the doc comment.
  */
@@ -92,7 +93,11 @@ export function mergeSchemas(docs: readonly OpenAPIDocument[]): { schemas: Map<s
       if (seen && withoutGVK(seen) !== withoutGVK(s)) {
         throw new Error(`schema ${name} differs between ${sources.get(name)?.[0] ?? '?'} and ${doc.source}`);
       }
-      if (!seen) schemas.set(name, s);
+      // The group/version/kinds of all documents, each once, sorted (DeleteOptions lists each document's own).
+      const gvks = [...(seen?.['x-kubernetes-group-version-kind'] ?? []), ...(s['x-kubernetes-group-version-kind'] ?? [])];
+      const unique = [...new Map(gvks.map((g) => [`${g.group}/${g.version}/${g.kind}`, g])).entries()]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
+      schemas.set(name, unique.length > 0 ? { ...s, 'x-kubernetes-group-version-kind': unique } : s);
       sources.set(name, [...(sources.get(name) ?? []), doc.source]);
     }
   }
@@ -178,13 +183,19 @@ class PackageRenderer {
     }
   }
 
-  /** Doc comment lines of a member: its description, format and a default that is not Go's zero value. */
+  /**
+   * Doc comment lines of a member: its description, format (an inlined named schema's, e.g. Time's date-time, when
+   * it has none itself) and a default that is not Go's zero value.
+   */
   private docOf(s: OpenAPISchema): string[] {
     const { default: def, ...rest } = s;
     const keepDefault = def !== undefined && !(isObj(def) && Object.keys(def).length === 0) && def !== '';
+    const target = refOf(s);
+    const named = target !== undefined ? this.schemas.get(target) : undefined;
+    const format = rest.format ?? (named && !isDeclared(named) ? named.format : undefined);
     const doc: JSONSchemaProps = {};
     if (rest.description !== undefined) doc.description = rest.description;
-    if (rest.format !== undefined && rest.format !== 'int-or-string') doc.format = rest.format;
+    if (format !== undefined && format !== 'int-or-string') doc.format = format;
     if (keepDefault) doc.default = def;
     return docLines(doc);
   }

@@ -67,7 +67,11 @@ export interface CustomResourceDefinition {
 
 /** CustomResourceDefinitionCondition contains details for the current condition of this pod. */
 export interface CustomResourceDefinitionCondition {
-  /** lastTransitionTime last time the condition transitioned from one status to another. */
+  /**
+   * lastTransitionTime last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** message is a human-readable message indicating details about last transition. */
   message?: string;

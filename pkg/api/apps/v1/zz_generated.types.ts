@@ -84,7 +84,11 @@ export interface DaemonSet {
 
 /** DaemonSetCondition describes the state of a DaemonSet at a certain point. */
 export interface DaemonSetCondition {
-  /** Last time the condition transitioned from one status to another. */
+  /**
+   * Last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** A human readable message indicating details about the transition. */
   message?: string;
@@ -248,9 +252,17 @@ export interface Deployment {
 
 /** DeploymentCondition describes the state of a deployment at a certain point. */
 export interface DeploymentCondition {
-  /** Last time the condition transitioned from one status to another. */
+  /**
+   * Last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
-  /** The last time this condition was updated. */
+  /**
+   * The last time this condition was updated.
+   *
+   * @format date-time
+   */
   lastUpdateTime?: string;
   /** A human readable message indicating details about the transition. */
   message?: string;
@@ -422,7 +434,11 @@ export interface ReplicaSet {
 
 /** ReplicaSetCondition describes the state of a replica set at a certain point. */
 export interface ReplicaSetCondition {
-  /** The last time the condition transitioned from one status to another. */
+  /**
+   * The last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** A human readable message indicating details about the transition. */
   message?: string;
@@ -595,7 +611,11 @@ export interface StatefulSet {
 
 /** StatefulSetCondition describes the state of a statefulset at a certain point. */
 export interface StatefulSetCondition {
-  /** Last time the condition transitioned from one status to another. */
+  /**
+   * Last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** A human readable message indicating details about the transition. */
   message?: string;

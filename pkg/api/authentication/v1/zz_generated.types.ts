@@ -60,7 +60,11 @@ export interface TokenRequestSpec {
 
 /** TokenRequestStatus is the result of a token request. */
 export interface TokenRequestStatus {
-  /** expirationTimestamp is the time of expiration of the returned token. */
+  /**
+   * expirationTimestamp is the time of expiration of the returned token.
+   *
+   * @format date-time
+   */
   expirationTimestamp?: string;
   /** token is the opaque bearer token. */
   token?: string;

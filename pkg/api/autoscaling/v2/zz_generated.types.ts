@@ -155,7 +155,11 @@ export interface HorizontalPodAutoscalerBehavior {
 
 /** HorizontalPodAutoscalerCondition describes the state of a HorizontalPodAutoscaler at a certain point. */
 export interface HorizontalPodAutoscalerCondition {
-  /** lastTransitionTime is the last time the condition transitioned from one status to another */
+  /**
+   * lastTransitionTime is the last time the condition transitioned from one status to another
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** message is a human-readable explanation containing details about the transition */
   message?: string;
@@ -239,6 +243,8 @@ export interface HorizontalPodAutoscalerStatus {
   desiredReplicas: number;
   /**
    * lastScaleTime is the last time the HorizontalPodAutoscaler scaled the number of pods, used by the autoscaler to control how often the number of pods is changed.
+   *
+   * @format date-time
    */
   lastScaleTime?: string;
   /**

@@ -104,9 +104,17 @@ export interface CronJobSpec {
 export interface CronJobStatus {
   /** A list of pointers to currently running jobs. */
   active?: ObjectReference[];
-  /** Information when was the last time the job was successfully scheduled. */
+  /**
+   * Information when was the last time the job was successfully scheduled.
+   *
+   * @format date-time
+   */
   lastScheduleTime?: string;
-  /** Information when was the last time the job successfully completed. */
+  /**
+   * Information when was the last time the job successfully completed.
+   *
+   * @format date-time
+   */
   lastSuccessfulTime?: string;
 }
 
@@ -140,9 +148,17 @@ export interface Job {
 
 /** JobCondition describes current state of a job. */
 export interface JobCondition {
-  /** Last time the condition was checked. */
+  /**
+   * Last time the condition was checked.
+   *
+   * @format date-time
+   */
   lastProbeTime?: string;
-  /** Last time the condition transit from one status to another. */
+  /**
+   * Last time the condition transit from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** Human readable message indicating details about last transition. */
   message?: string;
@@ -291,6 +307,8 @@ export interface JobStatus {
   completedIndexes?: string;
   /**
    * Represents time when the job was completed. It is not guaranteed to be set in happens-before order across separate operations. It is represented in RFC3339 form and is in UTC. The completion time is set when the job finishes successfully, and only then. The value cannot be updated or removed. The value indicates the same or later point in time as the startTime field.
+   *
+   * @format date-time
    */
   completionTime?: string;
   /**
@@ -321,6 +339,8 @@ export interface JobStatus {
    * Represents time when the job controller started processing a job. When a Job is created in the suspended state, this field is not set until the first time it is resumed. This field is reset every time a Job is resumed from suspension. It is represented in RFC3339 form and is in UTC.
    *
    * Once set, the field can only be removed when the job is suspended. The field cannot be modified while the job is unsuspended or finished.
+   *
+   * @format date-time
    */
   startTime?: string;
   /**

@@ -50,7 +50,11 @@ export interface LeaseList {
 
 /** LeaseSpec is a specification of a Lease. */
 export interface LeaseSpec {
-  /** acquireTime is a time when the current lease was acquired. */
+  /**
+   * acquireTime is a time when the current lease was acquired.
+   *
+   * @format date-time
+   */
   acquireTime?: string;
   /**
    * holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.
@@ -72,7 +76,11 @@ export interface LeaseSpec {
    * PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up. This field can only be set if Strategy is also set.
    */
   preferredHolder?: string;
-  /** renewTime is a time when the current holder of a lease has last updated the lease. */
+  /**
+   * renewTime is a time when the current holder of a lease has last updated the lease.
+   *
+   * @format date-time
+   */
   renewTime?: string;
   /**
    * Strategy indicates the strategy for picking the leader for coordinated leader election. If the field is not specified, there is no active coordination for this lease. (Alpha) Using this field requires the CoordinatedLeaderElection feature gate to be enabled.

@@ -762,7 +762,11 @@ export interface ContainerState {
 
 /** ContainerStateRunning is a running state of a container. */
 export interface ContainerStateRunning {
-  /** Time at which the container was last (re-)started */
+  /**
+   * Time at which the container was last (re-)started
+   *
+   * @format date-time
+   */
   startedAt?: string;
 }
 
@@ -777,7 +781,11 @@ export interface ContainerStateTerminated {
    * @default 0
    */
   exitCode: number;
-  /** Time at which the container last terminated */
+  /**
+   * Time at which the container last terminated
+   *
+   * @format date-time
+   */
   finishedAt?: string;
   /** Message regarding the last termination of the container */
   message?: string;
@@ -789,7 +797,11 @@ export interface ContainerStateTerminated {
    * @format int32
    */
   signal?: number;
-  /** Time at which previous execution of the container started */
+  /**
+   * Time at which previous execution of the container started
+   *
+   * @format date-time
+   */
   startedAt?: string;
 }
 
@@ -1324,9 +1336,17 @@ export interface Event {
    * @format int32
    */
   count?: number;
-  /** Time when this Event was first observed. */
+  /**
+   * Time when this Event was first observed.
+   *
+   * @format date-time
+   */
   eventTime?: string;
-  /** The time at which the event was first recorded. (Time of server receipt is in TypeMeta.) */
+  /**
+   * The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)
+   *
+   * @format date-time
+   */
   firstTimestamp?: string;
   /** The object that this event is about. */
   involvedObject: ObjectReference;
@@ -1334,7 +1354,11 @@ export interface Event {
    * Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
    */
   kind?: string;
-  /** The time at which the most recent occurrence of this event was recorded. */
+  /**
+   * The time at which the most recent occurrence of this event was recorded.
+   *
+   * @format date-time
+   */
   lastTimestamp?: string;
   /** A human-readable description of the status of this operation. */
   message?: string;
@@ -1392,7 +1416,11 @@ export interface EventSeries {
    * @format int32
    */
   count?: number;
-  /** Time of the last occurrence observed */
+  /**
+   * Time of the last occurrence observed
+   *
+   * @format date-time
+   */
   lastObservedTime?: string;
 }
 
@@ -2127,7 +2155,11 @@ export interface Namespace {
 
 /** NamespaceCondition contains details about state of namespace. */
 export interface NamespaceCondition {
-  /** Last time the condition transitioned from one status to another. */
+  /**
+   * Last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** Human-readable message indicating details about last transition. */
   message?: string;
@@ -2247,9 +2279,17 @@ export interface NodeAllocatableResourceClaimStatus {
 
 /** NodeCondition contains condition information for a node. */
 export interface NodeCondition {
-  /** Last time we got an update on a given condition. */
+  /**
+   * Last time we got an update on a given condition.
+   *
+   * @format date-time
+   */
   lastHeartbeatTime?: string;
-  /** Last time the condition transit from one status to another. */
+  /**
+   * Last time the condition transit from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** Human readable message indicating details about last transition. */
   message?: string;
@@ -2590,9 +2630,17 @@ export interface PersistentVolumeClaim {
 
 /** PersistentVolumeClaimCondition contains details about state of pvc */
 export interface PersistentVolumeClaimCondition {
-  /** lastProbeTime is the time we probed the condition. */
+  /**
+   * lastProbeTime is the time we probed the condition.
+   *
+   * @format date-time
+   */
   lastProbeTime?: string;
-  /** lastTransitionTime is the time the condition transitioned from one status to another. */
+  /**
+   * lastTransitionTime is the time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** message is the human-readable message indicating details about last transition. */
   message?: string;
@@ -2944,6 +2992,8 @@ export interface PersistentVolumeSpec {
 export interface PersistentVolumeStatus {
   /**
    * lastPhaseTransitionTime is the time the phase transitioned from one to another and automatically resets to current time everytime a volume phase transitions.
+   *
+   * @format date-time
    */
   lastPhaseTransitionTime?: string;
   /** message is a human-readable message indicating details about why the volume is in this state. */
@@ -3115,9 +3165,17 @@ export interface PodCertificateProjection {
 
 /** PodCondition contains details for the current condition of this pod. */
 export interface PodCondition {
-  /** Last time we probed the condition. */
+  /**
+   * Last time we probed the condition.
+   *
+   * @format date-time
+   */
   lastProbeTime?: string;
-  /** Last time the condition transitioned from one status to another. */
+  /**
+   * Last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** Human-readable message indicating details about last transition. */
   message?: string;
@@ -3662,6 +3720,8 @@ export interface PodStatus {
   resources?: ResourceRequirements;
   /**
    * RFC 3339 date and time at which the object was acknowledged by the Kubelet. This is before the Kubelet pulled the container image(s) for the pod.
+   *
+   * @format date-time
    */
   startTime?: string;
 }
@@ -3976,7 +4036,11 @@ export interface ReplicationController {
 
 /** ReplicationControllerCondition describes the state of a replication controller at a certain point. */
 export interface ReplicationControllerCondition {
-  /** The last time the condition transitioned from one status to another. */
+  /**
+   * The last time the condition transitioned from one status to another.
+   *
+   * @format date-time
+   */
   lastTransitionTime?: string;
   /** A human readable message indicating details about the transition. */
   message?: string;
@@ -4953,7 +5017,11 @@ export interface Taint {
   effect: 'NoExecute' | 'NoSchedule' | 'PreferNoSchedule';
   /** Required. The taint key to be applied to a node. */
   key: string;
-  /** TimeAdded represents the time at which the taint was added. */
+  /**
+   * TimeAdded represents the time at which the taint was added.
+   *
+   * @format date-time
+   */
   timeAdded?: string;
   /** The taint value corresponding to the taint key. */
   value?: string;

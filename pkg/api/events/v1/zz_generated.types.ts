@@ -25,13 +25,25 @@ export interface Event {
    * @format int32
    */
   deprecatedCount?: number;
-  /** deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type. */
+  /**
+   * deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type.
+   *
+   * @format date-time
+   */
   deprecatedFirstTimestamp?: string;
-  /** deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type. */
+  /**
+   * deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type.
+   *
+   * @format date-time
+   */
   deprecatedLastTimestamp?: string;
   /** deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event type. */
   deprecatedSource?: EventSource;
-  /** eventTime is the time when this Event was first observed. It is required. */
+  /**
+   * eventTime is the time when this Event was first observed. It is required.
+   *
+   * @format date-time
+   */
   eventTime: string;
   /**
    * Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
@@ -106,6 +118,10 @@ export interface EventSeries {
    * @default 0
    */
   count: number;
-  /** lastObservedTime is the time when last Event from the series was seen before last heartbeat. */
+  /**
+   * lastObservedTime is the time when last Event from the series was seen before last heartbeat.
+   *
+   * @format date-time
+   */
   lastObservedTime: string;
 }

@@ -75,6 +75,8 @@ export interface APIResourceList {
 export interface Condition {
   /**
    * lastTransitionTime is the last time the condition transitioned from one status to another. This should be when the underlying condition changed.  If that is not known, then using the time when the API field changed is acceptable.
+   *
+   * @format date-time
    */
   lastTransitionTime: string;
   /** message is a human readable message indicating details about the transition. This may be an empty string. */
@@ -99,6 +101,16 @@ export interface Condition {
  * DeleteOptions may be provided when deleting an API object.
  *
  * apiVersion: v1, kind: DeleteOptions
+ * apiVersion: admissionregistration.k8s.io/v1, kind: DeleteOptions
+ * apiVersion: apiextensions.k8s.io/v1, kind: DeleteOptions
+ * apiVersion: apps/v1, kind: DeleteOptions
+ * apiVersion: autoscaling/v2, kind: DeleteOptions
+ * apiVersion: batch/v1, kind: DeleteOptions
+ * apiVersion: coordination.k8s.io/v1, kind: DeleteOptions
+ * apiVersion: events.k8s.io/v1, kind: DeleteOptions
+ * apiVersion: networking.k8s.io/v1, kind: DeleteOptions
+ * apiVersion: policy/v1, kind: DeleteOptions
+ * apiVersion: rbac.authorization.k8s.io/v1, kind: DeleteOptions
  */
 export interface DeleteOptions {
   /**
@@ -217,6 +229,8 @@ export interface ManagedFieldsEntry {
   subresource?: string;
   /**
    * Time is the timestamp of when the ManagedFields entry was added. The timestamp will also be updated if a field is added, the manager changes any of the owned fields value or removes a field. The timestamp does not update when a field is removed from the entry because another manager took it over.
+   *
+   * @format date-time
    */
   time?: string;
 }
@@ -231,6 +245,8 @@ export interface ObjectMeta {
    * CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.
    *
    * Populated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata
+   *
+   * @format date-time
    */
   creationTimestamp?: string;
   /**
@@ -243,6 +259,8 @@ export interface ObjectMeta {
    * DeletionTimestamp is RFC 3339 date and time at which this resource will be deleted. This field is set by the server when a graceful deletion is requested by the user, and is not directly settable by a client. The resource is expected to be deleted (no longer visible from resource lists, and not reachable by name) after the time in this field, once the finalizers list is empty. As long as the finalizers list contains items, deletion is blocked. Once the deletionTimestamp is set, this value may not be unset or be set further into the future, although it may be shortened or the resource may be deleted prior to this time. For example, a user may request that a pod is deleted in 30 seconds. The Kubelet will react by sending a graceful termination signal to the containers in the pod. After that 30 seconds, the Kubelet will send a hard termination signal (SIGKILL) to the container and after cleanup, remove the pod from the API. In the presence of network partitions, this object may still exist after this timestamp, until an administrator or automated process can determine the resource is fully terminated. If not set, graceful deletion of the object has not been requested.
    *
    * Populated by the system when a graceful deletion is requested. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata
+   *
+   * @format date-time
    */
   deletionTimestamp?: string;
   /**
@@ -437,6 +455,16 @@ export interface StatusDetails {
  * Event represents a single event to a watched resource.
  *
  * apiVersion: v1, kind: WatchEvent
+ * apiVersion: admissionregistration.k8s.io/v1, kind: WatchEvent
+ * apiVersion: apiextensions.k8s.io/v1, kind: WatchEvent
+ * apiVersion: apps/v1, kind: WatchEvent
+ * apiVersion: autoscaling/v2, kind: WatchEvent
+ * apiVersion: batch/v1, kind: WatchEvent
+ * apiVersion: coordination.k8s.io/v1, kind: WatchEvent
+ * apiVersion: events.k8s.io/v1, kind: WatchEvent
+ * apiVersion: networking.k8s.io/v1, kind: WatchEvent
+ * apiVersion: policy/v1, kind: WatchEvent
+ * apiVersion: rbac.authorization.k8s.io/v1, kind: WatchEvent
  */
 export interface WatchEvent {
   /**
