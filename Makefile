@@ -47,8 +47,12 @@ build: deps ## Compile TypeScript to dist/.
 	tsc -p tsconfig.build.json
 
 .PHONY: generate
-generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases (a stale one fails make test).
+generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases and pkg/api/*/*/ from pkg/api/openapi (a stale one fails make test).
 	npm run --silent generate
+
+.PHONY: openapi
+openapi: deps tools ## Refresh pkg/api/openapi/*_openapi.json from the pinned kube-apiserver, then regenerate the built-in types pkg/api/.
+	npm run --silent refresh-openapi
 
 .PHONY: typecheck
 typecheck: deps ## Type-check everything (tsc --noEmit).

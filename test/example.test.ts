@@ -44,7 +44,8 @@ describe('the packed library and the example controller', () => {
     // npm pack runs `prepack` (the build) first; its banner goes to stderr, the JSON to stdout.
     const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: clone, maxBuffer: 16 << 20 })).stdout) as [{ filename: string; files: { path: string }[] }];
     const files = packed[0].files.map((f) => f.path);
-    for (const f of ['dist/pkg/index.js', 'dist/pkg/index.d.ts', 'dist/pkg/testing/index.js', 'dist/pkg/testing/index.d.ts', 'dist/pkg/testing/reaper.js', 'dist/cmd/manager/main.js']) {
+    for (const f of ['dist/pkg/index.js', 'dist/pkg/index.d.ts', 'dist/pkg/testing/index.js', 'dist/pkg/testing/index.d.ts', 'dist/pkg/testing/reaper.js', 'dist/cmd/manager/main.js',
+      'dist/pkg/api/core/v1/zz_generated.types.d.ts', 'dist/pkg/api/apps/v1/zz_generated.types.d.ts', 'dist/pkg/api/meta/v1/zz_generated.types.js']) {
       assert.ok(files.includes(f), `the package holds ${f}`);
     }
     assert.ok(!files.some((f) => f.endsWith('.test.js') || f.startsWith('pkg/') || f.startsWith('test/')), `no sources or tests packed: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}`);
@@ -71,6 +72,16 @@ describe('the packed library and the example controller', () => {
     assert.equal(res.code, 0, `tsc in the user's project:\n${res.out}`);
     // docs/library.md: each example is readable on one screen.
     for (const f of ['main.ts', 'memcached/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
+    // Built-in kinds come from ts-controller-manager/api/<group>/<version>, never declared by hand.
+    for (const f of ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts']) {
+      const text = readFileSync(join(app, f), 'utf8');
+      assert.doesNotMatch(text, /\b(interface|type)\s+(ConfigMap|Namespace|Deployment|Pod|Secret|Lease|Event|Service|ReplicaSet)\b/, `${f} declares a built-in type by hand`);
+    }
+    assert.match(readFileSync(join(app, 'memcached/main.ts'), 'utf8'), /from 'ts-controller-manager\/api\/apps\/v1'/);
+    // The packed type modules cost nothing at run time: importing one gives an empty module.
+    const loaded = await run(node, ['--input-type=module', '-e',
+      "const ms = await Promise.all(['core/v1', 'apps/v1', 'meta/v1'].map((p) => import(`ts-controller-manager/api/${p}`))); console.log(JSON.stringify(ms.map((m) => Object.keys(m))))"], { cwd: app });
+    assert.equal(loaded.stdout.trim(), '[[],[],[]]');
   });
 
   test('the example copies a labelled ConfigMap into labelled namespaces, keeps copies in sync, and cleans up', async (t) => {

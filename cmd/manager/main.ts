@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 /**
  * ts-controller-manager entry point (see cli.ts for the order of work and the exit codes). `gen …` runs the code
- * generator instead (pkg/codegen/cli.ts; docs/codegen.md).
+ * generator instead (pkg/codegen/cli.ts; docs/codegen.md), `dev …` a local control plane (dev.ts; docs/library.md).
  */
 import { main } from './cli.ts';
 
 const argv = process.argv.slice(2);
 const command = argv[0] === 'gen'
   ? import('../../pkg/codegen/cli.ts').then(({ genMain }) => genMain(argv.slice(1)))
-  : main(argv, process.env);
+  : argv[0] === 'dev'
+    ? import('./dev.ts').then(({ devMain }) => devMain(argv.slice(1)))
+    : main(argv, process.env);
 command.then(
   (code) => process.exit(code),
   (err: unknown) => {

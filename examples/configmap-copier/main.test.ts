@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { coreResources, ignoreNotFound, type KubeObject } from 'ts-controller-manager';
+import { coreResources, ignoreNotFound } from 'ts-controller-manager';
+import type { ConfigMap, Namespace } from 'ts-controller-manager/api/core/v1';
 import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 
-interface ConfigMap extends KubeObject { data?: Record<string, string> }
 let env: TestEnv;
 let controller: ChildProcess;
 let logs = '';
@@ -30,7 +30,7 @@ after(async () => {
   await env.stop();
 });
 
-const namespaces = () => env.client.resource(coreResources.namespaces);
+const namespaces = () => env.client.resource<Namespace>(coreResources.namespaces);
 const configMaps = (ns: string) => env.client.resource<ConfigMap>(coreResources.configMaps).namespace(ns);
 const receive = (on: boolean): Record<string, string> => (on ? { 'copier.example.com/receive': 'true' } : {});
 const namespace = (name: string, on: boolean): Promise<unknown> => namespaces().create({ metadata: { name, labels: receive(on) } });

@@ -5,10 +5,10 @@
  *   KUBECONFIG=… node main.ts      (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  */
 import {
-  ControllerManager, coreResources, ignoreNotFound, keyOf, parseWatchNamespace, selectorFromSet, type KubeObject, type Reconciler,
+  ControllerManager, coreResources, ignoreNotFound, keyOf, parseWatchNamespace, selectorFromSet, type Reconciler,
 } from 'ts-controller-manager';
+import type { ConfigMap, Namespace } from 'ts-controller-manager/api/core/v1';
 
-interface ConfigMap extends KubeObject { data?: Record<string, string> }
 const { configMaps, namespaces } = coreResources;
 const isSource = selectorFromSet({ 'copier.example.com/source': 'true' });
 const isReceiver = selectorFromSet({ 'copier.example.com/receive': 'true' });
@@ -23,7 +23,7 @@ const mgr = new ControllerManager({
   ...(env['LEADER_ELECTION_NAMESPACE'] ? { leaderElection: { id: 'configmap-copier', namespace: env['LEADER_ELECTION_NAMESPACE'] } } : {}),
 });
 const cms = mgr.informer<ConfigMap>(configMaps).lister();
-const nss = mgr.informer<KubeObject>(namespaces).lister();
+const nss = mgr.informer<Namespace>(namespaces).lister();
 const api = mgr.client.resource<ConfigMap>(configMaps);
 const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
 
@@ -63,6 +63,6 @@ const sources = (): string[] => cms.list(undefined, isSource).map((cm) => keyOf(
 mgr.controller('configmap-copier')
   .for<ConfigMap>(configMaps)
   .watches<ConfigMap>(configMaps, (copy) => [copy.metadata?.annotations?.[sourceKey] ?? ''].filter((k) => k !== ''))
-  .watches<KubeObject>(namespaces, sources)
+  .watches<Namespace>(namespaces, sources)
   .complete(reconcile);
 process.exitCode = await mgr.run();

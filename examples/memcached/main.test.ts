@@ -11,14 +11,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { coreResources, ignoreNotFound, type KubeObject } from 'ts-controller-manager';
+import { coreResources, ignoreNotFound } from 'ts-controller-manager';
+import type { Deployment } from 'ts-controller-manager/api/apps/v1';
 import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 import { memcachedResource, type Memcached } from './api/example/v1alpha1/zz_generated.types.ts';
 
-interface Deployment extends KubeObject {
-  spec?: { replicas?: number; template?: { spec?: { containers?: { name: string; image?: string }[] } } };
-  status?: { observedGeneration?: number; replicas?: number; readyReplicas?: number; availableReplicas?: number; updatedReplicas?: number };
-}
 let env: TestEnv;
 let controller: ChildProcess;
 let logs = '';
@@ -97,7 +94,7 @@ test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undo
   // Someone else's Deployment of a Memcached's name is never taken over: Ready=False ResourceExists, until it goes.
   await deployments.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'foreign' }, spec: {
     replicas: 1, selector: { matchLabels: { app: 'foreign' } }, template: { metadata: { labels: { app: 'foreign' } }, spec: { containers: [{ name: 'x', image: 'x' }] } },
-  } } as Deployment);
+  } } satisfies Deployment);
   await memcacheds.create({ apiVersion: 'example.ts-controller-manager.io/v1alpha1', kind: 'Memcached', metadata: { name: 'foreign' }, spec: { size: 3 } });
   const refused = await eventually('Ready=False ResourceExists', async () => (await memcacheds.get('foreign')).status?.conditions?.find((c) => c.reason === 'ResourceExists'));
   assert.equal(refused.status, 'False');

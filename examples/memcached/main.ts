@@ -8,18 +8,11 @@
  */
 import {
   ControllerManager, controllerOf, coreResources, finalizer, findStatusCondition, ignoreNotFound, keyOf, newControllerRef,
-  parseWatchNamespace, setStatusCondition, type KubeObject, type Reconciler,
+  parseWatchNamespace, setStatusCondition, type Reconciler,
 } from 'ts-controller-manager';
+import type { Deployment } from 'ts-controller-manager/api/apps/v1';
 import { apiVersion, memcachedKind, memcachedResource, type Memcached } from './api/example/v1alpha1/zz_generated.types.ts';
 
-interface Deployment extends KubeObject {
-  spec?: {
-    replicas?: number;
-    selector?: { matchLabels?: Record<string, string> };
-    template?: { metadata?: { labels?: Record<string, string> }; spec?: Record<string, unknown> };
-  };
-  status?: { observedGeneration?: number; availableReplicas?: number };
-}
 const fieldManager = 'memcached-controller'; // owns the fields it applies: the Deployment's spec, the Memcached's status
 const finalizerName = 'example.ts-controller-manager.io/finalizer';
 

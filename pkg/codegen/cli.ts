@@ -9,6 +9,7 @@
 import { readdirSync, readFileSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { posix, relative, resolve, sep } from 'node:path';
 import { parseCRDs, type CRDVersion } from './crd.ts';
+import { generateBuiltinTypes, isOpenAPIDocument, parseOpenAPI, type OpenAPIDocument } from './openapi.ts';
 import { defaultRuntime, generateTypes, type GeneratedFile } from './types.ts';
 
 export const defaultOutDir = 'pkg/apis';
@@ -27,7 +28,9 @@ export const genUsage = `Usage: ts-controller-manager gen types [flags] CRD.yaml
 
 Writes TypeScript types from the openAPIV3Schema of every version of the given CustomResourceDefinitions
 (apiextensions.k8s.io/v1; a directory means its *.yaml and *.yml files) into
-DIR/<first label of the group>/<version>/zz_generated.types.ts. See docs/codegen.md.
+DIR/<first label of the group>/<version>/zz_generated.types.ts. OpenAPI v3 documents of the API server (*.json;
+in a directory *_openapi.json) give the built-in types, one type-only file per Go API package
+(DIR/core/v1/..., DIR/apps/v1/..., DIR/meta/v1/...). See docs/codegen.md.
 
 Flags:
   --out=DIR          Output root (default "${defaultOutDir}").
@@ -72,7 +75,10 @@ function toPosix(cwd: string, p: string): string {
   return (r === '' ? '.' : r).split(sep).join('/');
 }
 
-/** The CRD files named by `inputs` (directories expanded to their sorted *.yaml/*.yml), posix and relative to `cwd`. */
+/**
+ * The input files named by `inputs` (directories expanded to their sorted *.yaml, *.yml and *_openapi.json), posix
+ * and relative to `cwd`.
+ */
 export function inputFiles(inputs: readonly string[], cwd: string): string[] {
   const files: string[] = [];
   for (const input of inputs) {
@@ -84,7 +90,7 @@ export function inputFiles(inputs: readonly string[], cwd: string): string[] {
     }
     if (!isDir) files.push(toPosix(cwd, input));
     else {
-      const names = readdirSync(resolve(cwd, input)).filter((n) => /\.ya?ml$/.test(n)).sort();
+      const names = readdirSync(resolve(cwd, input)).filter((n) => /\.ya?ml$|_openapi\.json$/.test(n)).sort();
       files.push(...names.map((n) => toPosix(cwd, posix.join(input, n))));
     }
   }
@@ -94,9 +100,26 @@ export function inputFiles(inputs: readonly string[], cwd: string): string[] {
 /** Everything `gen types` would write for `args`, in memory (the CI check and the unit test use this). */
 export function planTypes(args: GenTypesArgs, cwd: string): GeneratedFile[] {
   const versions: CRDVersion[] = [];
-  for (const file of inputFiles(args.inputs, cwd)) versions.push(...parseCRDs(readFileSync(resolve(cwd, file), 'utf8'), file));
+  const documents: OpenAPIDocument[] = [];
+  for (const file of inputFiles(args.inputs, cwd)) {
+    const text = readFileSync(resolve(cwd, file), 'utf8');
+    if (file.endsWith('.json') && isOpenAPIDocument(parseJSON(text))) documents.push(parseOpenAPI(text, file));
+    else versions.push(...parseCRDs(text, file));
+  }
   const runtime = args.runtime.startsWith('.') || args.runtime.startsWith('/') ? { pkgDir: toPosix(cwd, args.runtime) } : { module: args.runtime };
-  return generateTypes(versions, { outDir: toPosix(cwd, args.outDir), runtime });
+  const outDir = toPosix(cwd, args.outDir);
+  return [
+    ...(versions.length > 0 ? generateTypes(versions, { outDir, runtime }) : []),
+    ...(documents.length > 0 ? generateBuiltinTypes(documents, { outDir }) : []),
+  ];
+}
+
+function parseJSON(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The generated files whose content on disk (under `cwd`) is missing or different. */

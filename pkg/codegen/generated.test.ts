@@ -1,43 +1,71 @@
 /**
  * The checked-in generated types equal what `npm run generate` would write now: changing a CRD under
- * config/crd/bases without regenerating fails this test (and so `make test`). The generator is run in memory with
- * exactly the arguments of package.json's "generate" script.
+ * config/crd/bases, or an OpenAPI document under pkg/api/openapi (`npm run refresh-openapi`), without regenerating
+ * fails this test (and so `make test`). The generator is run in memory with exactly the arguments of each
+ * `gen types` command of package.json's "generate" script — no cluster involved.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import ts from 'typescript';
 import { parseGenTypesArgs, planTypes, staleFiles } from './cli.ts';
+import type { GeneratedFile } from './types.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
-/** The arguments after `gen types` in package.json's "generate" script. */
-function generateScriptArgs(): string[] {
+/** The arguments after `gen types` of each command in package.json's "generate" script. */
+function generateScriptArgs(): string[][] {
   const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
   const script = pkg.scripts?.['generate'] ?? '';
-  const m = /\bgen types (.*)$/.exec(script);
-  assert.ok(m?.[1], `package.json "generate" runs "gen types …" (got ${JSON.stringify(script)})`);
-  return m[1].split(/\s+/);
+  const commands = script.split('&&').map((c) => /\bgen types (.*)$/.exec(c.trim())?.[1]);
+  assert.ok(commands.length > 0 && commands.every((c) => c), `package.json "generate" runs only "gen types …" commands (got ${JSON.stringify(script)})`);
+  return commands.map((c) => (c ?? '').split(/\s+/));
 }
 
+function assertFresh(f: GeneratedFile): void {
+  if (staleFiles([f], root).length === 0) return;
+  let onDisk = '(missing)';
+  try {
+    onDisk = readFileSync(resolve(root, f.path), 'utf8');
+  } catch { /* reported as missing */ }
+  assert.equal(onDisk, f.content, `${f.path} is stale: run \`npm run generate\``);
+}
+
+const files = generateScriptArgs().flatMap((args) => planTypes(parseGenTypesArgs(args), root));
+
 describe('generated API types are up to date with config/crd/bases', () => {
-  const files = planTypes(parseGenTypesArgs(generateScriptArgs()), root);
+  const crdFiles = files.filter((f) => f.path.startsWith('pkg/apis/'));
 
   it('covers Foo and Network', () => {
-    assert.deepEqual(files.map((f) => f.path), [
+    assert.deepEqual(crdFiles.map((f) => f.path), [
       'pkg/apis/samplecontroller/v1alpha1/zz_generated.types.ts',
       'pkg/apis/samplecrd/v1/zz_generated.types.ts',
     ]);
   });
 
-  for (const f of files) {
-    it(`${f.path} equals a fresh generation (run \`npm run generate\` after changing a CRD)`, () => {
-      if (staleFiles([f], root).length === 0) return;
-      let onDisk = '(missing)';
-      try {
-        onDisk = readFileSync(resolve(root, f.path), 'utf8');
-      } catch { /* reported as missing */ }
-      assert.equal(onDisk, f.content, `${f.path} is stale: run \`npm run generate\``);
-    });
-  }
+  for (const f of crdFiles) it(`${f.path} equals a fresh generation (run \`npm run generate\` after changing a CRD)`, () => assertFresh(f));
+});
+
+describe('built-in API types are up to date with the OpenAPI documents in pkg/api/openapi', () => {
+  const builtin = files.filter((f) => f.path.startsWith('pkg/api/'));
+
+  it('one file per Go API package the documents define, and no other file under pkg/api', () => {
+    assert.deepEqual(builtin.map((f) => f.path.split('/').slice(2, 4).join('/')), [
+      'admissionregistration/v1', 'apiextensions/v1', 'apps/v1', 'authentication/v1', 'autoscaling/v1', 'autoscaling/v2',
+      'batch/v1', 'coordination/v1', 'core/v1', 'events/v1', 'meta/v1', 'networking/v1', 'policy/v1', 'rbac/v1',
+    ]);
+    const onDisk = readdirSync(resolve(root, 'pkg/api'), { recursive: true, encoding: 'utf8' })
+      .filter((p) => p.endsWith('.ts')).map((p) => `pkg/api/${p}`).sort();
+    assert.deepEqual(onDisk, builtin.map((f) => f.path), 'a leftover generated file (a package no document defines any more)');
+  });
+
+  for (const f of builtin) it(`${f.path} equals a fresh generation (run \`npm run generate\` after \`npm run refresh-openapi\`)`, () => assertFresh(f));
+
+  it('the files are type-only: they compile to an empty module', () => {
+    for (const f of builtin) {
+      const js = ts.transpileModule(f.content, { compilerOptions: { module: ts.ModuleKind.ESNext, verbatimModuleSyntax: true } }).outputText;
+      assert.equal(js.replace(/\/\/.*\n|\/\*[\s\S]*?\*\//g, '').trim(), 'export {};', `${f.path} has runtime code`);
+    }
+  });
 });

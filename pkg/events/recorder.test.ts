@@ -13,7 +13,14 @@ import {
   type EventPatch,
   type EventRecorderOptions,
   type EventSink,
+  type ObjectReference,
 } from './recorder.ts';
+import type { Event as CoreV1Event, ObjectReference as CoreV1ObjectReference } from '../api/core/v1/zz_generated.types.ts';
+
+// Checked by tsc (make typecheck), not at run time: what the recorder writes is a core/v1 Event, and what it accepts as
+// a reference a core/v1 ObjectReference, as the API server's OpenAPI schema declares them (pkg/api is generated from it).
+const _coreEventIsCoreV1Event: CoreEvent extends CoreV1Event ? true : never = true;
+const _objectReferenceIsCoreV1: ObjectReference extends CoreV1ObjectReference ? (CoreV1ObjectReference extends ObjectReference ? true : never) : never = true;
 
 /**
  * Unit-test fake sink: an in-memory Event store recording every call. `failures` are consumed one per call

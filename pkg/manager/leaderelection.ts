@@ -57,25 +57,18 @@ import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
 import { RestListWatcher } from '../informerfactory/listwatch.ts';
 import { coreResources } from '../apimachinery/resource.ts';
 import type { Status } from '../informerfactory/watchdecoder.ts';
+import type * as coordinationv1 from '../api/coordination/v1/zz_generated.types.ts';
+import type { ObjectMeta } from '../api/meta/v1/zz_generated.types.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { type Clock, realClock } from '../util/clock.ts';
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  /** MicroTime (RFC 3339 with 6 fractional digits). */
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-  [field: string]: unknown;
-}
+/** coordination.k8s.io/v1 LeaseSpec (generated, pkg/api); acquireTime and renewTime are MicroTime: RFC 3339 with 6 fractional digits. */
+export type LeaseSpec = coordinationv1.LeaseSpec;
 
-export interface Lease {
-  apiVersion?: string;
-  kind?: string;
-  metadata: { name: string; namespace?: string; resourceVersion?: string; [field: string]: unknown };
-  spec?: LeaseSpec;
+/** coordination.k8s.io/v1 Lease (generated, pkg/api), with the name the elector always knows. */
+export interface Lease extends Omit<coordinationv1.Lease, 'metadata'> {
+  metadata: ObjectMeta & { name: string };
 }
 
 /**

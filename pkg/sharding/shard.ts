@@ -49,7 +49,7 @@ export function labelledLeaseClient(inner: LeaseClient, leaderLease: string): Le
     get: (signal) => inner.get(signal),
     update: (lease, signal) => inner.update(lease, signal),
     create: (lease: Lease, signal) => {
-      const labels = { ...(lease.metadata['labels'] as Record<string, string> | undefined), [leaseOfLabel]: leaderLease };
+      const labels = { ...lease.metadata.labels, [leaseOfLabel]: leaderLease };
       return inner.create({ ...lease, metadata: { ...lease.metadata, labels } }, signal);
     },
   };

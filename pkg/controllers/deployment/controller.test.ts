@@ -15,7 +15,7 @@ const signal = new AbortController().signal;
 function web(revision: string, ready: boolean, created = '2024-01-01T00:00:00Z'): Deployment {
   return {
     metadata: { name: 'web', namespace: 'ns', uid: 'u1', generation: 1, creationTimestamp: created, annotations: { [revisionAnnotation]: revision } },
-    spec: { replicas: 1 },
+    spec: { replicas: 1, selector: {}, template: {} },
     status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: ready ? 1 : 0 },
   };
 }

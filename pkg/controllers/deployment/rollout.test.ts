@@ -26,7 +26,7 @@ function dep(s: Shape = {}): Deployment {
       creationTimestamp: s.created ?? '2024-01-01T00:00:00Z',
       annotations: s.revision === '' ? {} : { [revisionAnnotation]: s.revision ?? '1' },
     },
-    spec: { replicas, ...(s.paused ? { paused: true } : {}) },
+    spec: { replicas, selector: {}, template: {}, ...(s.paused ? { paused: true } : {}) },
     status: {
       observedGeneration: s.observedGeneration ?? s.generation ?? 1,
       replicas: s.statusReplicas ?? s.updated ?? replicas,
@@ -61,7 +61,7 @@ describe('observeRollout', () => {
   const cases: [string, Deployment, RolloutObservation['state']][] = [
     ['complete', dep(), 'complete'],
     ['spec not yet observed', dep({ generation: 2, observedGeneration: 1 }), 'progressing'],
-    ['no status at all', { metadata: { generation: 1 }, spec: { replicas: 1 } }, 'progressing'],
+    ['no status at all', { metadata: { generation: 1 }, spec: { replicas: 1, selector: {}, template: {} } }, 'progressing'],
     ['not all replicas updated', dep({ updated: 1 }), 'progressing'],
     ['old replicas pending termination', dep({ statusReplicas: 3 }), 'progressing'],
     ['updated replicas not available', dep({ available: 1 }), 'progressing'],
@@ -90,7 +90,7 @@ describe('observeRollout', () => {
 
 describe('step: announcements', () => {
   test('a new Deployment: nothing before the revision exists, then Started, then Complete once', () => {
-    const fresh: Deployment = { metadata: { name: 'web', namespace: 'ns', uid: 'u1', generation: 1 }, spec: { replicas: 2 } };
+    const fresh: Deployment = { metadata: { name: 'web', namespace: 'ns', uid: 'u1', generation: 1 }, spec: { replicas: 2, selector: {}, template: {} } };
     const r = run([fresh, progressing('1'), progressing('1', { updated: 2, available: 1 }), complete('1'), complete('1')]);
     assert.deepEqual(r.reasons, ['RolloutStarted', 'RolloutComplete']);
     assert.deepEqual(r.durations, [2]);

@@ -28,7 +28,7 @@
  * gets its RolloutComplete (but no second RolloutStarted, and no duration), and transitions that happened while no
  * instance was running are not announced (the state gauge still shows them).
  */
-import { revisionAnnotation, type Deployment } from './types.ts';
+import { revisionAnnotation, type Deployment, type DeploymentSpec } from './types.ts';
 
 export const rolloutStates = ['progressing', 'complete', 'stalled', 'paused'] as const;
 export type RolloutState = (typeof rolloutStates)[number];
@@ -46,7 +46,7 @@ export interface RolloutObservation {
 }
 
 export function observeRollout(d: Deployment): RolloutObservation {
-  const spec = d.spec ?? {};
+  const spec: Partial<DeploymentSpec> = d.spec ?? {};
   const st = d.status ?? {};
   const paused = spec.paused === true;
   const base = { uid: d.metadata?.uid ?? '', revision: d.metadata?.annotations?.[revisionAnnotation] ?? '', paused };

@@ -1,9 +1,10 @@
 /**
- * The slice of apps/v1 Deployment the controllers read and write (plain JSON as the informer caches it).
+ * apps/v1 Deployment as the controllers read and write it (plain JSON as the informer caches it): the generated
+ * built-in types (pkg/api, from the API server's OpenAPI; type-only re-exports, no runtime code).
  * Both the Foo and the Deployment controller ask the factory for `deploymentResource`, so they share ONE informer.
  */
 import { coreResources } from '../../apimachinery/resource.ts';
-import type { KubeObject, LabelSelector } from '../../apimachinery/meta.ts';
+import type { LabelSelector } from '../../apimachinery/meta.ts';
 
 export const deploymentResource = coreResources.deployments;
 
@@ -11,48 +12,5 @@ export const deploymentResource = coreResources.deployments;
 export const revisionAnnotation = 'deployment.kubernetes.io/revision';
 
 export type { LabelSelector };
-
-export interface Container {
-  name: string;
-  image?: string;
-  [field: string]: unknown;
-}
-
-export interface PodTemplateSpec {
-  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec?: { containers: Container[]; nodeSelector?: Record<string, string>; [field: string]: unknown };
-}
-
-export interface DeploymentSpec {
-  replicas?: number;
-  selector?: LabelSelector;
-  template?: PodTemplateSpec;
-  paused?: boolean;
-  progressDeadlineSeconds?: number;
-  minReadySeconds?: number;
-  [field: string]: unknown;
-}
-
-export interface DeploymentCondition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason?: string;
-  message?: string;
-  lastUpdateTime?: string;
-  lastTransitionTime?: string;
-}
-
-export interface DeploymentStatus {
-  observedGeneration?: number;
-  replicas?: number;
-  updatedReplicas?: number;
-  readyReplicas?: number;
-  availableReplicas?: number;
-  unavailableReplicas?: number;
-  conditions?: DeploymentCondition[];
-}
-
-export interface Deployment extends KubeObject {
-  spec?: DeploymentSpec;
-  status?: DeploymentStatus;
-}
+export type { Container, PodTemplateSpec } from '../../api/core/v1/zz_generated.types.ts';
+export type { Deployment, DeploymentCondition, DeploymentSpec, DeploymentStatus } from '../../api/apps/v1/zz_generated.types.ts';

@@ -33,7 +33,7 @@ function aFoo(spec: Foo['spec'], status?: Foo['status']): Foo {
 
 function owned(foo: Foo, replicas: number, available: number): Deployment {
   const d = newDeployment(foo);
-  return { ...d, metadata: { ...d.metadata, uid: 'dep-uid', resourceVersion: '11' }, spec: { ...d.spec, replicas }, status: { availableReplicas: available } };
+  return { ...d, metadata: { ...d.metadata, uid: 'dep-uid', resourceVersion: '11' }, spec: { selector: {}, template: {}, ...d.spec, replicas }, status: { availableReplicas: available } };
 }
 
 let foos: Indexer<Foo>;
@@ -133,7 +133,7 @@ describe('fooReconciler', () => {
 
   test('a Deployment not controlled by the Foo: ErrResourceExists event, retryable error, no write', async () => {
     foos.add(aFoo({ deploymentName: 'web', replicas: 1 }));
-    deployments.add({ metadata: { name: 'web', namespace: 'ns', uid: 'x' }, spec: { replicas: 1 } });
+    deployments.add({ metadata: { name: 'web', namespace: 'ns', uid: 'x' }, spec: { replicas: 1, selector: {}, template: {} } });
     await assert.rejects(reconcile(req, signal, ctx), (err: Error) => !isTerminalError(err) && /Resource "web" already exists and is not managed by Foo/.test(err.message));
     assert.deepEqual(recorder.events, ['Warning ErrResourceExists Resource "web" already exists and is not managed by Foo']);
     assert.deepEqual(rest.calls, []);
