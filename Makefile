@@ -122,6 +122,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/network-scale.ts
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
 	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
+	$(NODE) --expose-gc bench/freeze.ts
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
 	$(MAKE) bench-vs-cr
 

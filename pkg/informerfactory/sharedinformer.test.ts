@@ -77,6 +77,25 @@ describe('SharedIndexInformer', () => {
     assert.equal(informer.lastSyncResourceVersion(), '104');
   });
 
+  it('caches deep-frozen objects: a mutation through the lister or a handler throws and the cache is unchanged', async () => {
+    const server = await serve();
+    server.create(cm('a', 'default', { labels: { x: 'y' } }));
+    const { informer, start } = informerOn(server);
+    const seen: KubeObject[] = [];
+    informer.addEventHandler({ onAdd: (o) => void seen.push(o) });
+    start();
+    await eventually('synced', () => informer.hasSynced() && seen.length === 1);
+    const cached = informer.lister().get('default', 'a') as FakeObject;
+    assert.equal(seen[0], cached, 'the handler got the cached object itself');
+    assert.throws(() => { (cached.data as Record<string, string>).v = '2'; }, TypeError);
+    assert.throws(() => { (cached.metadata.labels as Record<string, string>).x = 'z'; }, TypeError);
+    assert.throws(() => { delete (cached.metadata as { name?: string }).name; }, TypeError);
+    const copy = structuredClone(cached);
+    copy.data = { v: '2' };
+    assert.equal((informer.lister().get('default', 'a') as { data?: Record<string, string> }).data?.v, '1');
+    assert.equal(informer.lister().get('default', 'a')?.metadata?.labels?.x, 'y');
+  });
+
   it('replays the cache to a handler added after start, with its own hasSynced', async () => {
     const server = await serve();
     for (const n of ['a', 'b', 'c']) server.create(cm(n));

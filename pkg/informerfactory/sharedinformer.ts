@@ -37,7 +37,7 @@ import { Indexer, type IndexerReader, type Indexers } from './indexer.ts';
 import { Lister } from './lister.ts';
 import { ProcessorListener, type Notification, type ResourceEventHandler } from './listener.ts';
 import { RestListWatcher, type ListWatcher } from './listwatch.ts';
-import { deletionHandlingKey, stripManagedFields } from './object.ts';
+import { deepFreeze, deletionHandlingKey, stripManagedFields } from './object.ts';
 import { resourceVersionOf, type KubeObject } from '../apimachinery/meta.ts';
 import { Reflector, type ReflectorSink } from './reflector.ts';
 import type { ReflectorConfig, RequestFailure } from './reflectorstate.ts';
@@ -275,13 +275,17 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   }
 
   private sinkFor(scope: string): ReflectorSink {
+    // Every cached object is deep-frozen after the transform (object.ts deepFreeze): what a Lister, an Indexer or a
+    // handler hands out cannot be mutated in place. The transform itself still gets the fresh, mutable decode.
     const tf = (obj: KubeObject): T => {
+      let out: T;
       try {
-        return this.transform(obj);
+        out = this.transform(obj);
       } catch (err) {
         this.log.error({ err }, 'transform failed; caching the object untransformed');
-        return obj as T;
+        out = obj as T;
       }
+      return deepFreeze(out);
     };
     return {
       replace: (items, rv) => {
