@@ -17,6 +17,6 @@ export {
   convertReview, parseConversionReview, conversionReviewResponse, conversionApiVersion, type Conversion,
   type ConversionRequest, type ConversionResponse, type ConversionReview, type SpokeConversion,
 } from './conversion.ts';
-export { jsonPatch, jsonEqual, escapePointerSegment } from './jsonpatch.ts';
+export { jsonPatch, escapePointerSegment } from './jsonpatch.ts';
 export { mutatePath, validatePath, convertPath, type GroupVersionKindLike } from './paths.ts';
 export { webhookMetricFamilies, webhookLatencyBuckets, type WebhookMetricFamilies } from './metrics.ts';

@@ -16,6 +16,7 @@
  *    arrays, strings, finite numbers, booleans, null). Inputs are not modified, and values in the operations are
  *    copies.
  */
+import { jsonEqual } from '../apimachinery/mergepatch.ts';
 import type { JsonPatchOperation } from '../client/options.ts';
 
 export type { JsonPatchOperation } from '../client/options.ts';
@@ -29,20 +30,6 @@ type JsonObject = Record<string, unknown>;
 
 function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** JSON equality: objects by their defined members (order ignored), arrays element-wise, primitives by ===. */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
-  }
-  if (isObject(a) && isObject(b)) {
-    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
-    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
-    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
-  }
-  return false;
 }
 
 /** A deep copy as JSON would give it (undefined members dropped). */
