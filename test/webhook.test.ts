@@ -62,11 +62,11 @@ before(async () => {
         v1: {
           toHub: (o) => {
             const { count, ...rest } = (o as WidgetV1).spec;
-            return { ...o, spec: { ...rest, ...(count !== undefined ? { replicas: count } : {}) } } as WidgetV2;
+            return { ...o, spec: { ...rest, ...(count !== undefined ? { replicas: count } : {}) } };
           },
           fromHub: (h) => {
             const { replicas, ...rest } = (h as WidgetV2).spec;
-            return { ...h, spec: { ...rest, ...(replicas !== undefined ? { count: replicas } : {}) } } as WidgetV1;
+            return { ...h, spec: { ...rest, ...(replicas !== undefined ? { count: replicas } : {}) } };
           },
         },
       },
