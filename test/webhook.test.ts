@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { ApiError } from '../pkg/client/errors.ts';
-import { silentLogger } from '../pkg/log/logger.ts';
+import { captureLogs, type LogLine } from '../pkg/log/capture.ts';
 import { selfSignedCertificate } from '../pkg/manager/selfsigned.ts';
 import { ControllerManager } from '../pkg/runtime/manager.ts';
 import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
@@ -37,14 +37,18 @@ let env: TestEnv;
 let mgr: ControllerManager;
 let stopManager: () => Promise<void>;
 let registry: Registry;
+let lines: LogLine[];
+let activeAfterMs = 0;
 
 before(async () => {
   env = await startTestEnv();
   const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-test', ips: ['127.0.0.1'] });
   const caBundle = Buffer.from(cert).toString('base64');
   registry = new Registry();
+  const logs = captureLogs('info');
+  lines = logs.lines;
   mgr = new ControllerManager({
-    kubeConfig: env.kubeConfig, registry, logger: silentLogger,
+    kubeConfig: env.kubeConfig, registry, logger: logs.logger,
     webhook: { bindAddress: '127.0.0.1:0', tls: { start: () => Promise.resolve({ cert: Buffer.from(cert), key: Buffer.from(key) }) } },
   });
   mgr.webhook<WidgetV2>({ group, version: 'v2', kind: 'Widget' })
@@ -53,7 +57,10 @@ before(async () => {
       w.metadata = { ...w.metadata, annotations: { ...w.metadata?.annotations, [`${group}/defaulted`]: 'true' } };
     })
     .withValidator({
-      validateCreate: (w) => ((w.spec.replicas ?? 0) > 10 ? denied('replicas must be at most 10') : undefined),
+      validateCreate: (w) => {
+        if (w.spec.replicas === 7) throw new TypeError('a bug in the validator');
+        return (w.spec.replicas ?? 0) > 10 ? denied('replicas must be at most 10') : undefined;
+      },
       validateUpdate: (_old, w) => ((w.spec.replicas ?? 0) > 10 ? denied('replicas must be at most 10') : undefined),
     })
     .withConversion({
@@ -105,6 +112,7 @@ before(async () => {
   });
   // The API server picks webhook configurations up asynchronously: probe with dry-run creates (they pass admission,
   // sideEffects None, and store nothing) until both webhooks answer.
+  const t0 = Date.now();
   await waitFor('both webhooks active in the API server', async () => {
     const probe = await env.client.json<WidgetV2>('POST', collection('v2'), {
       query: { dryRun: 'All' }, body: { apiVersion: `${group}/v2`, kind: 'Widget', metadata: { generateName: 'probe-' }, spec: { replicas: 1 } },
@@ -119,6 +127,7 @@ before(async () => {
       return err instanceof ApiError && /replicas must be at most 10/.test(err.message);
     }
   }, { timeoutMs: 30_000 });
+  activeAfterMs = Date.now() - t0;
 });
 
 after(async () => {
@@ -194,8 +203,32 @@ describe('webhooks through a real kube-apiserver', () => {
     assert.ok(await counted('/convert', '200') > before, 'the API server called /convert');
   });
 
-  test('/readyz: the webhook-server check passes while serving', async () => {
+  test('a validator that throws: HTTP 500, so failurePolicy Fail rejects the create as "failed calling webhook"; logged once with the uid', async (t) => {
+    const err = await env.client.json('POST', collection('v2'), {
+      body: { apiVersion: `${group}/v2`, kind: 'Widget', metadata: { name: 'seven' }, spec: { replicas: 7 } },
+    }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ApiError, String(err));
+    assert.equal(err.status, 500);
+    t.diagnostic(`API error: ${err.message}`);
+    assert.match(err.message, /failed calling webhook "vwidget\.webhooktest\.example\.com"/);
+    const uid = /request uid ([0-9a-f-]+)/.exec(err.message)?.[1];
+    assert.ok(uid, `the API error quotes the server's answer with the uid: ${err.message}`);
+    const logged = lines.filter((l) => l.uid === uid);
+    assert.equal(logged.length, 1, JSON.stringify(logged));
+    assert.match(JSON.stringify(logged[0]), /a bug in the validator/);
+    assert.equal(await counted('/validate-webhooktest-example-com-v2-widget', '500'), 1);
+  });
+
+  test('/readyz: the webhook-server check passes while serving; latency histogram filled', async (t) => {
     const [ready] = await mgr.health.run('readyz', { only: 'webhook-server' });
     assert.deepEqual(ready, { name: 'webhook-server', ok: true });
+    t.diagnostic(`env start ${env.startMs} ms; webhook configurations active ${activeAfterMs} ms after creation`);
+    const { values } = await registry.getSingleMetric('controller_runtime_webhook_latency_seconds')!.get();
+    const sample = values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>;
+    for (const webhook of ['/convert', '/mutate-webhooktest-example-com-v2-widget', '/validate-webhooktest-example-com-v2-widget']) {
+      const of = (suffix: string): number => sample.find((v) => v.metricName === `controller_runtime_webhook_latency_seconds_${suffix}` && v.labels['webhook'] === webhook)?.value ?? 0;
+      assert.ok(of('count') > 0, `${webhook} observed`);
+      t.diagnostic(`${webhook}: ${of('count')} requests, mean ${(1000 * of('sum') / of('count')).toFixed(2)} ms in the server`);
+    }
   });
 });
