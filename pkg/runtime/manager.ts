@@ -150,7 +150,7 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-export class ControllerManager implements ControllerHost, WebhookRegistrar {
+export class ControllerManager implements ControllerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */
@@ -174,6 +174,12 @@ export class ControllerManager implements ControllerHost, WebhookRegistrar {
   private readonly controllerNames = new Set<string>();
   /** Created on the first webhook registration; undefined before and when `webhook.bindAddress` is "0". */
   private webhooks: WebhookServer | undefined;
+  /** What builders register on: the webhook server, created, added and given its /readyz check on first use. */
+  private readonly webhookRegistrar: WebhookRegistrar = {
+    register: (path: string, handler: AdmissionHandler): void => this.ensureWebhookServer().register(path, handler),
+    registerConversion: (group: string, kind: string, conversion: Conversion): void =>
+      this.ensureWebhookServer().registerConversion(group, kind, conversion),
+  };
 
   constructor(opts: ControllerManagerOptions = {}) {
     this.opts = opts;
@@ -292,7 +298,7 @@ export class ControllerManager implements ControllerHost, WebhookRegistrar {
    */
   webhook<T extends KubeObject>(resource: Pick<ResourceType, 'group' | 'version' | 'kind'>): WebhookBuilder<T> {
     if (!this.webhooksEnabled()) throw new Error('the webhook server is off (webhook bindAddress "0"): cannot declare webhooks');
-    return new WebhookBuilder<T>(this, resource);
+    return new WebhookBuilder<T>(this.webhookRegistrar, resource);
   }
 
   /** False when `webhook.bindAddress` is "0" (then `webhook()` throws). */
@@ -303,16 +309,6 @@ export class ControllerManager implements ControllerHost, WebhookRegistrar {
   /** The webhook server once a webhook was registered (its `listening` gives the bound port); else undefined. */
   get webhookServer(): WebhookServer | undefined {
     return this.webhooks;
-  }
-
-  /** WebhookRegistrar: serves `handler` on `path` (the builder calls it); starts the webhook server on first use. */
-  register(path: string, handler: AdmissionHandler): void {
-    this.ensureWebhookServer().register(path, handler);
-  }
-
-  /** WebhookRegistrar: serves a kind's conversion on /convert; starts the webhook server on first use. */
-  registerConversion(group: string, kind: string, conversion: Conversion): void {
-    this.ensureWebhookServer().registerConversion(group, kind, conversion);
   }
 
   private ensureWebhookServer(): WebhookServer {

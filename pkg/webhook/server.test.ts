@@ -79,6 +79,31 @@ function post(port: number, path: string, body: string | Buffer, headers: Record
   });
 }
 
+/**
+ * Starts a chunked POST (or `headers.method`), writes `first` and never ends the body; resolves with the status and
+ * the time until the server closed the connection.
+ */
+function streamForever(port: number, path: string, first: Buffer, headers: { 'content-type': string; method?: string } = { 'content-type': 'application/json' },
+): Promise<{ status: number; closedAfterMs: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({
+      host: '127.0.0.1', port, path, method: headers.method ?? 'POST', ca: pair.cert, agent: false,
+      headers: { 'content-type': headers['content-type'], 'transfer-encoding': 'chunked' },
+    }, (res) => {
+      status = res.statusCode ?? 0;
+      res.resume();
+    });
+    let status = 0;
+    // The connection's close, not the response's end (which comes first whether or not the server closes).
+    req.on('socket', (socket) => socket.on('close', () => resolve({ status, closedAfterMs: Date.now() - t0 })));
+    req.on('error', (err) => {
+      if (status === 0) reject(err); // a reset after the answer is the server closing, as wanted
+    });
+    req.write(first); // never ended
+  });
+}
+
 function admissionReview(request: Record<string, unknown>, apiVersion = 'admission.k8s.io/v1'): string {
   return JSON.stringify({ apiVersion, kind: 'AdmissionReview', request: { uid: 'uid-1', ...request } });
 }
@@ -237,21 +262,23 @@ describe('WebhookServer: bad input', () => {
 
     // Chunked (no Content-Length): 1 KiB + 1 is sent, then the client keeps the request open, as a client that
     // would stream gigabytes. The server answers 413 at once and closes; it never waits for (or reads) the end.
-    const t0 = Date.now();
-    const reply = await new Promise<{ status: number; closedAfterMs: number }>((resolve, reject) => {
-      const req = httpsRequest({
-        host: '127.0.0.1', port, path: validatorPath, method: 'POST', ca: pair.cert, agent: false,
-        headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
-      }, (res) => {
-        res.resume();
-        res.on('close', () => resolve({ status: res.statusCode ?? 0, closedAfterMs: Date.now() - t0 }));
-      });
-      req.on('error', (err) => reject(err));
-      req.write(Buffer.alloc(1025, 0x20)); // never ended
-    });
+    const reply = await streamForever(port, validatorPath, Buffer.alloc(1025, 0x20));
     assert.equal(reply.status, 413);
     assert.ok(reply.closedAfterMs < 5_000, `closed after ${reply.closedAfterMs} ms`);
     assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '413' }), 2);
+  });
+
+  it('an answer given before the body was read (wrong content type, wrong method, unknown path) closes the connection', async () => {
+    const { port } = await serve(withValidator);
+    for (const [path, headers, status] of [
+      [validatorPath, { 'content-type': 'text/plain' }, 400],
+      [validatorPath, { 'content-type': 'application/json', method: 'PUT' }, 405],
+      ['/nowhere', { 'content-type': 'application/json' }, 404],
+    ] as const) {
+      const reply = await streamForever(port, path, Buffer.alloc(100, 0x20), headers);
+      assert.equal(reply.status, status);
+      assert.ok(reply.closedAfterMs < 5_000, `${path} ${status}: closed after ${reply.closedAfterMs} ms`);
+    }
   });
 
   it('a slow client cannot hold a connection: headers not finished, or a body never finished, are cut at the timeouts', async () => {

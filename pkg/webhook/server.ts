@@ -89,10 +89,19 @@ type Route = { kind: 'admission'; handler: AdmissionHandler } | { kind: 'convers
 
 class TooLargeError extends Error {}
 
+/**
+ * Answers a plain-text error. When the request body has not been read to its end (answered before reading it, or
+ * over the limit), the connection is closed once the answer is written: the rest of the body is never read —
+ * otherwise Node would read and discard it, for as long as the client keeps sending.
+ */
 function send(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): number {
+  const unread = !res.req.complete;
   if (!res.headersSent) {
-    res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers });
+    res.writeHead(code, {
+      'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers, ...(unread ? { connection: 'close' } : {}),
+    });
   }
+  if (unread) res.on('finish', () => res.req.socket.destroySoon());
   res.end(body);
   return code;
 }
@@ -247,7 +256,6 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     if (req.method !== 'POST') return send(res, 405, `method ${req.method ?? ''} not allowed; use POST\n`, { allow: 'POST' });
     const contentType = req.headers['content-type'] ?? '';
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
-      req.resume();
       return send(res, 400, `contentType=${contentType}, expected application/json\n`);
     }
     let body: Buffer;
@@ -255,9 +263,8 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       body = await readBody(req, this.maxRequestBytes);
     } catch (err) {
       if (err instanceof TooLargeError) {
-        // Close after answering: the rest of the body is never read (nor buffered).
-        res.on('finish', () => req.socket.destroySoon());
-        return send(res, 413, `request body larger than ${this.maxRequestBytes} bytes\n`, { connection: 'close' });
+        // send() closes the connection after answering: the rest of the body is never read (nor buffered).
+        return send(res, 413, `request body larger than ${this.maxRequestBytes} bytes\n`);
       }
       this.log.debug({ err, webhook: path }, 'reading the request body failed');
       return send(res, 400, `reading the request body failed: ${(err as Error).message}\n`);
