@@ -4,6 +4,7 @@
  * with the metrics and log lines they leave.
  */
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -388,6 +389,40 @@ describe('WebhookServer: lifecycle and certificates', () => {
     const empty = new WebhookServer({ bindAddress: '127.0.0.1:0', certDir: join(dir, 'nothing'), registry: new Registry() });
     await assert.rejects(empty.start(new AbortController().signal), /certificate in .*nothing/);
     assert.throws(() => empty.ready(), /not serving/);
+  });
+
+  it('certDir: a renewed tls.crt/tls.key is presented to new connections without a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'webhook-certs-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'tls.crt'), pair.cert);
+    writeFileSync(join(dir, 'tls.key'), pair.key);
+    const { port } = await serve(withValidatorFor, { tls: undefined, certDir: dir });
+    const serialSeen = (): Promise<string> => new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerX509Certificate()?.serialNumber ?? '');
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+    const first = new X509Certificate(pair.cert).serialNumber;
+    assert.equal(await serialSeen(), first);
+    const renewed = await selfSignedCertificate({ commonName: 'webhook-test', ips: ['127.0.0.1'] });
+    // Key first, then certificate: in between the pair does not match and the old one stays in use.
+    writeFileSync(join(dir, 'tls.key'), renewed.key);
+    writeFileSync(join(dir, 'tls.crt'), renewed.cert);
+    const want = new X509Certificate(renewed.cert).serialNumber;
+    const deadline = Date.now() + 10_000;
+    let seen = first;
+    while (seen !== want) {
+      assert.ok(Date.now() < deadline, 'the renewed certificate was served within 10 s');
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await serialSeen();
+    }
+  });
+
+  it('option values that are not positive numbers are refused', () => {
+    assert.throws(() => new WebhookServer({ tls: staticTls(), handlerTimeoutMs: 0 }), /handlerTimeoutMs must be a positive number, got 0/);
+    assert.throws(() => new WebhookServer({ tls: staticTls(), maxRequestBytes: Number.NaN }), /maxRequestBytes must be a positive number/);
   });
 
   it('registering the same path twice, or a hub that is also a spoke, throws', () => {

@@ -162,6 +162,10 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   private stopped = false;
 
   constructor(opts: WebhookServerOptions = {}) {
+    for (const name of ['maxRequestBytes', 'handlerTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'handshakeTimeoutMs', 'idleTimeoutMs'] as const) {
+      const v = opts[name];
+      if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new Error(`webhook server: ${name} must be a positive number, got ${v}`);
+    }
     this.log = (opts.logger ?? silentLogger).child({ component: 'webhook-server' });
     this.clock = opts.clock ?? realClock;
     this.maxRequestBytes = opts.maxRequestBytes ?? defaultMaxRequestBytes;
