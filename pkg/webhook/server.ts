@@ -242,17 +242,22 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     }
     const t0 = performance.now();
     this.metrics.inFlight.inc({ webhook: path });
-    this.handle(req, res, path, route)
-      .catch((err: unknown) => {
+    void this.handle(req, res, path, route)
+      .catch((err: unknown): number => {
         // Only reachable through a bug here: every handler failure is answered inside handle().
         this.log.error({ err, webhook: path }, 'webhook request failed');
-        return send(res, 500, 'internal error\n');
+        try {
+          return send(res, 500, 'internal error\n');
+        } catch {
+          res.destroy();
+          return 500;
+        }
       })
       .then((code) => {
         this.metrics.inFlight.dec({ webhook: path });
         this.metrics.requestsTotal.inc({ webhook: path, code: String(code) });
         this.metrics.latency.observe({ webhook: path }, (performance.now() - t0) / 1000);
-      }, () => {});
+      });
   }
 
   /** Serves one request to a registered path; resolves with the HTTP status code sent. */
