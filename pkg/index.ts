@@ -11,7 +11,7 @@
 
 // Composition and builder.
 export {
-  ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions,
+  ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions, type WebhookOptions,
 } from './runtime/manager.ts';
 export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc, type SourceOptions } from './runtime/builder.ts';
 // Event predicates for for/owns/watches (controller-runtime pkg/predicate).
@@ -19,6 +19,12 @@ export {
   generationChanged, labelsChanged, annotationsChanged, and as predicateAnd, or as predicateOr, not as predicateNot,
   type Predicate,
 } from './runtime/predicate.ts';
+
+// Admission and conversion webhooks (controller-runtime pkg/webhook; docs/webhooks.md).
+export * from './webhook/index.ts';
+// Serving certificates: any TlsSource can feed the webhook (and metrics) server.
+export { CertDirWatcher, GeneratedCertificate, type CertDirWatcherOptions, type GeneratedCertificateOptions } from './manager/certwatcher.ts';
+export type { TlsPair, TlsSource } from './manager/httpserver.ts';
 
 // Reconcile helpers: a finalizer around apply/cleanup, create-or-patch (controller-runtime controllerutil, kube-rs).
 export { finalizer, type FinalizerHandlers } from './runtime/finalizer.ts';

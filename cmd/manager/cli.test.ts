@@ -97,6 +97,24 @@ test('--pprof-bind-address: a malformed value exits 2 with one error line before
   assert.equal(seen, '127.0.0.1:6060');
 });
 
+test('--webhook-bind-address / --webhook-cert-path: a malformed value exits 2 with one error line before anything runs; valid ones reach the wiring', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  let ran = 0;
+  const { result: code, err } = await capturingStderr(() => main([`--kubeconfig=${kubeconfigFile()}`, '--webhook-bind-address=9443'], {}, { proc, run: () => Promise.resolve(++ran) }));
+  assert.equal(code, 2);
+  assert.equal(ran, 0, 'the wiring never ran');
+  assert.deepEqual(err.join('').trimEnd().split('\n'), [
+    'error: invalid value for --webhook-bind-address: invalid address "9443" (want "host:port", ":port" or "0" to disable)',
+    'Run with --help for the list of flags.',
+  ]);
+
+  let seen: [string, string | undefined] | undefined;
+  assert.equal(await main([`--kubeconfig=${kubeconfigFile()}`, '--webhook-bind-address=:9444', '--webhook-cert-path=/certs'], {}, {
+    proc, run: (opts) => ((seen = [opts.webhookBindAddress, opts.webhookCertPath]), Promise.resolve(0)),
+  }), 0);
+  assert.deepEqual(seen, [':9444', '/certs']);
+});
+
 test('--pprof-bind-address reaches the real manager process: heapstats answers, SIGTERM still exits 0', async () => {
   const { spawn } = await import('node:child_process');
   const { freePort } = await import('../../pkg/testing/process.ts');

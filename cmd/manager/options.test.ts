@@ -29,6 +29,8 @@ test('defaults match the documented flag defaults', () => {
   assert.equal(o.metricsCertDir, undefined);
   assert.equal(o.pprofBindAddress, '0', 'profiling off by default (controller-runtime)');
   assert.equal(o.healthProbeBindAddress, ':8081');
+  assert.equal(o.webhookBindAddress, ':9443', 'kubebuilder\'s webhook port');
+  assert.equal(o.webhookCertPath, undefined);
   assert.equal(o.leaderElect, false);
   assert.equal(o.leaderElectionId, 'ts-controller-manager.samplecontroller.k8s.io');
   assert.equal(o.leaderElectionNamespace, undefined);
@@ -253,6 +255,13 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--pprof-bind-address=6060'], message: /^invalid value for --pprof-bind-address: invalid address "6060"/ },
   { argv: ['--pprof-bind-address', 'localhost:http'], message: /^invalid value for --pprof-bind-address: invalid address "localhost:http"/ },
   { argv: ['--pprof-bind-address'], message: /^flag --pprof-bind-address needs a value/ },
+  { argv: ['--webhook-bind-address=9443'], message: /^invalid value for --webhook-bind-address: invalid address "9443"/ },
+  { argv: ['--webhook-bind-address', 'host:https'], message: /^invalid value for --webhook-bind-address: invalid address "host:https"/ },
+  { argv: ['--webhook-bind-address'], message: /^flag --webhook-bind-address needs a value/ },
+  { argv: ['--webhook-cert-path='], message: /^flag --webhook-cert-path needs a non-empty value$/ },
+  { argv: ['--webhook-cert-path'], message: /^flag --webhook-cert-path needs a value/ },
+  { argv: ['--webhook-bind-address=0', '--webhook-cert-path=/c'], message: /^--webhook-cert-path only applies when the webhook server is on/ },
+  { argv: ['--webhook-cert-pth=/c'], message: /^unknown flag --webhook-cert-pth \(did you mean --webhook-cert-path\?\)$/ },
   { argv: ['--health-probe-bind-address', ':70000'], message: /--health-probe-bind-address: invalid address ":70000"/ },
   { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
   { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
@@ -340,6 +349,16 @@ test('--sharding: off by default, a boolean, and only with --leader-elect (the s
     return true;
   });
   assert.throws(() => parse(['--leader-elect', '--leader-election-namespace=x', '--sharding=maybe']), UsageError);
+});
+
+test('--webhook-bind-address and --webhook-cert-path: an address or "0" for off; a directory', () => {
+  const o = parse(['--webhook-bind-address=127.0.0.1:10250', '--webhook-cert-path', '/certs']);
+  assert.equal(o.webhookBindAddress, '127.0.0.1:10250');
+  assert.equal(o.webhookCertPath, '/certs');
+  assert.equal(parse(['--webhook-bind-address=0']).webhookBindAddress, '0');
+  assert.equal(parse(['--webhook-bind-address', ':9444']).webhookBindAddress, ':9444');
+  assert.match(helpText(), /--webhook-bind-address=ADDR\s.*"0" disables webhooks\. \(default ":9443"\)/);
+  assert.match(helpText(), /--webhook-cert-path=STRING\s.*tls\.crt and tls\.key/);
 });
 
 test('--pprof-bind-address: an address, or "0"/"" for off', () => {

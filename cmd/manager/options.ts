@@ -51,6 +51,13 @@ export interface Options {
   pprofBindAddress: string;
   /** "host:port", ":port" or "0" (disabled). */
   healthProbeBindAddress: string;
+  /**
+   * `--webhook-bind-address`: where the webhook server listens once a webhook is registered ("host:port", ":port");
+   * "0" = no webhook server. Default ":9443" (kubebuilder).
+   */
+  webhookBindAddress: string;
+  /** `--webhook-cert-path`: directory with the webhook server's tls.crt/tls.key; undefined = the library default. */
+  webhookCertPath: string | undefined;
   leaderElect: boolean;
   leaderElectionId: string;
   /**
@@ -113,6 +120,8 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'metrics-cert-dir', kind: 'string', help: 'Directory holding tls.crt and tls.key for --metrics-secure, re-read when they change. Default: a generated self-signed certificate, renewed before it expires.' },
   { name: 'pprof-bind-address', kind: 'address', def: '0', help: 'Address the profiling endpoints (/debug/pprof/: CPU and heap profiles, heap statistics, heap snapshots) bind to; "0" (the default) or "" disables them. A loopback address ("127.0.0.1:6060") needs no authentication; any other is HTTPS and needs a bearer token allowed to get /debug/pprof/* (TokenReview + SubjectAccessReview).' },
   { name: 'health-probe-bind-address', kind: 'address', def: ':8081', help: 'Address the /healthz and /readyz endpoints bind to; "0" disables them.' },
+  { name: 'webhook-bind-address', kind: 'address', def: ':9443', help: 'Address the admission and conversion webhook server (HTTPS) binds to once a webhook is registered; "0" disables webhooks.' },
+  { name: 'webhook-cert-path', kind: 'string', help: 'Directory holding tls.crt and tls.key of the webhook server, re-read when they change. Default: /tmp/k8s-webhook-server/serving-certs.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
   { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
@@ -383,6 +392,12 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   if (metricsCertDir !== undefined && !metricsSecure) {
     throw new UsageError('--metrics-cert-dir only applies with --metrics-secure');
   }
+  const webhookBindAddress = get('webhook-bind-address') ?? ':9443';
+  wrap('webhook-bind-address', parseBindAddress);
+  const webhookCertPath = str('webhook-cert-path');
+  if (webhookCertPath !== undefined && webhookBindAddress === '0') {
+    throw new UsageError('--webhook-cert-path only applies when the webhook server is on (--webhook-bind-address is "0")');
+  }
   const leaderElect = parseBool('leader-elect', get('leader-elect') ?? 'false');
 
   const leaseDurationMs = duration('leader-elect-lease-duration');
@@ -462,6 +477,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     metricsCertDir,
     pprofBindAddress,
     healthProbeBindAddress,
+    webhookBindAddress,
+    webhookCertPath,
     leaderElect,
     leaderElectionId,
     leaderElectionNamespace,

@@ -38,6 +38,11 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     } : {}),
     healthProbeBindAddress: opts.healthProbeBindAddress,
     pprofBindAddress: opts.pprofBindAddress,
+    // The webhook server starts only once a webhook is registered (none yet in this binary).
+    webhook: {
+      bindAddress: opts.webhookBindAddress,
+      ...(opts.webhookCertPath ? { certDir: opts.webhookCertPath } : {}),
+    },
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,
       ...(opts.metricsCertDir ? { certDir: opts.metricsCertDir } : {}),

@@ -63,7 +63,26 @@ export interface HttpServerOptions {
    */
   tls?: TlsSource;
   shutdownTimeoutMs?: number;
+  /**
+   * Connection limits for servers that face untrusted clients (the webhook server): passed to createServer as is.
+   * Node's defaults apply to what is absent (headersTimeout 60 s, requestTimeout 300 s, TLS handshake 120 s).
+   */
+  limits?: ServerLimits;
   logger?: Logger;
+}
+
+/** Node server options bounding how long one client can hold a connection (all in ms). */
+export interface ServerLimits {
+  /** Time to receive the complete request headers; past it Node answers 408 and closes. */
+  headersTimeout?: number;
+  /** Time to receive the complete request (headers and body); past it Node answers 408 and closes. */
+  requestTimeout?: number;
+  /** How often Node checks the two timeouts above (its default is 30 s, so set it with them). */
+  connectionsCheckingInterval?: number;
+  /** Idle time of a keep-alive connection between requests. */
+  keepAliveTimeout?: number;
+  /** HTTPS only: time to complete the TLS handshake after the TCP connection. */
+  handshakeTimeout?: number;
 }
 
 export class HttpServerRunnable implements Runnable {
@@ -117,14 +136,15 @@ export class HttpServerRunnable implements Runnable {
         });
         const { cert, key } = state.latest ?? first;
         const handler = this.opts.handler;
-        state.https = createHttpsServer({ cert, key }, (req, res) => {
+        state.https = createHttpsServer({ ...this.opts.limits, cert, key }, (req, res) => {
           if ((connectedAt.get(req.socket) ?? state.generation) < state.generation) res.setHeader('connection', 'close');
           handler(req, res);
         });
         state.https.on('secureConnection', (socket) => connectedAt.set(socket, state.generation));
         server = state.https;
       } else {
-        server = createHttpServer(this.opts.handler);
+        const { handshakeTimeout: _tlsOnly, ...limits } = this.opts.limits ?? {};
+        server = createHttpServer(limits, this.opts.handler);
       }
       this.server = server;
       await new Promise<void>((resolve, reject) => {

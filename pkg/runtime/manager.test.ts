@@ -84,3 +84,26 @@ test('the default identity in the User-Agent is the Lease holder identity <hostn
     `ts-controller-manager/${version} (${mgr.identity})`,
   ]);
 });
+
+test('webhooks: no server until one is registered; then the server and a /readyz check "webhook-server"; bindAddress "0" refuses them', async () => {
+  const mgr = new ControllerManager({ kubeConfig: kubeConfig(), registry: new Registry(), logger: silentLogger, webhook: { bindAddress: '127.0.0.1:0' } });
+  const off = new ControllerManager({ kubeConfig: kubeConfig(), registry: new Registry(), logger: silentLogger, webhook: { bindAddress: '0' } });
+  try {
+    // Read through a function: assert.equal narrows a property read to `undefined` for the rest of the block.
+    const server = (): { paths(): string[] } | undefined => mgr.webhookServer;
+    assert.equal(server(), undefined);
+    assert.equal(mgr.health.has('readyz', 'webhook-server'), false);
+    const builder = mgr.webhook({ group: 'example.com', version: 'v1', kind: 'Widget' }).withValidator({});
+    assert.equal(server(), undefined, 'a builder not completed starts nothing');
+    builder.complete();
+    assert.deepEqual(server()?.paths(), ['/validate-example-com-v1-widget']);
+    assert.equal(mgr.health.has('readyz', 'webhook-server'), true);
+    const [ready] = await mgr.health.run('readyz', { only: 'webhook-server' });
+    assert.equal(ready?.ok, false, 'not ready before the manager started the server');
+
+    assert.equal(off.webhooksEnabled(), false);
+    assert.throws(() => off.webhook({ group: 'example.com', version: 'v1', kind: 'Widget' }), /webhook server is off/);
+  } finally {
+    await Promise.all([mgr.client.close(), mgr.reader.close(), off.client.close(), off.reader.close()]);
+  }
+});

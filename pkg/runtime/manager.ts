@@ -47,6 +47,11 @@ import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
 import { ControllerBuilder, type ControllerHost } from './builder.ts';
+import type { TlsSource } from '../manager/httpserver.ts';
+import type { AdmissionHandler } from '../webhook/admission.ts';
+import { WebhookBuilder } from '../webhook/builder.ts';
+import type { Conversion } from '../webhook/conversion.ts';
+import { WebhookServer, type WebhookRegistrar, type WebhookServerOptions } from '../webhook/server.ts';
 
 export interface LeaderElectionOptions {
   /** Lease name. */
@@ -93,6 +98,13 @@ export interface ControllerManagerOptions {
    * path (as the secure metrics endpoint).
    */
   pprofBindAddress?: string;
+  /**
+   * The webhook server (pkg/webhook; docs/webhooks.md), started on every replica — only once a webhook is registered
+   * (`mgr.webhook(type)…complete()`). bindAddress default ":9443"; "0" = off (registering a webhook then throws).
+   * Certificate: `tls` (any TlsSource), else tls.crt/tls.key in `certDir` (default
+   * /tmp/k8s-webhook-server/serving-certs), re-read on change. The other fields are WebhookServerOptions' limits.
+   */
+  webhook?: WebhookOptions;
   /** One deadline for the whole graceful shutdown (ms). Default 30 s. */
   gracefulShutdownTimeoutMs?: number;
   /** How long the caches may take to sync (ms) before that is fatal; 0 = no limit. Default 2 min. */
@@ -116,6 +128,13 @@ export interface ControllerManagerOptions {
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
   registry?: Registry;
+}
+
+/** ControllerManagerOptions.webhook (see there and WebhookServerOptions). */
+export interface WebhookOptions extends Omit<WebhookServerOptions, 'registry' | 'logger' | 'clock' | 'bindAddress'> {
+  /** "host:port" or ":port"; "0" = no webhook server. Default ":9443". */
+  bindAddress?: string;
+  tls?: TlsSource;
 }
 
 /** The package version: package.json sits two levels above the sources (pkg/runtime) and three above dist/. */
@@ -153,6 +172,14 @@ export class ControllerManager implements ControllerHost {
   private readonly manager: Manager;
   private readonly syncedChecks: (() => boolean)[] = [];
   private readonly controllerNames = new Set<string>();
+  /** Created on the first webhook registration; undefined before and when `webhook.bindAddress` is "0". */
+  private webhooks: WebhookServer | undefined;
+  /** What builders register on: the webhook server, created, added and given its /readyz check on first use. */
+  private readonly webhookRegistrar: WebhookRegistrar = {
+    register: (path: string, handler: AdmissionHandler): void => this.ensureWebhookServer().register(path, handler),
+    registerConversion: (group: string, kind: string, conversion: Conversion): void =>
+      this.ensureWebhookServer().registerConversion(group, kind, conversion),
+  };
 
   constructor(opts: ControllerManagerOptions = {}) {
     this.opts = opts;
@@ -262,6 +289,36 @@ export class ControllerManager implements ControllerHost {
     if (this.controllerNames.has(name)) throw new Error(`controller ${JSON.stringify(name)} already declared`);
     this.controllerNames.add(name);
     return new ControllerBuilder(this, name);
+  }
+
+  /**
+   * Starts declaring the webhooks of `resource` (pkg/webhook/builder.ts): `.withDefaulter`, `.withValidator`,
+   * `.withConversion`, then `.complete()`, which registers them on the webhook server and starts it (on every replica;
+   * with a /readyz check "webhook-server"). Throws when the webhook server is off (`webhook.bindAddress` "0").
+   */
+  webhook<T extends KubeObject>(resource: Pick<ResourceType, 'group' | 'version' | 'kind'>): WebhookBuilder<T> {
+    if (!this.webhooksEnabled()) throw new Error('the webhook server is off (webhook bindAddress "0"): cannot declare webhooks');
+    return new WebhookBuilder<T>(this.webhookRegistrar, resource);
+  }
+
+  /** False when `webhook.bindAddress` is "0" (then `webhook()` throws). */
+  webhooksEnabled(): boolean {
+    return (this.opts.webhook?.bindAddress ?? ':9443') !== '0';
+  }
+
+  /** The webhook server once a webhook was registered (its `listening` gives the bound port); else undefined. */
+  get webhookServer(): WebhookServer | undefined {
+    return this.webhooks;
+  }
+
+  private ensureWebhookServer(): WebhookServer {
+    if (this.webhooks) return this.webhooks;
+    if (!this.webhooksEnabled()) throw new Error('the webhook server is off (webhook bindAddress "0")');
+    const server = new WebhookServer({ ...this.opts.webhook, registry: this.registry, logger: this.logger });
+    this.manager.add(server);
+    this.health.addReadyzCheck('webhook-server', () => server.ready());
+    this.webhooks = server;
+    return server;
   }
 
   /**

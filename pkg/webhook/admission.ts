@@ -1,0 +1,242 @@
+/**
+ * Admission webhooks (admission.k8s.io/v1 AdmissionReview): the review's shape, how a defaulter's or validator's
+ * outcome becomes the response, and the denial a handler throws or returns.
+ *
+ * Outcomes of a handler, and what the API server is told:
+ *  - returns normally                → `allowed: true` (+ `warnings`; + a JSON patch for a defaulter that changed
+ *                                      the object).
+ *  - returns or throws `denied(msg)` → `allowed: false`, `status: { code: 403, reason: 'Forbidden', message: msg }`
+ *                                      (code and reason overridable): the API server rejects the request and the
+ *                                      client sees `admission webhook "<name>" denied the request: <msg>`.
+ *  - throws anything else            → NO review answer: the server replies HTTP 500 (server.ts) and logs the error
+ *                                      once with the request's uid, so the configuration's `failurePolicy` decides
+ *                                      (Fail: the request is rejected as "failed calling webhook"; Ignore: admitted).
+ *                                      This differs on purpose from controller-runtime, where any error is a denial:
+ *                                      a bug (a TypeError) is not a verdict about the object.
+ *
+ * `parseAdmissionReview` is strict about the envelope: only `apiVersion: admission.k8s.io/v1`, `kind:
+ * AdmissionReview`, with a `request` object holding a string `uid` (anything else is a BadRequestError: HTTP 400).
+ * The response always echoes the request's uid, as the API server requires.
+ */
+import type { KubeObject } from '../apimachinery/meta.ts';
+import type { Logger } from '../log/logger.ts';
+import { jsonPatch } from './jsonpatch.ts';
+
+export const admissionApiVersion = 'admission.k8s.io/v1';
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+/** A group/version/kind (or resource) as the AdmissionRequest spells it. */
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+/** admission.k8s.io/v1 AdmissionRequest (the fields this package reads; the rest are passed through untouched). */
+export interface AdmissionRequest<T = KubeObject> {
+  uid: string;
+  kind?: GroupVersionKind;
+  resource?: GroupVersionResource;
+  subResource?: string;
+  name?: string;
+  namespace?: string;
+  operation?: Operation;
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  /** The new object (CREATE, UPDATE); null for DELETE. */
+  object?: T | null;
+  /** The existing object (UPDATE, DELETE); null for CREATE. */
+  oldObject?: T | null;
+  dryRun?: boolean;
+  options?: unknown;
+}
+
+export interface AdmissionStatus {
+  code?: number;
+  reason?: string;
+  message?: string;
+}
+
+/** admission.k8s.io/v1 AdmissionResponse. */
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  /** base64 of the JSON patch (RFC 6902). */
+  patch?: string;
+  patchType?: 'JSONPatch';
+  warnings?: string[];
+}
+
+export interface AdmissionReview {
+  apiVersion: typeof admissionApiVersion;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+
+/** The request envelope was not a valid review: the server answers HTTP 400 with this message. */
+export class BadRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BadRequestError';
+  }
+}
+
+/**
+ * A denial: return it or throw it from a defaulter or validator. `code` (default 403) and `reason` (default
+ * 'Forbidden') go into the response's status; `warnings` are shown to the client too.
+ */
+export class Denied extends Error {
+  readonly code: number;
+  readonly reason: string;
+  readonly warnings: readonly string[];
+
+  constructor(message: string, opts: { code?: number; reason?: string; warnings?: readonly string[] } = {}) {
+    super(message);
+    this.name = 'Denied';
+    this.code = opts.code ?? 403;
+    this.reason = opts.reason ?? 'Forbidden';
+    this.warnings = opts.warnings ?? [];
+  }
+}
+
+/** A denial with `message` (controller-runtime's `admission.Denied`); return it or throw it. */
+export function denied(message: string, opts: { code?: number; reason?: string; warnings?: readonly string[] } = {}): Denied {
+  return new Denied(message, opts);
+}
+
+export function isDenied(v: unknown): v is Denied {
+  return v instanceof Denied;
+}
+
+/** What every admission and conversion handler gets besides the request. */
+export interface HandlerContext {
+  /** Aborts when the handler's timeout passes or the client went away; pass it to any I/O. */
+  signal: AbortSignal;
+  /** Carries the webhook path and the request uid. */
+  logger: Logger;
+}
+
+export interface AdmissionContext<T> extends HandlerContext {
+  request: AdmissionRequest<T>;
+}
+
+/** What a validator returns: nothing, warnings for the client, or a denial. */
+export type ValidationResult = void | undefined | readonly string[] | Denied;
+
+/**
+ * Validation of one type (controller-runtime's CustomValidator). Each method may be sync or async; a missing one
+ * allows its operation. Objects are deep copies: changing them changes nothing.
+ */
+export interface Validator<T extends KubeObject = KubeObject> {
+  validateCreate?(obj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
+  validateUpdate?(oldObj: T, newObj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
+  validateDelete?(oldObj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
+}
+
+/**
+ * Defaulting of one type (controller-runtime's CustomDefaulter): gets a deep copy of the request's object, mutates
+ * it and/or returns the result (returning nothing means "the mutated copy"); may return or throw a denial.
+ */
+export type Defaulter<T extends KubeObject = KubeObject> =
+  (obj: T, ctx: AdmissionContext<T>) => T | void | Denied | Promise<T | void | Denied>;
+
+/** The handler of one admission path: the response fields for a parsed request (uid is filled in by the caller). */
+export type AdmissionHandler = (request: AdmissionRequest, ctx: HandlerContext) => Promise<Omit<AdmissionResponse, 'uid'>>;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Checks the envelope (see the file comment) and returns the request; throws BadRequestError otherwise. */
+export function parseAdmissionReview(body: unknown): AdmissionRequest {
+  if (!isRecord(body)) throw new BadRequestError('the body is not a JSON object');
+  if (body['apiVersion'] !== admissionApiVersion || body['kind'] !== 'AdmissionReview') {
+    throw new BadRequestError(`expected apiVersion ${admissionApiVersion} kind AdmissionReview, got apiVersion ${
+      JSON.stringify(body['apiVersion'])} kind ${JSON.stringify(body['kind'])}`);
+  }
+  const request = body['request'];
+  if (!isRecord(request)) throw new BadRequestError('AdmissionReview has no request');
+  if (typeof request['uid'] !== 'string' || request['uid'] === '') throw new BadRequestError('AdmissionReview request has no uid');
+  return request as unknown as AdmissionRequest;
+}
+
+/** The AdmissionReview the server sends back. */
+export function admissionReviewResponse(response: AdmissionResponse): AdmissionReview {
+  return { apiVersion: admissionApiVersion, kind: 'AdmissionReview', response };
+}
+
+function denial(d: Denied): Omit<AdmissionResponse, 'uid'> {
+  return {
+    allowed: false, status: { code: d.code, reason: d.reason, message: d.message },
+    ...(d.warnings.length > 0 ? { warnings: [...d.warnings] } : {}),
+  };
+}
+
+/** Runs `fn`, turning a thrown Denied into a returned one; other errors propagate (HTTP 500). */
+async function catchDenied<R>(fn: () => R | Promise<R>): Promise<R | Denied> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof Denied) return err;
+    throw err;
+  }
+}
+
+/** The admission handler of a validator (`/validate-…`). CONNECT, and operations without a method, are allowed. */
+export function validatingHandler<T extends KubeObject>(v: Validator<T>): AdmissionHandler {
+  return async (request, hctx) => {
+    const req = request as AdmissionRequest<T>;
+    const ctx: AdmissionContext<T> = { ...hctx, request: req };
+    const obj = req.object ? structuredClone(req.object) : undefined;
+    const old = req.oldObject ? structuredClone(req.oldObject) : undefined;
+    let result: ValidationResult;
+    switch (req.operation) {
+      case 'CREATE':
+        if (!obj) throw new BadRequestError('CREATE review without object');
+        result = await catchDenied(() => v.validateCreate?.(obj, ctx));
+        break;
+      case 'UPDATE':
+        if (!obj || !old) throw new BadRequestError('UPDATE review without object and oldObject');
+        result = await catchDenied(() => v.validateUpdate?.(old, obj, ctx));
+        break;
+      case 'DELETE':
+        if (!old) throw new BadRequestError('DELETE review without oldObject');
+        result = await catchDenied(() => v.validateDelete?.(old, ctx));
+        break;
+      default:
+        result = undefined;
+    }
+    if (result instanceof Denied) return denial(result);
+    const warnings = result ? [...result] : [];
+    return { allowed: true, ...(warnings.length > 0 ? { warnings } : {}) };
+  };
+}
+
+/**
+ * The admission handler of a defaulter (`/mutate-…`): the defaulter gets a deep copy of `object`; the answer carries
+ * the JSON patch from the request's object to the result (none when equal). Reviews without an object (DELETE) are
+ * allowed unchanged.
+ */
+export function mutatingHandler<T extends KubeObject>(d: Defaulter<T>): AdmissionHandler {
+  return async (request, hctx) => {
+    const req = request as AdmissionRequest<T>;
+    if (!req.object) return { allowed: true };
+    const ctx: AdmissionContext<T> = { ...hctx, request: req };
+    const copy = structuredClone(req.object);
+    const result = await catchDenied(() => d(copy, ctx));
+    if (result instanceof Denied) return denial(result);
+    const defaulted = result ?? copy;
+    // Through JSON: what the API server would see of the result (undefined members dropped, Dates as strings).
+    const ops = jsonPatch(req.object, JSON.parse(JSON.stringify(defaulted)) as unknown);
+    if (ops.length === 0) return { allowed: true };
+    return { allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') };
+  };
+}

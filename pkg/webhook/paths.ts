@@ -1,0 +1,30 @@
+/**
+ * Webhook paths as kubebuilder generates them (controller-runtime's builder `generateMutatePath` /
+ * `generateValidatePath`), so manifests made by kubebuilder markers or by hand match:
+ *
+ *   /mutate-<group with '.' replaced by '-'>-<version>-<kind lower-case>     e.g. /mutate-samplecrd-k8s-io-v1-network
+ *   /validate-<group with '.' replaced by '-'>-<version>-<kind lower-case>   e.g. /validate-apps-v1-deployment
+ *   /convert                                                                 every kind's conversion (one path)
+ *
+ * The core group is empty, which gives two dashes (`/validate--v1-pod`), exactly as controller-runtime.
+ */
+
+export interface GroupVersionKindLike {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+function suffix(gvk: GroupVersionKindLike): string {
+  return `${gvk.group.replaceAll('.', '-')}-${gvk.version}-${gvk.kind.toLowerCase()}`;
+}
+
+export function mutatePath(gvk: GroupVersionKindLike): string {
+  return `/mutate-${suffix(gvk)}`;
+}
+
+export function validatePath(gvk: GroupVersionKindLike): string {
+  return `/validate-${suffix(gvk)}`;
+}
+
+export const convertPath = '/convert';

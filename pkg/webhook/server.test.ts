@@ -1,0 +1,441 @@
+/**
+ * WebhookServer over real HTTPS on loopback: reviews answered (allowed, denied, warnings, JSON patch, conversion),
+ * and every bad-input answer (400, 404, 405, 413, slow clients cut, a throwing handler → 500, a slow one → 504),
+ * with the metrics and log lines they leave.
+ */
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { afterEach, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { captureLogs, type LogLine } from '../log/capture.ts';
+import type { TlsPair, TlsSource } from '../manager/httpserver.ts';
+import { selfSignedCertificate } from '../manager/selfsigned.ts';
+import { denied, type AdmissionReview } from './admission.ts';
+import { WebhookBuilder } from './builder.ts';
+import type { ConversionReview } from './conversion.ts';
+import type { JsonPatchOperation } from './jsonpatch.ts';
+import { WebhookServer, type WebhookServerOptions } from './server.ts';
+
+interface Widget extends KubeObject {
+  spec: { replicas?: number; tier?: string; count?: number };
+}
+
+let pair: TlsPair;
+before(async () => {
+  const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-test', ips: ['127.0.0.1'] });
+  pair = { cert: Buffer.from(cert), key: Buffer.from(key) };
+});
+const staticTls = (): TlsSource => ({ start: () => Promise.resolve(pair) });
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+interface Running {
+  server: WebhookServer;
+  port: number;
+  registry: Registry;
+  lines: LogLine[];
+}
+
+async function serve(setup: (s: WebhookServer) => void, opts: WebhookServerOptions = {}): Promise<Running> {
+  const registry = new Registry();
+  const { logger, lines } = captureLogs();
+  const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry, logger, ...opts });
+  setup(server);
+  const ac = new AbortController();
+  const done = server.start(ac.signal);
+  cleanups.push(async () => {
+    ac.abort();
+    await done;
+  });
+  const { port } = await server.listening;
+  return { server, port, registry, lines };
+}
+
+interface Reply {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+function post(port: number, path: string, body: string | Buffer, headers: Record<string, string> = {}, method = 'POST'): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({
+      host: '127.0.0.1', port, path, method, ca: pair.cert, agent: false,
+      headers: { 'content-type': 'application/json', ...headers },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Starts a chunked POST (or `headers.method`), writes `first` and never ends the body; resolves with the status and
+ * the time until the server closed the connection.
+ */
+function streamForever(port: number, path: string, first: Buffer, headers: { 'content-type': string; method?: string } = { 'content-type': 'application/json' },
+): Promise<{ status: number; closedAfterMs: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({
+      host: '127.0.0.1', port, path, method: headers.method ?? 'POST', ca: pair.cert, agent: false,
+      headers: { 'content-type': headers['content-type'], 'transfer-encoding': 'chunked' },
+    }, (res) => {
+      status = res.statusCode ?? 0;
+      res.resume();
+    });
+    let status = 0;
+    // The connection's close, not the response's end (which comes first whether or not the server closes).
+    req.on('socket', (socket) => socket.on('close', () => resolve({ status, closedAfterMs: Date.now() - t0 })));
+    req.on('error', (err) => {
+      if (status === 0) reject(err); // a reset after the answer is the server closing, as wanted
+    });
+    req.write(first); // never ended
+  });
+}
+
+function admissionReview(request: Record<string, unknown>, apiVersion = 'admission.k8s.io/v1'): string {
+  return JSON.stringify({ apiVersion, kind: 'AdmissionReview', request: { uid: 'uid-1', ...request } });
+}
+
+const widget = (spec: Widget['spec'], apiVersion = 'example.com/v2'): Widget => ({
+  apiVersion, kind: 'Widget', metadata: { name: 'w', namespace: 'default', annotations: { keep: 'x' } }, spec,
+});
+const gvk = { group: 'example.com', version: 'v2', kind: 'Widget' };
+
+async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const m = registry.getSingleMetric(name);
+  const { values } = await m!.get();
+  return values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+}
+
+describe('WebhookServer: reviews', () => {
+  it('validator: allowed with warnings, denied by return and by throw (403 + message), per operation', async () => {
+    const seen: string[] = [];
+    const { port } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: (w, ctx) => {
+        seen.push(`create ${ctx.request.uid}`);
+        if ((w.spec.replicas ?? 0) > 10) return denied('replicas must be at most 10');
+        return (w.spec.replicas ?? 0) === 0 ? ['replicas is 0: nothing will run'] : undefined;
+      },
+      validateUpdate: (oldW, newW) => {
+        seen.push(`update ${oldW.spec.replicas} -> ${newW.spec.replicas}`);
+        if (newW.spec.tier !== oldW.spec.tier) throw denied('tier is immutable', { code: 422, reason: 'Invalid' });
+      },
+      // validateDelete missing: DELETE is allowed.
+    }).complete());
+    const path = '/validate-example-com-v2-widget';
+
+    const ok = await post(port, path, admissionReview({ operation: 'CREATE', object: widget({ replicas: 0 }) }));
+    assert.equal(ok.status, 200);
+    const okReview = JSON.parse(ok.body) as AdmissionReview;
+    assert.equal(okReview.apiVersion, 'admission.k8s.io/v1');
+    assert.equal(okReview.kind, 'AdmissionReview');
+    assert.deepEqual(okReview.response, { uid: 'uid-1', allowed: true, warnings: ['replicas is 0: nothing will run'] });
+
+    const no = JSON.parse((await post(port, path, admissionReview({ operation: 'CREATE', object: widget({ replicas: 11 }) }))).body) as AdmissionReview;
+    assert.deepEqual(no.response, { uid: 'uid-1', allowed: false, status: { code: 403, reason: 'Forbidden', message: 'replicas must be at most 10' } });
+
+    const upd = JSON.parse((await post(port, path, admissionReview({
+      operation: 'UPDATE', object: widget({ replicas: 2, tier: 'gold' }), oldObject: widget({ replicas: 1, tier: 'silver' }),
+    }))).body) as AdmissionReview;
+    assert.deepEqual(upd.response, { uid: 'uid-1', allowed: false, status: { code: 422, reason: 'Invalid', message: 'tier is immutable' } });
+
+    const del = JSON.parse((await post(port, path, admissionReview({ operation: 'DELETE', object: null, oldObject: widget({}) }))).body) as AdmissionReview;
+    assert.deepEqual(del.response, { uid: 'uid-1', allowed: true });
+    assert.deepEqual(seen, ['create uid-1', 'create uid-1', 'update 1 -> 2']);
+  });
+
+  it('defaulter: the answer is the JSON patch from the sent object to the result; unchanged → no patch; denial', async () => {
+    const { port } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withDefaulter((w) => {
+      if (w.spec.replicas === -1) throw denied('negative');
+      if (w.spec.tier === 'fixed') return undefined; // nothing to default
+      w.spec.tier ??= 'standard';
+      w.metadata!.annotations = { 'example.com/defaulted': 'true' }; // replaces "keep": one remove, one add
+      return w;
+    }).complete());
+    const path = '/mutate-example-com-v2-widget';
+    const res = JSON.parse((await post(port, path, admissionReview({ operation: 'CREATE', object: widget({ replicas: 1 }) }))).body) as AdmissionReview;
+    assert.equal(res.response?.allowed, true);
+    assert.equal(res.response?.patchType, 'JSONPatch');
+    const ops = JSON.parse(Buffer.from(res.response?.patch ?? '', 'base64').toString()) as JsonPatchOperation[];
+    assert.deepEqual(ops, [
+      { op: 'remove', path: '/metadata/annotations/keep' },
+      { op: 'add', path: '/metadata/annotations/example.com~1defaulted', value: 'true' },
+      { op: 'add', path: '/spec/tier', value: 'standard' },
+    ]);
+    const same = JSON.parse((await post(port, path, admissionReview({ operation: 'CREATE', object: widget({ tier: 'fixed' }) }))).body) as AdmissionReview;
+    assert.deepEqual(same.response, { uid: 'uid-1', allowed: true });
+    const neg = JSON.parse((await post(port, path, admissionReview({ operation: 'CREATE', object: widget({ replicas: -1 }) }))).body) as AdmissionReview;
+    assert.deepEqual(neg.response?.status, { code: 403, reason: 'Forbidden', message: 'negative' });
+    assert.equal(neg.response?.allowed, false);
+  });
+
+  it('conversion: v1 → v2 → v1 round trip through the hub, objects of several versions in one review, failures', async () => {
+    const { port } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withConversion({
+      hub: 'v2',
+      spokes: {
+        v1: {
+          toHub: (o) => {
+            const { count, ...rest } = (o as Widget).spec;
+            if (count === 13) throw new Error('13 is unlucky');
+            return { ...o, spec: { ...rest, replicas: count } } as Widget;
+          },
+          fromHub: (h) => {
+            const { replicas, ...rest } = (h as Widget).spec;
+            return { ...h, spec: { ...rest, count: replicas } } as Widget;
+          },
+        },
+      },
+    }).complete());
+    const review = (desiredAPIVersion: string, objects: KubeObject[]): string =>
+      JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'c-1', desiredAPIVersion, objects } });
+    const v1 = widget({ count: 3, tier: 'gold' }, 'example.com/v1');
+    const toV2 = await post(port, '/convert', review('example.com/v2', [v1, widget({ replicas: 5 })]));
+    assert.equal(toV2.status, 200);
+    const r2 = JSON.parse(toV2.body) as ConversionReview;
+    assert.equal(r2.kind, 'ConversionReview');
+    assert.equal(r2.response?.uid, 'c-1');
+    assert.deepEqual(r2.response?.result, { status: 'Success' });
+    assert.deepEqual(r2.response?.convertedObjects, [widget({ replicas: 3, tier: 'gold' }), widget({ replicas: 5 })]);
+    const back = JSON.parse((await post(port, '/convert', review('example.com/v1', r2.response?.convertedObjects ?? []))).body) as ConversionReview;
+    assert.deepEqual(back.response?.convertedObjects, [v1, widget({ count: 5 }, 'example.com/v1')]);
+
+    const unlucky = JSON.parse((await post(port, '/convert', review('example.com/v2', [widget({ count: 13 }, 'example.com/v1')]))).body) as ConversionReview;
+    assert.deepEqual(unlucky.response, { uid: 'c-1', convertedObjects: [], result: { status: 'Failure', message: '13 is unlucky' } });
+    const unknownVersion = JSON.parse((await post(port, '/convert', review('example.com/v3', [v1]))).body) as ConversionReview;
+    assert.equal(unknownVersion.response?.result.status, 'Failure');
+    assert.match(String((unknownVersion.response?.result as { message?: string }).message), /version "v3" is neither the hub \(v2\) nor a spoke/);
+    const otherKind = JSON.parse((await post(port, '/convert', review('example.com/v2', [{ ...v1, kind: 'Gadget' }]))).body) as ConversionReview;
+    assert.match(String((otherKind.response?.result as { message?: string }).message), /no conversion registered for Gadget/);
+  });
+});
+
+describe('WebhookServer: bad input', () => {
+  const validatorPath = '/validate-example-com-v2-widget';
+  const withValidator = (s: WebhookServer): void => new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete();
+
+  it('400 with a reason: malformed JSON, wrong apiVersion or kind, no request/uid, empty body, not JSON content; 404, 405', async () => {
+    const { port, registry } = await serve(withValidator);
+    const cases: Array<[string | Buffer, RegExp, Record<string, string>?]> = [
+      ['{"apiVersion": ', /malformed JSON/],
+      [admissionReview({ operation: 'CREATE', object: widget({}) }, 'admission.k8s.io/v1beta1'), /expected apiVersion admission.k8s.io\/v1 kind AdmissionReview, got apiVersion "admission.k8s.io\/v1beta1"/],
+      [JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'x' } }), /got apiVersion "admission.k8s.io\/v1" kind "ConversionReview"/],
+      [JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), /has no request/],
+      [JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: {} }), /request has no uid/],
+      ['[1]', /not a JSON object/],
+      ['', /request body is empty/],
+      [admissionReview({ operation: 'CREATE' }), /CREATE review without object/],
+      ['{}', /expected application\/json/, { 'content-type': 'text/plain' }],
+    ];
+    for (const [body, reason, headers] of cases) {
+      const r = await post(port, validatorPath, body, headers);
+      assert.equal(r.status, 400, `${String(body)} → 400`);
+      assert.match(r.body, reason);
+    }
+    assert.equal((await post(port, '/validate-other', '{}')).status, 404);
+    const get = await post(port, validatorPath, '', {}, 'GET');
+    assert.equal(get.status, 405);
+    assert.equal(get.headers['allow'], 'POST');
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '400' }), cases.length);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '405' }), 1);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: '/validate-other', code: '404' }), undefined,
+      'unregistered paths are not counted');
+  });
+
+  it('413 over the limit: from Content-Length before any body byte, and mid-stream without reading the rest', async () => {
+    const { port, registry } = await serve(withValidator, { maxRequestBytes: 1024 });
+    const big = await post(port, validatorPath, Buffer.alloc(2048, 0x20));
+    assert.equal(big.status, 413);
+    assert.match(big.body, /larger than 1024 bytes/);
+    assert.equal(big.headers['connection'], 'close');
+
+    // Chunked (no Content-Length): 1 KiB + 1 is sent, then the client keeps the request open, as a client that
+    // would stream gigabytes. The server answers 413 at once and closes; it never waits for (or reads) the end.
+    const reply = await streamForever(port, validatorPath, Buffer.alloc(1025, 0x20));
+    assert.equal(reply.status, 413);
+    assert.ok(reply.closedAfterMs < 5_000, `closed after ${reply.closedAfterMs} ms`);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '413' }), 2);
+  });
+
+  it('an answer given before the body was read (wrong content type, wrong method, unknown path) closes the connection', async () => {
+    const { port } = await serve(withValidator);
+    for (const [path, headers, status] of [
+      [validatorPath, { 'content-type': 'text/plain' }, 400],
+      [validatorPath, { 'content-type': 'application/json', method: 'PUT' }, 405],
+      ['/nowhere', { 'content-type': 'application/json' }, 404],
+    ] as const) {
+      const reply = await streamForever(port, path, Buffer.alloc(100, 0x20), headers);
+      assert.equal(reply.status, status);
+      assert.ok(reply.closedAfterMs < 5_000, `${path} ${status}: closed after ${reply.closedAfterMs} ms`);
+    }
+  });
+
+  it('a slow client cannot hold a connection: headers not finished, or a body never finished, are cut at the timeouts', async () => {
+    const { port } = await serve(withValidator, { headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    const hold = (data: string): Promise<{ closedAfterMs: number; received: string }> => new Promise((resolve, reject) => {
+      const t0 = Date.now();
+      let received = '';
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca: pair.cert }, () => socket.write(data));
+      socket.setEncoding('utf8').on('data', (c: string) => (received += c));
+      socket.on('close', () => resolve({ closedAfterMs: Date.now() - t0, received }));
+      socket.on('error', reject);
+    });
+    const headersOnly = await hold(`POST ${validatorPath} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n`);
+    assert.ok(headersOnly.closedAfterMs >= 250 && headersOnly.closedAfterMs < 3_000, `closed after ${headersOnly.closedAfterMs} ms`);
+    assert.match(headersOnly.received, /^HTTP\/1.1 408/);
+    const bodyUnfinished = await hold(`POST ${validatorPath} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":`);
+    assert.ok(bodyUnfinished.closedAfterMs >= 500 && bodyUnfinished.closedAfterMs < 3_000, `closed after ${bodyUnfinished.closedAfterMs} ms`);
+  });
+
+  it('a TLS handshake never started is cut at the handshake timeout', async () => {
+    const { port } = await serve(withValidator, { handshakeTimeoutMs: 300 });
+    const { connect } = await import('node:net');
+    const t0 = Date.now();
+    const closedAfterMs = await new Promise<number>((resolve, reject) => {
+      const s = connect({ host: '127.0.0.1', port });
+      s.on('close', () => resolve(Date.now() - t0));
+      s.on('error', reject);
+    });
+    assert.ok(closedAfterMs >= 250 && closedAfterMs < 3_000, `closed after ${closedAfterMs} ms`);
+  });
+
+  it('a handler that throws → HTTP 500 (no review), logged once with the uid', async () => {
+    const { port, registry, lines } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: (w) => {
+        if (w.spec.replicas === 1) throw new TypeError('bug in the validator');
+      },
+    }).complete());
+    const r = await post(port, validatorPath, admissionReview({ uid: 'uid-500', operation: 'CREATE', object: widget({ replicas: 1 }) }));
+    assert.equal(r.status, 500);
+    assert.match(r.body, /webhook handler failed \(request uid uid-500\)/);
+    assert.doesNotMatch(r.body, /bug in the validator/, 'the error itself is not shown to API clients');
+    const logged = lines.filter((l) => l.uid === 'uid-500');
+    assert.equal(logged.length, 1, JSON.stringify(logged));
+    assert.equal(logged[0]?.level, 'error');
+    assert.equal(logged[0]?.webhook, validatorPath);
+    assert.match(JSON.stringify(logged[0]?.err), /bug in the validator/);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '500' }), 1);
+  });
+
+  it('a handler past its timeout → HTTP 504 at the deadline, its signal aborted, logged once; its late failure is ignored', async () => {
+    let signalReason: unknown;
+    let finishLate!: () => void;
+    const lateDone = new Promise<void>((r) => (finishLate = r));
+    const { port, registry, lines } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: (_w, ctx) => new Promise((_resolve, reject) => {
+        ctx.signal.addEventListener('abort', () => {
+          signalReason = ctx.signal.reason;
+          // Fails a little after the abort, as a handler that notices late would.
+          setTimeout(() => {
+            reject(new Error('late failure'));
+            finishLate();
+          }, 50);
+        });
+      }),
+    }).complete(), { handlerTimeoutMs: 200 });
+    const t0 = Date.now();
+    const r = await post(port, validatorPath, admissionReview({ uid: 'uid-slow', operation: 'CREATE', object: widget({}) }));
+    const ms = Date.now() - t0;
+    assert.equal(r.status, 504);
+    assert.match(r.body, /timed out after 200 ms \(request uid uid-slow\)/);
+    assert.ok(ms >= 180 && ms < 3_000, `answered after ${ms} ms`);
+    assert.equal((signalReason as Error).name, 'TimeoutError');
+    await lateDone;
+    await new Promise((r2) => setImmediate(r2));
+    const logged = lines.filter((l) => l.uid === 'uid-slow');
+    assert.equal(logged.length, 1, JSON.stringify(logged));
+    assert.match(logged[0]?.msg ?? '', /timed out/);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '504' }), 1);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_in_flight', { webhook: validatorPath }), 0);
+    const latency = (await registry.getSingleMetric('controller_runtime_webhook_latency_seconds')!.get()).values as Array<{ metricName?: string; value: number }>;
+    assert.equal(latency.find((v) => v.metricName === 'controller_runtime_webhook_latency_seconds_count')?.value, 1);
+  });
+});
+
+describe('WebhookServer: lifecycle and certificates', () => {
+  it('ready() fails before serving and after stop; passes while serving', async () => {
+    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry() });
+    assert.throws(() => server.ready(), /not serving/);
+    const ac = new AbortController();
+    const done = server.start(ac.signal);
+    await server.listening;
+    server.ready();
+    ac.abort();
+    await done;
+    assert.throws(() => server.ready(), /not serving/);
+  });
+
+  it('certDir: serves tls.crt/tls.key from the directory; a missing certificate fails the start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'webhook-certs-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'tls.crt'), pair.cert);
+    writeFileSync(join(dir, 'tls.key'), pair.key);
+    const { port } = await serve(withValidatorFor, { tls: undefined, certDir: dir });
+    const r = await post(port, '/validate-example-com-v2-widget', admissionReview({ operation: 'CREATE', object: widget({}) }));
+    assert.equal(r.status, 200);
+
+    const empty = new WebhookServer({ bindAddress: '127.0.0.1:0', certDir: join(dir, 'nothing'), registry: new Registry() });
+    await assert.rejects(empty.start(new AbortController().signal), /certificate in .*nothing/);
+    assert.throws(() => empty.ready(), /not serving/);
+  });
+
+  it('certDir: a renewed tls.crt/tls.key is presented to new connections without a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'webhook-certs-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'tls.crt'), pair.cert);
+    writeFileSync(join(dir, 'tls.key'), pair.key);
+    const { port } = await serve(withValidatorFor, { tls: undefined, certDir: dir });
+    const serialSeen = (): Promise<string> => new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerX509Certificate()?.serialNumber ?? '');
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+    const first = new X509Certificate(pair.cert).serialNumber;
+    assert.equal(await serialSeen(), first);
+    const renewed = await selfSignedCertificate({ commonName: 'webhook-test', ips: ['127.0.0.1'] });
+    // Key first, then certificate: in between the pair does not match and the old one stays in use.
+    writeFileSync(join(dir, 'tls.key'), renewed.key);
+    writeFileSync(join(dir, 'tls.crt'), renewed.cert);
+    const want = new X509Certificate(renewed.cert).serialNumber;
+    const deadline = Date.now() + 10_000;
+    let seen = first;
+    while (seen !== want) {
+      assert.ok(Date.now() < deadline, 'the renewed certificate was served within 10 s');
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await serialSeen();
+    }
+  });
+
+  it('option values that are not positive numbers are refused', () => {
+    assert.throws(() => new WebhookServer({ tls: staticTls(), handlerTimeoutMs: 0 }), /handlerTimeoutMs must be a positive number, got 0/);
+    assert.throws(() => new WebhookServer({ tls: staticTls(), maxRequestBytes: Number.NaN }), /maxRequestBytes must be a positive number/);
+  });
+
+  it('registering the same path twice, or a hub that is also a spoke, throws', () => {
+    const s = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry() });
+    new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete();
+    assert.throws(() => new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete(), /already registered/);
+    assert.throws(() => new WebhookBuilder<Widget>(s, gvk).complete(), /needs withDefaulter, withValidator or withConversion/);
+    const conv = { toHub: (o: KubeObject) => o, fromHub: (o: KubeObject) => o };
+    assert.throws(() => new WebhookBuilder<Widget>(s, gvk).withConversion({ hub: 'v2', spokes: { v2: conv } }).complete(), /cannot also be a spoke/);
+    assert.deepEqual(s.paths(), ['/validate-example-com-v2-widget']);
+  });
+});
+
+function withValidatorFor(s: WebhookServer): void {
+  new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete();
+}

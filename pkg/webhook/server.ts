@@ -1,0 +1,356 @@
+/**
+ * WebhookServer: the HTTPS endpoint the API server calls for admission (AdmissionReview admission.k8s.io/v1) and CRD
+ * conversion (ConversionReview apiextensions.k8s.io/v1) — controller-runtime's webhook.Server.
+ *
+ * Serving:
+ *  - HTTPS on `bindAddress` (default ":9443", as kubebuilder) with the certificate of `tls` (any TlsSource), else of
+ *    `certDir` (default /tmp/k8s-webhook-server/serving-certs, files tls.crt/tls.key) re-read when it changes
+ *    (CertDirWatcher). Runs on every replica (needLeaderElection false): the API server may call any of them.
+ *  - Paths are registered by the builder (builder.ts; kubebuilder's `/mutate-…`, `/validate-…`, `/convert`), also
+ *    after start. Only POST with a JSON content type is served.
+ *
+ * Answers (every admission and conversion verdict is HTTP 200 with a review; everything else is not a verdict, so the
+ * API server applies the webhook configuration's failurePolicy):
+ *   404  path not registered                   405  not POST
+ *   400  not JSON content, empty or malformed body, wrong apiVersion/kind, no request or uid (body: the reason)
+ *   413  body over `maxRequestBytes` (default 7 MiB, controller-runtime's limit): answered as soon as the
+ *        Content-Length or the bytes received pass it, the rest is not read, the connection is closed
+ *   408  (Node) headers not complete within `headersTimeoutMs` (10 s) or request within `requestTimeoutMs` (30 s);
+ *        a TLS handshake not done within `handshakeTimeoutMs` (10 s) is cut. A slow client holds a connection no longer.
+ *   500  the handler threw something other than a denial (admission.ts) — logged once with the request uid
+ *   504  the handler did not finish within `handlerTimeoutMs` (default 10 s, the API server's default webhook
+ *        timeout): its signal aborts with a TimeoutError, the request is answered at once and logged once with the
+ *        uid; whatever the handler does later is ignored.
+ *
+ * Metrics (metrics.ts) count every request to a registered path by its final HTTP code. `ready()` (the manager's
+ * /readyz check "webhook-server") passes once the server listens with a certificate loaded, until it stops.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Registry } from 'prom-client';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { CertDirWatcher } from '../manager/certwatcher.ts';
+import { HttpServerRunnable, type TlsSource } from '../manager/httpserver.ts';
+import type { Runnable } from '../manager/runnable.ts';
+import { type Clock, realClock } from '../util/clock.ts';
+import {
+  admissionReviewResponse, BadRequestError, parseAdmissionReview, type AdmissionHandler, type HandlerContext,
+} from './admission.ts';
+import {
+  conversionReviewResponse, convertReview, groupKindKey, parseConversionReview, type Conversion,
+} from './conversion.ts';
+import { webhookMetricFamilies, type WebhookMetricFamilies } from './metrics.ts';
+import { convertPath } from './paths.ts';
+
+export const defaultWebhookBindAddress = ':9443';
+/** controller-runtime's default CertDir. */
+export const defaultWebhookCertDir = '/tmp/k8s-webhook-server/serving-certs';
+/** controller-runtime's limit: an UPDATE review carries two objects of up to 1.5 MiB (etcd's limit) each. */
+export const defaultMaxRequestBytes = 7 * 1024 * 1024;
+
+export interface WebhookServerOptions {
+  /** "host:port" or ":port" (default ":9443"). "0" is not accepted here: do not create the server instead. */
+  bindAddress?: string;
+  /** Serving certificate source; wins over `certDir`. */
+  tls?: TlsSource;
+  /** Directory with `certName`/`keyName` (default tls.crt/tls.key), re-read when they change. */
+  certDir?: string;
+  certName?: string;
+  keyName?: string;
+  /** Largest request body accepted (bytes); default 7 MiB. */
+  maxRequestBytes?: number;
+  /** Per-request handler deadline (ms); default 10 s. */
+  handlerTimeoutMs?: number;
+  /** Time to receive a request's headers (ms); default 10 s. */
+  headersTimeoutMs?: number;
+  /** Time to receive a whole request (ms); default 30 s. */
+  requestTimeoutMs?: number;
+  /** Time to finish the TLS handshake (ms); default 10 s. */
+  handshakeTimeoutMs?: number;
+  /** Idle keep-alive connections are closed after this (ms); default 120 s (longer than Go clients' 90 s). */
+  idleTimeoutMs?: number;
+  /** How long shutdown waits for requests in progress before closing their connections (ms); default 5 s. */
+  shutdownTimeoutMs?: number;
+  registry?: Registry;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+/** Where a builder registers its handlers: a WebhookServer, or the ControllerManager (which starts its server). */
+export interface WebhookRegistrar {
+  /** Serves `handler` on `path` (unique). */
+  register(path: string, handler: AdmissionHandler): void;
+  /** Serves the conversion of `group`/`kind` on /convert (unique per group and kind). */
+  registerConversion(group: string, kind: string, conversion: Conversion): void;
+}
+
+type Route = { kind: 'admission'; handler: AdmissionHandler } | { kind: 'conversion' };
+
+class TooLargeError extends Error {}
+
+/**
+ * Answers a plain-text error. When the request body has not been read to its end (answered before reading it, or
+ * over the limit), the connection is closed once the answer is written: the rest of the body is never read —
+ * otherwise Node would read and discard it, for as long as the client keeps sending.
+ */
+function send(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): number {
+  const unread = !res.req.complete;
+  if (!res.headersSent) {
+    res.writeHead(code, {
+      'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers, ...(unread ? { connection: 'close' } : {}),
+    });
+  }
+  if (unread) res.on('finish', () => res.req.socket.destroySoon());
+  res.end(body);
+  return code;
+}
+
+/** Reads the body up to `limit` bytes; rejects with TooLargeError as soon as it is known to be larger. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  if (declared > limit) return Promise.reject(new TooLargeError());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.pause();
+        reject(new TooLargeError());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const onAborted = (): void => onError(new Error('client aborted the request'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+export class WebhookServer implements Runnable, WebhookRegistrar {
+  readonly name = 'webhook-server';
+  readonly needLeaderElection = false;
+  /** Resolves with the bound address once serving (certificate loaded). */
+  readonly listening: Promise<AddressInfo>;
+  private readonly http: HttpServerRunnable;
+  private readonly routes = new Map<string, Route>();
+  private readonly conversions = new Map<string, Conversion>();
+  private readonly metrics: WebhookMetricFamilies;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly maxRequestBytes: number;
+  private readonly handlerTimeoutMs: number;
+  private serving = false;
+  private stopped = false;
+
+  constructor(opts: WebhookServerOptions = {}) {
+    for (const name of ['maxRequestBytes', 'handlerTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'handshakeTimeoutMs', 'idleTimeoutMs'] as const) {
+      const v = opts[name];
+      if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new Error(`webhook server: ${name} must be a positive number, got ${v}`);
+    }
+    this.log = (opts.logger ?? silentLogger).child({ component: 'webhook-server' });
+    this.clock = opts.clock ?? realClock;
+    this.maxRequestBytes = opts.maxRequestBytes ?? defaultMaxRequestBytes;
+    this.handlerTimeoutMs = opts.handlerTimeoutMs ?? 10_000;
+    this.metrics = webhookMetricFamilies(opts.registry);
+    const tls = opts.tls ?? new CertDirWatcher({
+      dir: opts.certDir ?? defaultWebhookCertDir, logger: opts.logger,
+      ...(opts.certName ? { certFile: opts.certName } : {}), ...(opts.keyName ? { keyFile: opts.keyName } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+    const headersTimeout = opts.headersTimeoutMs ?? 10_000;
+    const requestTimeout = opts.requestTimeoutMs ?? 30_000;
+    this.http = new HttpServerRunnable({
+      name: 'webhook-server',
+      bindAddress: opts.bindAddress ?? defaultWebhookBindAddress,
+      handler: (req, res) => this.dispatch(req, res),
+      tls,
+      limits: {
+        headersTimeout, requestTimeout,
+        // Node checks the two timeouts above on this interval (default 30 s): a quarter of the shorter one.
+        connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(headersTimeout, requestTimeout) / 4))),
+        keepAliveTimeout: opts.idleTimeoutMs ?? 120_000,
+        handshakeTimeout: opts.handshakeTimeoutMs ?? 10_000,
+      },
+      logger: opts.logger,
+      ...(opts.shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs: opts.shutdownTimeoutMs } : {}),
+    });
+    this.listening = this.http.listening;
+  }
+
+  register(path: string, handler: AdmissionHandler): void {
+    if (!path.startsWith('/')) throw new Error(`webhook path ${JSON.stringify(path)} must start with "/"`);
+    if (this.routes.has(path)) throw new Error(`webhook path ${path} is already registered`);
+    this.routes.set(path, { kind: 'admission', handler });
+    this.log.info({ path }, 'registered webhook');
+  }
+
+  registerConversion(group: string, kind: string, conversion: Conversion): void {
+    const key = groupKindKey(group, kind);
+    if (this.conversions.has(key)) throw new Error(`conversion of ${kind} in group ${JSON.stringify(group)} is already registered`);
+    if (Object.hasOwn(conversion.spokes, conversion.hub)) throw new Error(`${kind}: the hub ${conversion.hub} cannot also be a spoke`);
+    this.conversions.set(key, conversion);
+    if (!this.routes.has(convertPath)) this.routes.set(convertPath, { kind: 'conversion' });
+    this.log.info({ path: convertPath, group, kind, hub: conversion.hub, spokes: Object.keys(conversion.spokes) }, 'registered conversion');
+  }
+
+  /** The registered paths, sorted. */
+  paths(): string[] {
+    return [...this.routes.keys()].sort();
+  }
+
+  /** Throws unless the server listens with a certificate loaded (a health Checker). */
+  ready(): void {
+    if (!this.serving || this.stopped) throw new Error('webhook server is not serving (certificate not loaded or port not bound yet, or stopped)');
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    void this.listening.then(() => {
+      this.serving = true;
+    }, () => {});
+    try {
+      await this.http.start(signal);
+    } finally {
+      this.stopped = true;
+    }
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const route = this.routes.get(path);
+    if (!route) {
+      send(res, 404, `no webhook at ${path}\n`);
+      return;
+    }
+    const t0 = performance.now();
+    this.metrics.inFlight.inc({ webhook: path });
+    void this.handle(req, res, path, route)
+      .catch((err: unknown): number => {
+        // Only reachable through a bug here: every handler failure is answered inside handle().
+        this.log.error({ err, webhook: path }, 'webhook request failed');
+        try {
+          return send(res, 500, 'internal error\n');
+        } catch {
+          res.destroy();
+          return 500;
+        }
+      })
+      .then((code) => {
+        this.metrics.inFlight.dec({ webhook: path });
+        this.metrics.requestsTotal.inc({ webhook: path, code: String(code) });
+        this.metrics.latency.observe({ webhook: path }, (performance.now() - t0) / 1000);
+      });
+  }
+
+  /** Serves one request to a registered path; resolves with the HTTP status code sent. */
+  private async handle(req: IncomingMessage, res: ServerResponse, path: string, route: Route): Promise<number> {
+    if (req.method !== 'POST') return send(res, 405, `method ${req.method ?? ''} not allowed; use POST\n`, { allow: 'POST' });
+    const contentType = req.headers['content-type'] ?? '';
+    if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+      return send(res, 400, `contentType=${contentType}, expected application/json\n`);
+    }
+    let body: Buffer;
+    try {
+      body = await readBody(req, this.maxRequestBytes);
+    } catch (err) {
+      if (err instanceof TooLargeError) {
+        // send() closes the connection after answering: the rest of the body is never read (nor buffered).
+        return send(res, 413, `request body larger than ${this.maxRequestBytes} bytes\n`);
+      }
+      this.log.debug({ err, webhook: path }, 'reading the request body failed');
+      return send(res, 400, `reading the request body failed: ${(err as Error).message}\n`);
+    }
+    if (body.length === 0) return send(res, 400, 'request body is empty\n');
+    let review: unknown;
+    try {
+      review = JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      return send(res, 400, `malformed JSON: ${(err as Error).message}\n`);
+    }
+    try {
+      if (route.kind === 'admission') {
+        const request = parseAdmissionReview(review);
+        const result = await this.run(path, request.uid, res, (ctx) => route.handler(request, ctx), {
+          kind: request.kind?.kind, namespace: request.namespace, name: request.name, operation: request.operation,
+        });
+        if (typeof result === 'number') return result;
+        return this.json(res, admissionReviewResponse({ ...result, uid: request.uid }));
+      }
+      const request = parseConversionReview(review);
+      const result = await this.run(path, request.uid, res, (ctx) => convertReview(request, this.conversions, ctx), {
+        desiredAPIVersion: request.desiredAPIVersion, objects: request.objects.length,
+      });
+      if (typeof result === 'number') return result;
+      return this.json(res, conversionReviewResponse(result));
+    } catch (err) {
+      if (err instanceof BadRequestError) return send(res, 400, `${err.message}\n`);
+      throw err;
+    }
+  }
+
+  private json(res: ServerResponse, body: unknown): number {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+    return 200;
+  }
+
+  /**
+   * Runs a handler under the timeout and the client's connection. Resolves with its result, or with the HTTP code
+   * already sent: 500 when it threw (BadRequestError is rethrown for a 400), 504 on timeout, 499 (not sent) when
+   * the client went away first. Logs a failure exactly once, with the uid.
+   */
+  private async run<R>(path: string, uid: string, res: ServerResponse, fn: (ctx: HandlerContext) => Promise<R>,
+    fields: Record<string, unknown>): Promise<R | number> {
+    const logger = this.log.child({ webhook: path, uid });
+    const ac = new AbortController();
+    const ms = this.handlerTimeoutMs;
+    const timer = this.clock.setTimer(ms, () => {
+      ac.abort(new DOMException(`webhook handler timed out after ${ms} ms`, 'TimeoutError'));
+    });
+    const onClose = (): void => {
+      if (!res.writableEnded) ac.abort(new Error('client closed the connection'));
+    };
+    res.on('close', onClose);
+    const aborted = new Promise<{ aborted: unknown }>((resolve) => {
+      ac.signal.addEventListener('abort', () => resolve({ aborted: ac.signal.reason }), { once: true });
+    });
+    const work = Promise.resolve().then(() => fn({ signal: ac.signal, logger })).then((value) => ({ value }), (error: unknown) => ({ error }));
+    try {
+      const outcome = await Promise.race([work, aborted]);
+      if ('value' in outcome) return outcome.value;
+      if ('error' in outcome) {
+        if (outcome.error instanceof BadRequestError) throw outcome.error;
+        logger.error({ err: outcome.error, ...fields }, 'webhook handler failed; answering 500 (the failurePolicy decides)');
+        return send(res, 500, `webhook handler failed (request uid ${uid}); see the webhook server's log\n`);
+      }
+      const reason = outcome.aborted;
+      if (reason instanceof DOMException && reason.name === 'TimeoutError') {
+        logger.error({ timeoutMs: ms, ...fields }, 'webhook handler timed out; answering 504 (the failurePolicy decides)');
+        return send(res, 504, `webhook handler timed out after ${ms} ms (request uid ${uid})\n`);
+      }
+      logger.info({ ...fields }, 'client closed the connection before the webhook answered');
+      return 499;
+    } finally {
+      timer.cancel();
+      res.off('close', onClose);
+    }
+  }
+}
