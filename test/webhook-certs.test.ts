@@ -11,7 +11,6 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
