@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import { connect, type TLSSocket } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import { ApiError } from '../pkg/client/errors.ts';
 import { newLogger } from '../pkg/log/logger.ts';
@@ -139,7 +139,6 @@ describe('self-managed webhook certificates on a real API server', () => {
     await waitFor('the CA bundle injected into both webhooks and the CRD', async () => (await injected()).every((b) => b === r0.certs.caBundle), { timeoutMs: 15_000 });
 
     // Both replicas present the same certificate.
-    const { connect } = await import('node:tls');
     const peer = (port: number): Promise<string> => new Promise((resolve, reject) => {
       const sock = connect({ host: '127.0.0.1', port, ca: r0.certs.caBundle, servername: 'webhook-service.webhook-certs.svc' }, () => {
         resolve(sock.getPeerX509Certificate()?.fingerprint256 ?? '');
