@@ -6,25 +6,35 @@
  * lifetimes of seconds, serving renewals and a full CA rotation (add → switch → drop) happen while loops make
  * admission calls through the API server (dry-run creates of a ConfigMap both webhooks match): none may fail, and
  * each replica must have presented certificates of both CAs to the API server. Then the Secret is edited into
- * garbage: exactly one replica regenerates it, saying why, and calls succeed again.
+ * garbage: exactly one replica regenerates it, saying why, and calls succeed again. The replicas authenticate as a
+ * ServiceAccount bound to nothing but config/webhook-selfmanaged's Role and ClusterRole (applied from its
+ * kustomization's files): those verbs suffice, and the Secret cannot even be listed.
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { connect, type TLSSocket } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
+import { load } from 'js-yaml';
+import { Registry } from 'prom-client';
+import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { ApiError } from '../pkg/client/errors.ts';
+import { RestClient } from '../pkg/client/rest.ts';
 import { newLogger } from '../pkg/log/logger.ts';
 import { HttpServerRunnable } from '../pkg/manager/httpserver.ts';
 import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
 import { caId, SelfManagedCertificates } from '../pkg/webhook/certs/selfmanaged.ts';
 import { waitFor } from './helpers/cluster.ts';
+import { repoRoot } from './helpers/crds.ts';
 
 const ns = 'webhook-certs';
 const secretName = 'webhook-server-cert';
-const vwcName = 'webhook-certs-test';
-const crdName = 'widgets.certs.example.com';
+// The names config/webhook-selfmanaged's RBAC grants (by resourceNames): the replicas run with exactly that RBAC.
+const vwcName = 'ts-controller-manager-validating-webhook-configuration';
+const crdName = 'networks.samplecrd.k8s.io';
 const s = 1_000;
 
 /** The CA ids of a PEM bundle. */
@@ -72,13 +82,39 @@ describe('self-managed webhook certificates on a real API server', () => {
   const replicas: Replica[] = [];
   const runs: Promise<void>[] = [];
 
+  let client: RestClient;
+
   before(async () => {
     env = await startTestEnv();
     await env.client.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+    // The manager's ServiceAccount with config/webhook-selfmanaged's RBAC (namespace set as kustomize would).
+    await env.client.json('POST', `/api/v1/namespaces/${ns}/serviceaccounts`, { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'controller-manager' } } });
+    const dir = join(repoRoot, 'config', 'webhook-selfmanaged');
+    const { resources } = load(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+    for (const file of resources) {
+      const doc = load(readFileSync(join(dir, file), 'utf8')) as { kind: string; metadata: { namespace?: string }; subjects?: { namespace: string }[] };
+      for (const subject of doc.subjects ?? []) subject.namespace = ns;
+      const namespaced = doc.kind === 'Role' || doc.kind === 'RoleBinding';
+      const plural = `${doc.kind.toLowerCase()}s`;
+      await env.client.json('POST', `/apis/rbac.authorization.k8s.io/v1/${namespaced ? `namespaces/${ns}/` : ''}${plural}`, { body: doc });
+    }
+    const token = await env.client.json<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/controller-manager/token`,
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } });
+    const cluster = env.kubeConfig.getCurrentCluster();
+    assert.ok(cluster);
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [cluster], users: [{ name: 'sa', token: token.status.token }],
+      contexts: [{ name: 'sa', cluster: cluster.name, user: 'sa' }], currentContext: 'sa',
+    });
+    client = new RestClient({ kubeConfig, registry: new Registry(), userAgent: 'webhook-certs-test' });
+    await assert.rejects(client.json('GET', `/api/v1/namespaces/${ns}/secrets`), (err: unknown) => err instanceof ApiError && err.status === 403,
+      'the ServiceAccount cannot list Secrets');
   });
   after(async () => {
     stop.abort();
     await Promise.allSettled(runs);
+    await client?.close();
     await env?.stop();
   });
 
@@ -89,7 +125,7 @@ describe('self-managed webhook certificates on a real API server', () => {
       const stream = new PassThrough();
       stream.on('data', (line: Buffer) => logs.push(line.toString()));
       const certs = new SelfManagedCertificates({
-        client: env.client, secretName, namespace: ns, serviceName: 'webhook-service', ips: ['127.0.0.1'],
+        client, secretName, namespace: ns, serviceName: 'webhook-service', ips: ['127.0.0.1'],
         validatingWebhookConfigurations: [vwcName], crds: [crdName],
         servingValidityMs: 12 * s, caValidityMs: 36 * s, propagationMs: 2 * s, reloadGraceMs: 1 * s,
         pollIntervalMs: 400, retryMs: 200, logger: newLogger({ level: 'debug', destination: stream }),
@@ -121,9 +157,10 @@ describe('self-managed webhook certificates on a real API server', () => {
       webhooks: [webhook('r0.certs.example.com', r0.port), webhook('r1.certs.example.com', r1.port)],
     } });
     await env.client.json('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: {
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: crdName },
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
+      metadata: { name: crdName, annotations: { 'api-approved.kubernetes.io': 'unapproved, experimental-only' } },
       spec: {
-        group: 'certs.example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        group: 'samplecrd.k8s.io', scope: 'Namespaced', names: { plural: 'networks', singular: 'network', kind: 'Network', listKind: 'NetworkList' },
         versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
         conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${r0.port}/convert` } } },
       },
