@@ -6,7 +6,8 @@
  * lifetimes of seconds, serving renewals and a full CA rotation (add → switch → drop) happen while loops make
  * admission calls through the API server (dry-run creates of a ConfigMap both webhooks match): none may fail, and
  * each replica must have presented certificates of both CAs to the API server. Then the Secret is edited into
- * garbage: exactly one replica regenerates it, saying why, and calls succeed again. The replicas authenticate as a
+ * garbage, then into a Secret whose only CA expired (as after an outage longer than the CA's life): each time
+ * exactly one replica regenerates it, saying why, and calls succeed again. The replicas authenticate as a
  * ServiceAccount bound to nothing but config/webhook-selfmanaged's Role and ClusterRole (applied from its
  * kustomization's files): those verbs suffice, and the Secret cannot even be listed.
  */
@@ -25,6 +26,7 @@ import { ApiError } from '../pkg/client/errors.ts';
 import { RestClient } from '../pkg/client/rest.ts';
 import { newLogger } from '../pkg/log/logger.ts';
 import { HttpServerRunnable } from '../pkg/manager/httpserver.ts';
+import { certificateAuthority, signedCertificate } from '../pkg/manager/selfsigned.ts';
 import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
 import { caId, SelfManagedCertificates } from '../pkg/webhook/certs/selfmanaged.ts';
 import { waitFor } from './helpers/cluster.ts';
@@ -118,7 +120,7 @@ describe('self-managed webhook certificates on a real API server', () => {
     await env?.stop();
   });
 
-  test('two replicas, one Secret; injection; ≥ 1 000 admission calls across serving renewals and a CA rotation with 0 failures; garbage regenerated', async (t) => {
+  test('two replicas, one Secret; injection; ≥ 1 000 admission calls across serving renewals and a CA rotation with 0 failures; garbage and an expired CA regenerated', async (t) => {
     // Two replicas start at the same instant: both find no Secret and race to create it.
     for (let i = 0; i < 2; i++) {
       const logs: string[] = [];
@@ -236,5 +238,20 @@ describe('self-managed webhook certificates on a real API server', () => {
     assert.match(why ?? '', /tls\.key is not a private key/);
     await waitFor('admission calls pass again after the regeneration', async () => call().then(() => true, () => false), { timeoutMs: 20_000 });
     assert.equal(won('regenerate'), 1, 'exactly one regeneration');
+
+    // As after an outage longer than the CA's life: a well-formed Secret whose every CA has expired.
+    const past = new Date(Date.now() - 100 * s);
+    const oldCa = await certificateAuthority({ commonName: 'expired-ca', validityMs: 10 * s, now: past });
+    const oldLeaf = await signedCertificate({ ca: oldCa, commonName: 'webhook-service.webhook-certs.svc', dnsNames: ['webhook-service.webhook-certs.svc'], ips: ['127.0.0.1'], validityMs: 5 * s, now: past });
+    const cur2 = await env.client.json<{ metadata: Record<string, unknown>; data: Record<string, string> }>('GET', `/api/v1/namespaces/${ns}/secrets/${secretName}`);
+    Object.assign(cur2.data, {
+      'ca.crt': Buffer.from(oldCa.cert).toString('base64'), 'ca.key': Buffer.from(oldCa.key).toString('base64'),
+      'tls.crt': Buffer.from(oldLeaf.cert).toString('base64'), 'tls.key': Buffer.from(oldLeaf.key).toString('base64'),
+    });
+    await env.client.json('PUT', `/api/v1/namespaces/${ns}/secrets/${secretName}`, { body: cur2 });
+    await waitFor('one replica regenerated the expired Secret', () => Promise.resolve(won('regenerate') === 2), { timeoutMs: 15_000 });
+    assert.ok(replicas.flatMap((r) => r.logs).some((l) => l.includes('Secret unusable') && l.includes('every CA in the Secret has expired')));
+    await waitFor('admission calls pass again after the expired CA was replaced', async () => call().then(() => true, () => false), { timeoutMs: 20_000 });
+    assert.equal(won('regenerate'), 2, 'exactly one regeneration per fault');
   });
 });

@@ -217,7 +217,8 @@ export class SelfManagedCertificates implements TlsSource {
   /**
    * Runs rounds until the Secret holds a usable pair (retrying failures every retryMs) and resolves with it; then
    * keeps rotating, injecting and reloading until `signal` aborts, calling `onUpdate` with every new serving pair.
-   * Rejects only if `signal` aborts before the first pair.
+   * A usable pair in the Secret is served at once even when injecting or writing fails (e.g. missing RBAC: logged,
+   * retried). Rejects only if `signal` aborts before the first pair.
    */
   async start(signal: AbortSignal, onUpdate: (pair: TlsPair) => void): Promise<TlsPair> {
     let recheckAt = 0;
@@ -226,12 +227,14 @@ export class SelfManagedCertificates implements TlsSource {
       signal.throwIfAborted();
       try {
         recheckAt = await this.round(signal);
-        first = this.delivered;
-        if (first) break;
       } catch (err) {
         this.stats.errors++;
+        recheckAt = this.o.now();
         this.log.error({ err: (err as Error).message }, 'webhook certificates: round failed; retrying');
       }
+      // A usable pair read from the Secret is served even if the rest of the round (injection, a write) failed.
+      first = this.delivered;
+      if (first) break;
       await this.o.clock.sleep(this.o.retryMs, signal);
     }
     this.log.info({ notAfter: new X509Certificate(first.cert).validTo }, 'webhook serving certificate loaded');
