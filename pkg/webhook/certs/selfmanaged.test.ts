@@ -128,6 +128,27 @@ describe('SelfManagedCertificates (fake API)', () => {
     stop.abort();
   });
 
+  test('a round that reads a new pair and then fails (403 injecting) still hands the new pair to the server', async () => {
+    const api = new FakeApi();
+    api.objects.set(vwcPath, { metadata: { name: 'vwc', resourceVersion: '1' }, webhooks: [{ name: 'w', clientConfig: { url: 'https://x' } }] });
+    const clock = new FakeClock();
+    const { certs } = driver(api, { clock, pollIntervalMs: 1_000, retryMs: 500, reloadGraceMs: 2_000, propagationMs: 1_000 });
+    const stop = new AbortController();
+    const updates: { cert: Buffer }[] = [];
+    const first = await certs.start(stop.signal, (p) => updates.push(p));
+    // By hand into garbage, and the target forbidden: the next round regenerates, reads the new pair, then fails.
+    (api.objects.get(secretPath) as Obj & { data: Record<string, string> }).data['tls.key'] = b64('garbage');
+    api.forbidden.add(vwcPath);
+    const errors = certs.stats.errors;
+    clock.step(1_000);
+    for (let i = 0; i < 200 && certs.stats.errors === errors; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(certs.stats.won.regenerate, 1);
+    assert.equal(certs.stats.errors, errors + 1, 'the round failed');
+    assert.equal(updates.length, 1, 'the new pair was delivered');
+    assert.ok(!updates[0]?.cert.equals(first.cert));
+    stop.abort();
+  });
+
   test('options: a reload grace shorter than two polls is refused', () => {
     assert.throws(() => driver(new FakeApi(), { pollIntervalMs: 10_000, reloadGraceMs: 15_000 }), /at least 2 × pollIntervalMs/);
   });

@@ -239,16 +239,24 @@ export class SelfManagedCertificates implements TlsSource {
     }
     this.log.info({ notAfter: new X509Certificate(first.cert).validTo }, 'webhook serving certificate loaded');
     let timer: Timer | undefined;
+    let sent = first;
+    // After every round, failed ones included: a round may read a new pair and then fail (e.g. injecting).
+    const deliver = (): void => {
+      if (this.delivered && this.delivered !== sent && !signal.aborted) {
+        sent = this.delivered;
+        onUpdate(sent);
+      }
+    };
     const schedule = (ms: number): void => {
       if (signal.aborted) return;
       timer = this.o.clock.setTimer(ms, () => {
-        const before = this.delivered;
         this.round(signal).then(
           (next) => {
-            if (this.delivered && this.delivered !== before && !signal.aborted) onUpdate(this.delivered);
+            deliver();
             schedule(this.delay(next));
           },
           (err: unknown) => {
+            deliver();
             if (signal.aborted) return;
             this.stats.errors++;
             this.log.error({ err: (err as Error).message, retryInMs: this.o.retryMs }, 'webhook certificates: round failed; keeping the current certificate');
