@@ -9,11 +9,17 @@
  * "Fixed cost"), for one certificate. OpenSSL (Node's X509Certificate and a TLS handshake) parses and verifies the
  * result in selfsigned.test.ts.
  *
+ * The same builder makes a small CA (certificateAuthority) and serving certificates signed by it (signedCertificate),
+ * for the webhook certificates the manager manages itself (pkg/webhook/certs); `openssl verify` and a TLS client
+ * trusting only the CA check those in pkg/webhook/certs/pki.test.ts.
+ *
  * DER invariants kept here: definite minimal lengths; a positive 128-bit serial with no leading zero byte; cA FALSE
  * omitted (DEFAULT); the keyUsage BIT STRING without trailing zero bits; UTCTime before 2050, GeneralizedTime from
  * 2050 (RFC 5280 4.1.2.5). notBefore/notAfter are whole seconds, and the returned Dates equal the encoded ones.
  */
-import { generateKeyPair as generateKeyPairCb, randomBytes, sign } from 'node:crypto';
+import {
+  createHash, createPrivateKey, generateKeyPair as generateKeyPairCb, type KeyObject, randomBytes, sign, X509Certificate,
+} from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
 import { promisify } from 'node:util';
 
@@ -104,40 +110,141 @@ function pem(label: string, der: Buffer): string {
   return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
 }
 
+/** The encoded pieces of one certificate (see `issue`). */
+interface CertificateSpec {
+  subject: Buffer;
+  issuer: Buffer;
+  /** The subject's public key. */
+  publicKey: KeyObject;
+  /** The issuer's private key (the subject's own for a self-signed certificate). */
+  signerKey: KeyObject;
+  extensions: Buffer[];
+  notBefore: Date;
+  notAfter: Date;
+}
+
+function issue(spec: CertificateSpec): Buffer {
+  const serial = randomBytes(16);
+  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x01; // positive, and no leading zero byte to strip
+  const tbs = seq(
+    tlv(0xa0, uint(Buffer.from([2]))), // [0] version v3
+    uint(serial),
+    ecdsaWithSha256,
+    spec.issuer,
+    seq(time(spec.notBefore), time(spec.notAfter)),
+    spec.subject,
+    spec.publicKey.export({ type: 'spki', format: 'der' }),
+    tlv(0xa3, seq(...spec.extensions)), // [3] extensions
+  );
+  const signature = sign('sha256', tbs, spec.signerKey); // ECDSA-Sig-Value, DER
+  return seq(tbs, ecdsaWithSha256, bitString(signature));
+}
+
+const wholeSeconds = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000);
+/** A Name with one CN (UTF8String). */
+const cnName = (commonName: string): Buffer => seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))));
+
+/**
+ * The key identifier of a public key: SHA-1 of its DER SubjectPublicKeyInfo (RFC 7093 section 2 allows any method;
+ * the issuer side computes the same from the CA's key, so a certificate's authorityKeyIdentifier equals its CA's
+ * subjectKeyIdentifier).
+ */
+function keyIdentifier(publicKey: KeyObject): Buffer {
+  return createHash('sha1').update(publicKey.export({ type: 'spki', format: 'der' })).digest();
+}
+
+/** The serving extensions: CA:FALSE, digitalSignature, serverAuth, the SANs (and an AKI when a CA signs). */
+function servingExtensions(opts: SelfSignedOptions, authorityKeyId?: Buffer): Buffer[] {
+  const altNames = [
+    ...(opts.dnsNames ?? []).map((dns) => tlv(0x82, Buffer.from(dns, 'ascii'))), // [2] dNSName (IA5String)
+    ...(opts.ips ?? []).map((ip) => tlv(0x87, ipBytes(ip))), // [7] iPAddress
+  ];
+  return [
+    extension('2.5.29.19', true, seq()), // basicConstraints: cA FALSE (the DEFAULT, so omitted)
+    extension('2.5.29.15', true, bitString(Buffer.from([0x80]), 7)), // keyUsage: digitalSignature (bit 0)
+    extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))), // extKeyUsage: serverAuth
+    ...(altNames.length > 0 ? [extension('2.5.29.17', false, seq(...altNames))] : []), // subjectAltName
+    ...(authorityKeyId ? [extension('2.5.29.35', false, seq(tlv(0x80, authorityKeyId)))] : []), // AKI [0] keyIdentifier
+  ];
+}
+
+function validity(now: Date | undefined, validityMs: number | undefined): { notBefore: Date; notAfter: Date } {
+  const t = (now ?? new Date()).getTime();
+  return { notBefore: wholeSeconds(t - 3_600_000), notAfter: wholeSeconds(t + (validityMs ?? defaultValidityMs)) };
+}
+
 /**
  * Creates a self-signed certificate for `commonName` with the given DNS names and IP addresses as subjectAltNames:
  * CA:FALSE (critical), keyUsage digitalSignature (critical), extKeyUsage serverAuth, a random positive 128-bit serial.
  */
 export async function selfSignedCertificate(opts: SelfSignedOptions): Promise<SelfSigned> {
-  const now = opts.now ?? new Date();
-  const wholeSeconds = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000);
-  const notBefore = wholeSeconds(now.getTime() - 3_600_000);
-  const notAfter = wholeSeconds(now.getTime() + (opts.validityMs ?? defaultValidityMs));
+  const { notBefore, notAfter } = validity(opts.now, opts.validityMs);
   const { publicKey, privateKey } = await generateKeyPair('ec', { namedCurve: 'P-256' });
-  const serial = randomBytes(16);
-  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x01; // positive, and no leading zero byte to strip
-  const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(opts.commonName, 'utf8'))))); // CN, UTF8String
-  const altNames = [
-    ...(opts.dnsNames ?? []).map((dns) => tlv(0x82, Buffer.from(dns, 'ascii'))), // [2] dNSName (IA5String)
-    ...(opts.ips ?? []).map((ip) => tlv(0x87, ipBytes(ip))), // [7] iPAddress
-  ];
-  const extensions = [
-    extension('2.5.29.19', true, seq()), // basicConstraints: cA FALSE (the DEFAULT, so omitted)
-    extension('2.5.29.15', true, bitString(Buffer.from([0x80]), 7)), // keyUsage: digitalSignature (bit 0)
-    extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))), // extKeyUsage: serverAuth
-    ...(altNames.length > 0 ? [extension('2.5.29.17', false, seq(...altNames))] : []), // subjectAltName
-  ];
-  const tbs = seq(
-    tlv(0xa0, uint(Buffer.from([2]))), // [0] version v3
-    uint(serial),
-    ecdsaWithSha256,
-    name, // issuer
-    seq(time(notBefore), time(notAfter)),
-    name, // subject
-    publicKey.export({ type: 'spki', format: 'der' }),
-    tlv(0xa3, seq(...extensions)), // [3] extensions
-  );
-  const signature = sign('sha256', tbs, privateKey); // ECDSA-Sig-Value, DER
-  const cert = seq(tbs, ecdsaWithSha256, bitString(signature));
+  const name = cnName(opts.commonName);
+  const cert = issue({ subject: name, issuer: name, publicKey, signerKey: privateKey, extensions: servingExtensions(opts), notBefore, notAfter });
   return { cert: pem('CERTIFICATE', cert), key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), notBefore, notAfter };
+}
+
+/**
+ * Creates a self-signed certificate authority: basicConstraints cA TRUE with pathLenConstraint 0 (critical: it signs
+ * only end-entity certificates), keyUsage keyCertSign + cRLSign (critical), and a subjectKeyIdentifier. Give each CA
+ * a distinct `commonName` (selfmanaged.ts appends the creation time): during a CA rotation two CAs sit in one trust
+ * bundle, and chain building picks an issuer by subject name first (then by key identifier).
+ */
+export async function certificateAuthority(opts: Omit<SelfSignedOptions, 'dnsNames' | 'ips'>): Promise<SelfSigned> {
+  const { notBefore, notAfter } = validity(opts.now, opts.validityMs);
+  const { publicKey, privateKey } = await generateKeyPair('ec', { namedCurve: 'P-256' });
+  const name = cnName(opts.commonName);
+  const extensions = [
+    extension('2.5.29.19', true, seq(TRUE, uint(Buffer.from([0])))), // basicConstraints: cA TRUE, pathLen 0
+    extension('2.5.29.15', true, bitString(Buffer.from([0x06]), 1)), // keyUsage: keyCertSign (5), cRLSign (6)
+    extension('2.5.29.14', false, octetString(keyIdentifier(publicKey))), // subjectKeyIdentifier
+  ];
+  const cert = issue({ subject: name, issuer: name, publicKey, signerKey: privateKey, extensions, notBefore, notAfter });
+  return { cert: pem('CERTIFICATE', cert), key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), notBefore, notAfter };
+}
+
+/**
+ * Creates a serving certificate (the same extensions as selfSignedCertificate, plus an authorityKeyIdentifier)
+ * signed by `ca` (PEM certificate and key, e.g. from certificateAuthority). Its issuer is the CA's subject, copied
+ * byte for byte from the CA certificate. notAfter is clamped to the CA's: a certificate never outlives its issuer.
+ * Throws if the key does not belong to the certificate.
+ */
+export async function signedCertificate(opts: SelfSignedOptions & { ca: { cert: string; key: string } }): Promise<SelfSigned> {
+  const caCert = new X509Certificate(opts.ca.cert);
+  const caKey = createPrivateKey(opts.ca.key);
+  if (!caCert.checkPrivateKey(caKey)) throw new Error('the CA key does not belong to the CA certificate');
+  const v = validity(opts.now, opts.validityMs);
+  const caNotAfter = new Date(caCert.validTo);
+  const notAfter = v.notAfter.getTime() > caNotAfter.getTime() ? caNotAfter : v.notAfter;
+  const notBefore = v.notBefore;
+  const { publicKey, privateKey } = await generateKeyPair('ec', { namedCurve: 'P-256' });
+  const cert = issue({
+    subject: cnName(opts.commonName), issuer: subjectOf(caCert.raw), publicKey, signerKey: caKey,
+    extensions: servingExtensions(opts, keyIdentifier(caCert.publicKey)), notBefore, notAfter,
+  });
+  return { cert: pem('CERTIFICATE', cert), key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), notBefore, notAfter };
+}
+
+/** One DER element at `offset`: where its content starts and ends. */
+function element(der: Buffer, offset: number): { tag: number; start: number; end: number } {
+  const tag = der[offset] ?? 0;
+  const first = der[offset + 1] ?? 0;
+  if (first < 0x80) return { tag, start: offset + 2, end: offset + 2 + first };
+  const n = first & 0x7f;
+  let len = 0;
+  for (let i = 0; i < n; i++) len = len * 256 + (der[offset + 2 + i] ?? 0);
+  return { tag, start: offset + 2 + n, end: offset + 2 + n + len };
+}
+
+/** The encoded subject Name of a DER certificate (tbsCertificate's sixth field, after the [0] version). */
+export function subjectOf(certDer: Buffer): Buffer {
+  const cert = element(certDer, 0);
+  const tbs = element(certDer, cert.start);
+  let at = tbs.start;
+  let field = element(certDer, at);
+  if (field.tag === 0xa0) { at = field.end; field = element(certDer, at); } // version
+  for (let i = 0; i < 4; i++) { at = field.end; field = element(certDer, at); } // serial, signature, issuer, validity
+  if (field.tag !== 0x30 || field.end > tbs.end) throw new Error('not a certificate: no subject Name');
+  return certDer.subarray(at, field.end);
 }
