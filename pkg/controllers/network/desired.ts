@@ -3,8 +3,7 @@
  * description), spec validation, the Ready condition and status, and which informer updates need a reconcile.
  */
 import type { Condition, KubeObject } from '../../apimachinery/meta.ts';
-import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkSpec, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
-import { containsIP, formatCIDR, formatIP, lastAddress, parseCIDR, parseIP, within, type CIDR, type IP } from './ipnet.ts';
+import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
 
 export { networkResource } from '../../apis/samplecrd/v1/types.ts';
 
@@ -49,62 +48,7 @@ export function networkRef(net: Network): Network & { apiVersion: string; kind: 
   return { ...net, apiVersion: networkApiVersion, kind: networkKind };
 }
 
-export interface DesiredSubnet {
-  cidr: CIDR;
-  /** Canonical CIDR text sent to Neutron. */
-  cidrText: string;
-  /** undefined: Neutron picks it at creation and the controller leaves it alone afterwards. */
-  gateway: IP | undefined;
-  gatewayText: string | undefined;
-}
-
-export type Validation = { ok: true; desired: DesiredSubnet } | { ok: false; message: string };
-
-/**
- * Address ranges Neutron refuses for a new subnet with DHCP enabled (the default, and what the controller creates):
- * multicast and loopback ("… IP subnet is not supported if enable_dhcp is True"). Link-local is accepted.
- */
-const refusedRanges: readonly (readonly [string, string])[] = [
-  ['224.0.0.0/4', 'multicast'], ['127.0.0.0/8', 'loopback'], ['ff00::/8', 'multicast'], ['::1/128', 'loopback'],
-];
-
-/**
- * The controller's own check of the spec, BEFORE anything in Neutron is touched (the CRD's CEL rules say part of this,
- * but older API servers lack the CIDR/IP CEL library and objects may predate the rule): cidr is an IPv4/IPv6 CIDR,
- * gateway an address of the same family inside it. Host bits in the cidr are cleared, as Neutron does. Also what
- * Neutron itself refuses (neutron/db/db_base_plugin_v2.py `_validate_subnet`, `_validate_subnet_cidr`,
- * ipam/utils.py `check_gateway_invalid_in_subnet`), so a change Neutron would reject never starts (a CIDR change
- * would otherwise have deleted the working subnet already), as checked against neutron-server 21 (Zed): prefix
- * length 0; with DHCP (the default) prefixes longer than /30 (IPv4) or /126 (IPv6), an IPv4 CIDR starting at
- * 0.0.0.0, multicast and loopback ranges; an IPv4 gateway on the network or broadcast address. Anything else Neutron
- * refuses becomes NeutronRejected. Takes a partial spec: the schema requires cidr, but stored objects may predate that.
- */
-export function validateSpec(spec: Partial<NetworkSpec> | undefined): Validation {
-  const cidrRaw = spec?.cidr;
-  if (!cidrRaw) return { ok: false, message: 'spec.cidr must be set' };
-  const cidr = parseCIDR(cidrRaw.trim());
-  if (!cidr) return { ok: false, message: `spec.cidr ${JSON.stringify(cidrRaw)} is not an IPv4 or IPv6 CIDR such as 192.168.0.0/24` };
-  const { hostBits: _ignored, ...c } = cidr;
-  const cidrText = formatCIDR(c);
-  if (c.prefix === 0) return { ok: false, message: `spec.cidr ${cidrText}: Neutron does not allow prefix length 0` };
-  if (c.prefix > (c.version === 4 ? 30 : 126)) {
-    return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses prefixes longer than /${c.version === 4 ? 30 : 126} on subnets with DHCP` };
-  }
-  if (c.version === 4 && c.network === 0n) return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses subnets starting at 0.0.0.0 with DHCP` };
-  for (const [range, what] of refusedRanges) {
-    if (within(c, range)) return { ok: false, message: `spec.cidr ${cidrText} is a ${what} range (${range}); Neutron refuses such subnets with DHCP enabled` };
-  }
-  const gwRaw = spec?.gateway;
-  if (gwRaw === undefined || gwRaw === '') return { ok: true, desired: { cidr: c, cidrText, gateway: undefined, gatewayText: undefined } };
-  const gateway = parseIP(gwRaw.trim());
-  if (!gateway) return { ok: false, message: `spec.gateway ${JSON.stringify(gwRaw)} is not an IP address` };
-  if (!containsIP(c, gateway)) return { ok: false, message: `spec.gateway ${gwRaw} is not inside spec.cidr ${cidrText}` };
-  if (c.version === 4 && (gateway.value === c.network || gateway.value === lastAddress(c))) {
-    const which = gateway.value === c.network ? 'network' : 'broadcast';
-    return { ok: false, message: `spec.gateway ${formatIP(gateway)} is the ${which} address of ${cidrText}; Neutron refuses it ("Gateway is not valid on subnet")` };
-  }
-  return { ok: true, desired: { cidr: c, cidrText, gateway, gatewayText: formatIP(gateway) } };
-}
+export { validateNetworkSpec, validateSpec, type DesiredSubnet, type SpecValidation, type Validation } from './validation.ts';
 
 export function readyCondition(net: Network): Condition | undefined {
   return net.status?.conditions?.find((c) => c.type === 'Ready');
