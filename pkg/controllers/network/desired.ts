@@ -4,8 +4,15 @@
  */
 import type { Condition, KubeObject } from '../../apimachinery/meta.ts';
 import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
+import {
+  apiVersion as networkV2ApiVersion, type Network as NetworkV2, type NetworkStatus as NetworkStatusV2, type NetworkStatusSubnet,
+} from '../../apis/samplecrd/v2/types.ts';
 
 export { networkResource } from '../../apis/samplecrd/v1/types.ts';
+export { networkResource as networkV2Resource } from '../../apis/samplecrd/v2/types.ts';
+
+/** A Network of either served version: what the version-independent helpers below take. */
+export type AnyNetwork = Network | NetworkV2;
 
 /** Kept on every Network the controller manages until its Neutron network is gone. */
 export const FINALIZER = 'samplecrd.k8s.io/neutron';
@@ -48,14 +55,19 @@ export function networkRef(net: Network): Network & { apiVersion: string; kind: 
   return { ...net, apiVersion: networkApiVersion, kind: networkKind };
 }
 
+/** networkRef for a v2 Network. */
+export function networkV2Ref(net: NetworkV2): NetworkV2 & { apiVersion: string; kind: string } {
+  return { ...net, apiVersion: networkV2ApiVersion, kind: networkKind };
+}
+
 export { validateNetworkSpec, validateSpec, type DesiredSubnet, type SpecValidation, type Validation } from './validation.ts';
 
-export function readyCondition(net: Network): Condition | undefined {
+export function readyCondition(net: AnyNetwork): Condition | undefined {
   return net.status?.conditions?.find((c) => c.type === 'Ready');
 }
 
 /** The spec of this generation was already found invalid or rejected by Neutron (recorded in status). */
-export function rejectedThisGeneration(net: Network): Condition | undefined {
+export function rejectedThisGeneration(net: AnyNetwork): Condition | undefined {
   const c = readyCondition(net);
   const gen = net.metadata?.generation ?? 0;
   return c && c.status === 'False' && terminalReasons.has(c.reason ?? '') && c.observedGeneration === gen
@@ -63,7 +75,7 @@ export function rejectedThisGeneration(net: Network): Condition | undefined {
 }
 
 /** Ready=True for the current generation. */
-export function readyThisGeneration(net: Network): boolean {
+export function readyThisGeneration(net: AnyNetwork): boolean {
   const c = readyCondition(net);
   return c?.status === 'True' && c.observedGeneration === (net.metadata?.generation ?? 0);
 }
@@ -80,7 +92,7 @@ export interface Observation {
  * The status a Network should have after an observation: ids, observedGeneration, and the Ready condition (other
  * condition types are kept). lastTransitionTime changes only when the condition's status does.
  */
-export function computeStatus(net: Network, o: Observation, now: Date): NetworkStatus {
+export function computeStatus(net: AnyNetwork, o: Observation, now: Date): NetworkStatus {
   const gen = net.metadata?.generation ?? 0;
   const prev = readyCondition(net);
   const status: Condition['status'] = o.ready ? 'True' : 'False';
@@ -120,6 +132,37 @@ export function statusPatch(net: Network, status: NetworkStatus): unknown {
   };
 }
 
+/** The observation of a v2 Network: the Neutron subnet of each spec subnet that exists, by CIDR. */
+export interface ObservationV2 {
+  networkID: string | undefined;
+  subnets: NetworkStatusSubnet[] | undefined;
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+/** computeStatus for v2: `subnets` instead of `subnetID`; the same Ready condition rules. */
+export function computeStatusV2(net: NetworkV2, o: ObservationV2, now: Date): NetworkStatusV2 {
+  const { subnetID: _none, ...rest } = computeStatus(net, { ...o, subnetID: undefined }, now);
+  return { ...rest, ...(o.subnets !== undefined && { subnets: o.subnets }) };
+}
+
+export function statusEqualV2(a: NetworkStatusV2 | undefined, b: NetworkStatusV2): boolean {
+  if (!a) return false;
+  const key = (s: NetworkStatusSubnet[] | undefined): string => JSON.stringify((s ?? []).map((x) => [x.cidr, x.subnetID]));
+  return key(a.subnets) === key(b.subnets)
+    && statusEqual({ ...(a.networkID !== undefined && { networkID: a.networkID }), ...(a.observedGeneration !== undefined && { observedGeneration: a.observedGeneration }), ...(a.conditions && { conditions: a.conditions }) },
+      { ...(b.networkID !== undefined && { networkID: b.networkID }), ...(b.observedGeneration !== undefined && { observedGeneration: b.observedGeneration }), ...(b.conditions && { conditions: b.conditions }) });
+}
+
+/** statusPatch for v2 (the list of subnets is replaced as a whole; merge patch replaces lists). */
+export function statusPatchV2(net: NetworkV2, status: NetworkStatusV2): unknown {
+  return {
+    metadata: { uid: net.metadata?.uid, resourceVersion: net.metadata?.resourceVersion },
+    status: { networkID: status.networkID ?? null, subnets: status.subnets ?? null, observedGeneration: status.observedGeneration, conditions: status.conditions },
+  };
+}
+
 export function hasFinalizer(net: KubeObject): boolean {
   return net.metadata?.finalizers?.includes(FINALIZER) ?? false;
 }
@@ -130,7 +173,7 @@ export function hasFinalizer(net: KubeObject): boolean {
  * by someone else. Status-only updates (our own status writes) and our own finalizer addition do not: re-reconciling
  * on them would bypass the work queue's backoff after a failure and double the Neutron reads of every change.
  */
-export function needsReconcile(old: Network, cur: Network): boolean {
+export function needsReconcile(old: AnyNetwork, cur: AnyNetwork): boolean {
   const o = old.metadata ?? {};
   const n = cur.metadata ?? {};
   return o.resourceVersion === n.resourceVersion
