@@ -1,6 +1,8 @@
 /**
  * Network controller: a samplecrd.k8s.io/v1 Network is kept in sync with one OpenStack Neutron network and one subnet
- * (spec.cidr, spec.gateway). An external resource, so:
+ * (spec.cidr, spec.gateway); with `version: 'v2'` a samplecrd.k8s.io/v2 Network with one subnet per spec subnet (one
+ * per IP family), each handled as v1's one subnet is, through the same code (docs/network-v2.md). An external
+ * resource, so:
  *
  *   Network informer ──add / update (needsReconcile) / delete──▶ queue "ns/name" ──▶ reconcile (below) ──▶ Neutron
  *                                                                                                     └─▶ finalizer, /status, Events
