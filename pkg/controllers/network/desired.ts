@@ -60,7 +60,7 @@ export function networkV2Ref(net: NetworkV2): NetworkV2 & { apiVersion: string; 
   return { ...net, apiVersion: networkV2ApiVersion, kind: networkKind };
 }
 
-export { validateNetworkSpec, validateSpec, type DesiredSubnet, type SpecValidation, type Validation } from './validation.ts';
+export { validateNetwork, validateNetworkSpec, validateSpec, type DesiredSubnet, type SpecValidation, type Validation } from './validation.ts';
 
 export function readyCondition(net: AnyNetwork): Condition | undefined {
   return net.status?.conditions?.find((c) => c.type === 'Ready');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
-import { validateNetworkSpec, validateSpec } from './validation.ts';
+import { fromHub, v2SubnetsAnnotation, type NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
+import { validateNetwork, validateNetworkSpec, validateSpec } from './validation.ts';
 
 /** The canonical CIDRs (and gateways) of a valid v2 spec. */
 function okV2(subnets: NetworkSpecSubnet[]): string[] {
@@ -105,5 +105,27 @@ describe('validateNetworkSpec: per-subnet rules, the same for v1 and each v2 sub
     badV2([{ cidr: '127.0.0.0/24' }, { cidr: '2001:db8::/127' }], 'spec.subnets[0].cidr', /^spec\.subnets\[0\]\.cidr 127\.0\.0\.0\/24 is a loopback range/);
     badV2([{ cidr: '10.0.0.0/24', gateway: '10.0.0.1' }, { cidr: '2001:db8::/64', gateway: '2001:db8:1::1' }], 'spec.subnets[1].gateway',
       /^spec\.subnets\[1\]\.gateway 2001:db8:1::1 is not inside spec\.subnets\[1\]\.cidr 2001:db8::\/64$/);
+  });
+});
+
+describe('validateNetwork: a whole object, by apiVersion (what a validating webhook calls)', () => {
+  test('v1 and v2 objects; a dual-stack v1 (annotated) is checked in its v2 form; the annotation is refused on v2; other versions refused', () => {
+    assert.deepEqual(validateNetwork({ apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', spec: { cidr: '10.0.0.0/24' } }),
+      validateNetworkSpec('v1', { cidr: '10.0.0.0/24' }));
+    const bad1 = validateNetwork({ apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', spec: { cidr: '127.0.0.0/24' } });
+    assert.equal(bad1.ok ? '' : bad1.field, 'spec.cidr');
+    const dual = fromHub({ apiVersion: 'samplecrd.k8s.io/v2', kind: 'Network', spec: { subnets: [{ cidr: '10.0.0.0/24' }, { cidr: '2001:db8::/64' }] } });
+    const ok = validateNetwork(dual);
+    assert.ok(ok.ok);
+    assert.equal(ok.desired.length, 2, 'both subnets checked');
+    // A v1 client moves the first subnet to IPv6: now two IPv6 subnets.
+    const edited = validateNetwork({ ...dual, spec: { cidr: '2001:db8:1::/64' } });
+    assert.equal(edited.ok, false);
+    if (!edited.ok) assert.match(edited.message, /are both IPv6/);
+    const v2 = validateNetwork({ apiVersion: 'samplecrd.k8s.io/v2', kind: 'Network', metadata: { annotations: { [v2SubnetsAnnotation]: '{}' } }, spec: { subnets: [{ cidr: '10.0.0.0/24' }] } });
+    assert.equal(v2.ok ? '' : v2.field, `metadata.annotations[${v2SubnetsAnnotation}]`);
+    assert.ok(validateNetwork({ apiVersion: 'samplecrd.k8s.io/v2', kind: 'Network', spec: { subnets: [{ cidr: '10.0.0.0/24' }] } }).ok);
+    const other = validateNetwork({ apiVersion: 'samplecrd.k8s.io/v3', spec: { cidr: '10.0.0.0/24' } });
+    assert.equal(other.ok ? '' : other.field, 'apiVersion');
   });
 });

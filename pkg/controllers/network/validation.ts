@@ -29,8 +29,10 @@
  * v2 also: 1–2 subnets, no duplicate CIDR, at most one per IP family (one Neutron network, one IPv4 + one IPv6 subnet).
  * A gateway outside the CIDR is refused here although Neutron accepts it (the CRD says "must lie inside cidr").
  */
-import type { NetworkSpec as NetworkSpecV1 } from '../../apis/samplecrd/v1/types.ts';
-import type { NetworkSpec as NetworkSpecV2, NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
+import { apiVersion as v1APIVersion, type Network as NetworkV1, type NetworkSpec as NetworkSpecV1 } from '../../apis/samplecrd/v1/types.ts';
+import {
+  apiVersion as v2APIVersion, toHub, v2SubnetsAnnotation, type Network as NetworkV2, type NetworkSpec as NetworkSpecV2, type NetworkSpecSubnet,
+} from '../../apis/samplecrd/v2/types.ts';
 import { containsIP, formatCIDR, formatIP, lastAddress, parseCIDR, parseIP, within, type CIDR, type IP } from './ipnet.ts';
 
 export interface DesiredSubnet {
@@ -131,4 +133,28 @@ export function validateSpec(spec: Partial<NetworkSpecV1> | undefined): Validati
   const [d] = r.desired;
   if (!d) throw new Error('validateNetworkSpec v1 returned no subnet'); // cannot happen: v1 has exactly one
   return { ok: true, desired: d };
+}
+
+/**
+ * A whole Network object as a validating webhook sees it, by its apiVersion: v2 → `validateNetworkSpec('v2', spec)`,
+ * and the conversion annotation `v2SubnetsAnnotation` is refused on it (reserved: conversion.ts); v1 →
+ * `validateNetworkSpec('v1', spec)`, or, when it carries that annotation (a dual-stack Network read and written as v1),
+ * its v2 form `toHub(obj)` with v2 field paths, so a v1 edit cannot make the second subnet invalid (e.g. a new cidr of
+ * the other subnet's family). Any other apiVersion is refused.
+ */
+export function validateNetwork(obj: NetworkV1 | NetworkV2): SpecValidation {
+  const annotated = obj.metadata?.annotations?.[v2SubnetsAnnotation] !== undefined;
+  if (obj.apiVersion === v2APIVersion) {
+    if (annotated) {
+      return {
+        ok: false, field: `metadata.annotations[${v2SubnetsAnnotation}]`,
+        message: `metadata.annotations[${v2SubnetsAnnotation}] is reserved for v1 ↔ v2 conversion and may not be set on a v2 Network`,
+      };
+    }
+    return validateNetworkSpec('v2', (obj as NetworkV2).spec); // the cast: apiVersion says which
+  }
+  if (obj.apiVersion === v1APIVersion) {
+    return annotated ? validateNetworkSpec('v2', toHub(obj as NetworkV1).spec) : validateNetworkSpec('v1', (obj as NetworkV1).spec);
+  }
+  return { ok: false, field: 'apiVersion', message: `apiVersion ${JSON.stringify(obj.apiVersion ?? '')} is not ${v1APIVersion} or ${v2APIVersion}` };
 }
