@@ -21,11 +21,12 @@
  *    address and Neutron accepts a gateway on its first address).
  * What Neutron does NOT refuse, and so is accepted here:
  *  - link-local ranges (169.254.0.0/16, fe80::/10): `_validate_subnet` has no link-local rule (neutron-server 21
- *    answers 201 for 169.254.1.0/24, test/network.test.ts). Refusing them now would also turn existing Ready v1
- *    Networks into InvalidSpec;
+ *    answers 201 for 169.254.61.0/24 and fe80::/64, test/network.test.ts). Refusing them now would also turn existing
+ *    Ready v1 Networks into InvalidSpec;
  *  - IPv6 prefixes other than /64: Neutron requires /64 only for SLAAC/DHCPv6-stateless subnets
  *    (`_validate_eui64_applicable`, "OpenStack uses the EUI-64 address format, which requires the prefix to be /64"),
- *    i.e. when ipv6_ra_mode or ipv6_address_mode is set; the controller sets neither.
+ *    i.e. when ipv6_ra_mode or ipv6_address_mode is set; the controller sets neither (201 for a /48 and a /126, same
+ *    test).
  * v2 also: 1–2 subnets, no duplicate CIDR, at most one per IP family (one Neutron network, one IPv4 + one IPv6 subnet).
  * A gateway outside the CIDR is refused here although Neutron accepts it (the CRD says "must lie inside cidr").
  */
