@@ -2,8 +2,8 @@
  * The manager against controller-runtime (issue 30): the same Foo controller written three ways, each on a FRESH
  * minimal control plane (etcd + kube-apiserver) with N Foos created before it starts:
  *
- *  - ts:  this project's manager as the image runs it (dist/, the image's Node flags, `--controllers=foo
- *         --foo-concurrency=8`, all namespaces, logs discarded);
+ *  - ts:  this project's manager as the image runs it (the bundle dist/bundle/main.js, the image's Node flags,
+ *         `--controllers=foo --foo-concurrency=8`, all namespaces, logs discarded);
  *  - cr:  bench/cr-anchor, the Foo controller with sigs.k8s.io/controller-runtime (8 workers, no client rate limit,
  *         /readyz = caches synced), built by `hack/build-tools.sh --bench` from the pinned go.mod;
  *  - raw: no controller, the Foo controller's writes made directly (bench/common.ts rawFooWrites): the API server's
@@ -32,7 +32,7 @@ import { deploymentResource, type Deployment } from '../pkg/controllers/deployme
 import { fooResource } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
-import { distMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
+import { bundleMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
 import { apiserverWrites, freshFooControlPlane, log, rawFooWrites, stopEnv, type FooEnv } from './common.ts';
 import { median as medianOf, MiB, procCpuMs } from './informer/stats.ts';
 
@@ -93,7 +93,7 @@ function startManager(kind: 'ts' | 'cr', env: FooEnv, crBin: string, cgroup: Mem
   return ManagerProcess.start({
     collectLogs: false, env: { KUBECONFIG: env.cp.kubeconfig }, ...(cgroup ? { cgroup } : {}),
     ...(kind === 'ts'
-      ? { script: distMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`] }
+      ? { script: bundleMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`] }
       : { executable: crBin, args: [`--workers=${workers}`] }),
   });
 }
@@ -294,6 +294,7 @@ async function main(): Promise<void> {
     return;
   }
   execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(repo, 'hack', 'bundle.ts')], { cwd: repo, stdio: 'inherit' });
   const crBin = crBinary();
   const started = new Date();
   const loads: number[] = [];
