@@ -13,7 +13,8 @@
  * CommonJS dependencies (pino, prom-client) call `require` for Node built-ins: the banner gives the ES module a real
  * `require`. `keepNames` keeps class and function names as written (esbuild renames clashing top-level names
  * otherwise; pino logs an error's constructor name as its `type`). package.json is still found two directories up
- * (pkg/runtime/manager.ts packageVersion()).
+ * (pkg/runtime/manager.ts packageVersion()). The npm package leaves dist/bundle/ out (package.json `files`): library
+ * users import dist/pkg, and its bin is the unbundled dist/cmd/manager/main.js.
  */
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
@@ -40,4 +41,5 @@ const result = await build({
   metafile: true,
 });
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-process.stdout.write(`bundle: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB in ${outdir}\n`);
+// stderr: `npm pack --json` (prepack runs the build) must print only its JSON on stdout.
+process.stderr.write(`bundle: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB in ${outdir}\n`);
