@@ -16,12 +16,27 @@
  * (pkg/runtime/manager.ts packageVersion()). The npm package leaves dist/bundle/ out (package.json `files`): library
  * users import dist/pkg, and its bin is the unbundled dist/cmd/manager/main.js.
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 const repo = join(import.meta.dirname, '..');
 const outdir = join(repo, process.argv[2] ?? 'dist/bundle');
+
+/**
+ * pkg/testing (loaded only by the `dev` command) finds its reaper script next to itself (`import.meta.url`): bundled,
+ * that file would be looked for in dist/bundle/. Its imports therefore stay external and point at the unbundled
+ * dist/pkg/testing/, which ships beside the bundle (the image copies all of dist/).
+ */
+const unbundledTesting: Plugin = {
+  name: 'unbundled-testing',
+  setup(b) {
+    b.onResolve({ filter: /\/pkg\/testing\/[^/]+\.js$/ }, (a) => {
+      const path = relative(outdir, join(a.resolveDir, a.path));
+      return { path: path.startsWith('.') ? path : `./${path}`, external: true };
+    });
+  },
+};
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: repo,
@@ -36,6 +51,7 @@ const result = await build({
   entryNames: '[name]',
   chunkNames: '[name]-[hash]',
   external: ['@kubernetes/client-node', 'undici', 'js-yaml'],
+  plugins: [unbundledTesting],
   banner: { js: "import { createRequire as __tscmCreateRequire } from 'node:module'; const require = __tscmCreateRequire(import.meta.url);" },
   logLevel: 'warning',
   metafile: true,
