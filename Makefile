@@ -43,8 +43,9 @@ deps: node_modules/.package-lock.json ## Install npm packages (Node 24 included)
 	@$(NODE) -e 'if (!process.version.startsWith("v24.")) { console.error("expected Node 24, got " + process.version); process.exit(1) }'
 
 .PHONY: build
-build: deps ## Compile TypeScript to dist/.
+build: deps ## Compile TypeScript to dist/ and bundle the manager into dist/bundle/ (what the image runs).
 	tsc -p tsconfig.build.json
+	$(NODE) hack/bundle.ts
 
 .PHONY: generate
 generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases (Foo) and config/crd/v2 (Network v1+v2), and pkg/api/*/*/ from pkg/api/openapi (a stale one fails make test).

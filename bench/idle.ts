@@ -2,8 +2,8 @@
  * Fixed-cost benchmark (issue 30): what the manager costs before it has any work — idle memory and spawn → ready.
  *
  * One private minimal control plane (etcd + kube-apiserver) with the CRDs installed and `--foos` Foos (default 0).
- * Each run spawns a FRESH manager process the way the image runs it (config/manager: `--leader-elect
- * --metrics-secure`, every controller (`--controllers` default `*`), all namespaces, POD_NAMESPACE set, the
+ * Each run spawns a FRESH manager process the way the image runs it (the bundle dist/bundle/main.js, config/manager:
+ * `--leader-elect --metrics-secure`, every controller (`--controllers` default `*`), all namespaces, POD_NAMESPACE set, the
  * Dockerfile's Node flags unless a variant says otherwise, stdout discarded) and measures:
  *
  *  - spawn → ready: from spawn to the first /readyz 200 (polled every 10 ms);
@@ -20,8 +20,9 @@
  *   node bench/idle.ts [--rounds 6] [--idle-seconds 10] [--foos 0] [--no-build]
  *        [--variant 'NAME|DIST|NODE FLAGS|ENV' ...]
  *
- * A variant: NAME, DIST = the compiled tree to run (default `dist`; e.g. another branch's build placed beside
- * node_modules), NODE FLAGS = space-separated (default: the Dockerfile's), ENV = `K=V,K=V` added to the child's
+ * A variant: NAME, DIST = what to run: a `.js` entry point, or a compiled tree whose `cmd/manager/main.js` is run
+ * (default `dist/bundle/main.js`, as the image; `dist` = the unbundled tsc output; another branch's build placed
+ * beside node_modules), NODE FLAGS = space-separated (default: the Dockerfile's), ENV = `K=V,K=V` added to the child's
  * environment. Without `--variant` one variant, `current|dist|<image flags>|`, is measured.
  */
 import { execFileSync } from 'node:child_process';
@@ -54,15 +55,16 @@ interface Variant { name: string; script: string; nodeFlags: string[]; env: Reco
 
 function parseVariant(spec: string): Variant {
   const [name = '', dist = '', flags = '', env = ''] = spec.split('|');
-  const distDir = dist || 'dist';
+  const target = dist || 'dist/bundle/main.js';
+  const path = isAbsolute(target) ? target : join(repo, target);
   return {
     name: name || 'current',
-    script: join(isAbsolute(distDir) ? distDir : join(repo, distDir), 'cmd', 'manager', 'main.js'),
+    script: path.endsWith('.js') ? path : join(path, 'cmd', 'manager', 'main.js'),
     nodeFlags: flags.trim() ? flags.trim().split(/\s+/) : productionNodeFlags,
     env: Object.fromEntries(env.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };
 }
-const variants = (args.variant?.length ? args.variant : ['current|dist||']).map(parseVariant);
+const variants = (args.variant?.length ? args.variant : ['current|||']).map(parseVariant);
 
 interface Sample {
   readyMs: number; rss: number; anon: number; file: number; hwm: number; heap: number; cpuReadyMs: number; cpuIdleMs: number;
@@ -177,7 +179,10 @@ const cell = (xs: number[], scale: number, digits: number): string =>
   `${(median(xs) / scale).toFixed(digits)} (${(Math.min(...xs) / scale).toFixed(digits)}–${(Math.max(...xs) / scale).toFixed(digits)})`;
 
 async function main(): Promise<void> {
-  if (!args['no-build']) execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  if (!args['no-build']) {
+    execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+    execFileSync(process.execPath, [join(repo, 'hack', 'bundle.ts')], { cwd: repo, stdio: 'inherit' });
+  }
   const dir = mkdtempSync(join(tmpdir(), 'tscm-idle-'));
   const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
   const samples = new Map<string, Sample[]>(variants.map((v) => [v.name, []]));

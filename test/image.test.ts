@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { freePort } from './cluster/controlplane.ts';
 import { cluster, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
-import { productionNodeFlags } from './helpers/managerprocess.ts';
+import { imageEntrypoint } from './helpers/managerprocess.ts';
 import { weakenedNote, weakeningSwitch } from './helpers/weakening.ts';
 
 const repo = join(import.meta.dirname, '..');
@@ -88,7 +88,7 @@ describe('container image', { skip: skipImage !== undefined && weakenedNote('TSC
     for (const line of timings) t.diagnostic(line);
     t.diagnostic(`image size ${mb(info.Size)} uncompressed (${info.Size} bytes)`);
     assert.equal(info.Config.User, '65532:65532');
-    assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', ...productionNodeFlags, '/app/dist/cmd/manager/main.js']);
+    assert.deepEqual(info.Config.Entrypoint, imageEntrypoint);
     assert.ok(info.Size < maxBytes, `image is ${mb(info.Size)}, goal < ${mb(maxBytes)}`);
   });
 

@@ -12,7 +12,7 @@ import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { MemoryCgroup } from './helpers/cgroup.ts';
 import { suffix, waitFor } from './helpers/cluster.ts';
 import { privateControlPlane, repoRoot } from './helpers/crds.ts';
-import { ManagerProcess, productionNodeFlags } from './helpers/managerprocess.ts';
+import { imageEntrypoint, ManagerProcess } from './helpers/managerprocess.ts';
 
 const FOOS = 1000;
 const LIMIT = 256 * 1024 * 1024;
@@ -20,7 +20,7 @@ const LIMIT = 256 * 1024 * 1024;
 describe('memory limit', () => {
   test('the image runs node with the same flags as these tests (V8 heap sized from the container limit)', () => {
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'))?.[1];
-    assert.deepEqual(JSON.parse(entrypoint ?? '[]'), ['/usr/local/bin/node', ...productionNodeFlags, '/app/dist/cmd/manager/main.js']);
+    assert.deepEqual(JSON.parse(entrypoint ?? '[]'), imageEntrypoint);
   });
 
   test(`${FOOS} Foos converge with the manager inside a 256 MiB memory cgroup (not OOM-killed)`, async (t) => {
