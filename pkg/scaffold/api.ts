@@ -141,10 +141,13 @@ spec:
 `;
 }
 
-/** The kind's block in config/rbac/role.yaml: exactly what its controller does. */
-export function rbacRules(n: ApiNames): string {
-  return `# ${n.kind} controller: informer (list, watch), finalizer add/remove (patch), status, blockOwnerDeletion on
-# what it owns (${n.plural}/finalizers), and the ConfigMaps it owns (informer, createOrPatch's get/create/patch, delete).
+/**
+ * The kind's blocks in config/rbac/role.yaml: exactly what its controller does. The ConfigMap block is the same for
+ * every scaffolded kind, so it is inserted once (insertAbove finds it already there for the next kind).
+ */
+export function rbacRules(n: ApiNames): string[] {
+  return [`# ${n.kind} controller: informer (list, watch), finalizer add/remove (patch), status, blockOwnerDeletion on
+# what it owns (${n.plural}/finalizers).
 - apiGroups: [${n.fullGroup}]
   resources: [${n.plural}]
   verbs: [get, list, watch, patch]
@@ -154,10 +157,11 @@ export function rbacRules(n: ApiNames): string {
 - apiGroups: [${n.fullGroup}]
   resources: [${n.plural}/finalizers]
   verbs: [update]
+`, `# ConfigMaps the scaffolded controllers own: informer, createOrPatch (get, create, patch), cleanup (delete).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, patch, delete]
-`;
+`];
 }
 
 export function controllerTs(n: ApiNames): string {

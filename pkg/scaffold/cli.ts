@@ -239,7 +239,7 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
     edit('main.ts', (t) => insertAbove(insertAbove(t, markers.imports, main.imports, 'main.ts'), markers.controllers, main.controllers, 'main.ts')),
     edit('config/crd/kustomization.yaml', (t) => insertAbove(t, markers.crdResources, `- bases/${basename(n.crdPath)}`, 'config/crd/kustomization.yaml')),
     edit('config/samples/kustomization.yaml', (t) => insertAbove(t, markers.samples, `- ${basename(n.samplePath)}`, 'config/samples/kustomization.yaml')),
-    edit('config/rbac/role.yaml', (t) => insertAbove(t, markers.rules, rbacRules(n), 'config/rbac/role.yaml')),
+    edit('config/rbac/role.yaml', (t) => rbacRules(n).reduce((text, block) => insertAbove(text, markers.rules, block, 'config/rbac/role.yaml'), t)),
   ]);
   project.resources.push({ group, domain: project.domain, version, kind, plural });
   edited['PROJECT'] = projectYaml(project);
