@@ -10,11 +10,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { loadAll } from 'js-yaml';
+import { coreResources, type KubeObject } from '../pkg/index.ts';
+import { startTestEnv } from '../pkg/testing/index.ts';
 import { repoRoot } from './helpers/crds.ts';
 
 const execFileP = promisify(execFile);
@@ -119,6 +122,45 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.match(help.out, /--leader-elect/);
     // `npm run generate` with --check: the types create api wrote are the generator's (the packed bin's) own.
     await step(t, 'gen types --check', 'npm', ['run', 'generate', '--', '--check'], project);
+  });
+
+  test('config/ renders (kubectl kustomize) and applies to a real API server as make deploy does; the sample passes the CRD\'s schema, a bad object does not', async (t) => {
+    const env = await startTestEnv({});
+    t.after(() => env.stop());
+    const kubectlBin = env.binaries.kubectl;
+    assert.ok(kubectlBin, `kubectl beside the control plane binaries (${env.binaries.source})`);
+    const kubectl = async (...args: string[]): Promise<string> => {
+      const res = await runCmd(kubectlBin, ['--kubeconfig', env.kubeconfigPath, ...args], project);
+      assert.equal(res.code, 0, `kubectl ${args.join(' ')}:\n${res.out}`);
+      return res.out;
+    };
+    // make deploy: kustomize config/default, the image substituted, applied.
+    const rendered = (await kubectl('kustomize', 'config/default')).replaceAll('image: controller:latest', 'image: registry.example.com/guestbook-operator:v0.1.0');
+    const docs = loadAll(rendered) as KubeObject[];
+    assert.deepEqual(docs.map((d) => `${d.kind}/${d.metadata?.name}`).sort(), [
+      'ClusterRole/guestbook-operator-manager-role', 'ClusterRole/guestbook-operator-metrics-auth-role', 'ClusterRole/guestbook-operator-metrics-reader',
+      'ClusterRoleBinding/guestbook-operator-manager-rolebinding', 'ClusterRoleBinding/guestbook-operator-metrics-auth-rolebinding',
+      'CustomResourceDefinition/guestbooks.webapp.example.com', 'Deployment/guestbook-operator-controller-manager', 'Namespace/guestbook-operator-system',
+      'Role/guestbook-operator-leader-election-role', 'RoleBinding/guestbook-operator-leader-election-rolebinding',
+      'Service/guestbook-operator-controller-manager-metrics-service', 'ServiceAccount/guestbook-operator-controller-manager',
+    ]);
+    writeFileSync(join(tmp, 'deploy.yaml'), rendered);
+    await kubectl('apply', '--server-side', '-f', join(tmp, 'deploy.yaml'));
+    await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/guestbooks.webapp.example.com');
+    interface Deployment extends KubeObject { spec?: { template?: { spec?: { serviceAccountName?: string; containers?: { image?: string; args?: string[] }[] } } } }
+    const deployment = await env.client.resource<Deployment>(coreResources.deployments).namespace('guestbook-operator-system').get('guestbook-operator-controller-manager');
+    const pod = deployment.spec?.template?.spec;
+    assert.equal(pod?.serviceAccountName, 'guestbook-operator-controller-manager');
+    assert.equal(pod?.containers?.[0]?.image, 'registry.example.com/guestbook-operator:v0.1.0');
+    assert.deepEqual(pod?.containers?.[0]?.args, ['--leader-elect', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081']);
+    // The sample is valid against the CRD's schema (server-side validation), and so is an invalid one refused.
+    await kubectl('apply', '--server-side', '-n', 'default', '-k', 'config/samples');
+    const sample = await kubectl('get', '-n', 'default', 'guestbooks.webapp.example.com', 'guestbook-sample', '-o', 'jsonpath={.spec.foo}');
+    assert.equal(sample, 'bar');
+    writeFileSync(join(tmp, 'bad.yaml'), 'apiVersion: webapp.example.com/v1\nkind: Guestbook\nmetadata: {name: bad, namespace: default}\nspec: {foo: 3}\n');
+    const bad = await runCmd(kubectlBin, ['--kubeconfig', env.kubeconfigPath, 'create', '-f', join(tmp, 'bad.yaml')], project);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.out, /spec\.foo: Invalid value: "integer": spec\.foo in body must be of type string/);
   });
 });
 
