@@ -9,13 +9,13 @@
  * green test in ≤ 5 min, is a bench figure, not asserted).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { loadAll } from 'js-yaml';
+import { dump, load, loadAll } from 'js-yaml';
 import { coreResources, type KubeObject } from '../pkg/index.ts';
 import { startTestEnv } from '../pkg/testing/index.ts';
 import { repoRoot } from './helpers/crds.ts';
@@ -124,7 +124,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     await step(t, 'gen types --check', 'npm', ['run', 'generate', '--', '--check'], project);
   });
 
-  test('config/ renders (kubectl kustomize) and applies to a real API server as make deploy does; the sample passes the CRD\'s schema, a bad object does not', async (t) => {
+  test('config/ renders (kubectl kustomize) and applies to a real API server as make deploy does; the sample passes the CRD\'s schema, a bad object does not; its RBAC is enough for the built manager as the ServiceAccount', async (t) => {
     const env = await startTestEnv({});
     t.after(() => env.stop());
     const kubectlBin = env.binaries.kubectl;
@@ -161,6 +161,36 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const bad = await runCmd(kubectlBin, ['--kubeconfig', env.kubeconfigPath, 'create', '-f', join(tmp, 'bad.yaml')], project);
     assert.notEqual(bad.code, 0);
     assert.match(bad.out, /spec\.foo: Invalid value: "integer": spec\.foo in body must be of type string/);
+
+    // The RBAC is enough: the generated manager (dist/main.js, as the image runs it) with the ServiceAccount's token
+    // and the Deployment's flags takes the Lease and makes the sample Ready. (system:masters would hide a missing rule.)
+    const token = (await env.client.json<{ status: { token: string } }>('POST',
+      '/api/v1/namespaces/guestbook-operator-system/serviceaccounts/guestbook-operator-controller-manager/token',
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } })).status.token;
+    const admin = load(readFileSync(env.kubeconfigPath, 'utf8')) as { users: { name: string; user: unknown }[] };
+    for (const u of admin.users) u.user = { token };
+    writeFileSync(join(tmp, 'sa.kubeconfig'), dump(admin));
+    const manager = spawn(join(project, 'node_modules', '.bin', 'node'), [
+      'dist/main.js', '--leader-elect', '--metrics-bind-address=0', '--health-probe-bind-address=0',
+    ], { cwd: project, env: { ...userEnv(), KUBECONFIG: join(tmp, 'sa.kubeconfig'), POD_NAMESPACE: 'guestbook-operator-system' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    manager.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+    manager.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    const exited = new Promise<number | null>((resolve) => manager.on('exit', (code) => resolve(code)));
+    t.after(() => { if (manager.exitCode === null) manager.kill('SIGKILL'); });
+    interface Guestbook extends KubeObject { status?: { conditions?: { type: string; status: string; reason?: string }[] } }
+    const guestbooks = env.client.resource<Guestbook>({ group: 'webapp.example.com', version: 'v1', resource: 'guestbooks', kind: 'Guestbook', namespaced: true }).namespace('default');
+    for (const deadline = Date.now() + 60_000; ;) {
+      const ready = (await guestbooks.get('guestbook-sample')).status?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'True') break;
+      assert.ok(Date.now() < deadline && manager.exitCode === null, `the sample Ready as the ServiceAccount (Ready: ${JSON.stringify(ready)}); manager logs:\n${logs.slice(-3000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const cm = await env.client.resource<KubeObject & { data?: Record<string, string> }>(coreResources.configMaps).namespace('default').get('guestbook-sample');
+    assert.deepEqual(cm.data, { foo: 'bar' });
+    assert.doesNotMatch(logs, /forbidden/i, 'no request refused');
+    manager.kill('SIGTERM');
+    assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-3000)}`);
   });
 });
 

@@ -142,7 +142,8 @@ spec:
 }
 
 /**
- * The kind's blocks in config/rbac/role.yaml: exactly what its controller does. The ConfigMap block is the same for
+ * The kind's blocks in config/rbac/role.yaml: what its controller does (test/scaffold.test.ts runs the built manager
+ * as the ServiceAccount bound to them). The ConfigMap block is the same for
  * every scaffolded kind, so it is inserted once (insertAbove finds it already there for the next kind).
  */
 export function rbacRules(n: ApiNames): string[] {

@@ -154,7 +154,9 @@ resources:
   - metrics_auth_role_binding.yaml
   - metrics_reader_role.yaml
 `,
-    'config/rbac/service_account.yaml': `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: controller-manager\n${labels}`,
+    // Namespaced objects say \`namespace: system\`, as the bindings' subjects do: kustomize renames a subject (prefix,
+    // namespace) only when its name and namespace match the ServiceAccount's.
+    'config/rbac/service_account.yaml': `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: controller-manager\n  namespace: system\n${labels}`,
     'config/rbac/role.yaml': `# What the controllers use. \`ts-controller-manager create api\` adds each kind's rules above the marker line.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -174,6 +176,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: leader-election-role
+  namespace: system
 ${labels}rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
@@ -235,7 +238,7 @@ function binding(kind: string, name: string, roleKind: string, role: string, lab
 kind: ${kind}
 metadata:
   name: ${name}
-${labels}roleRef:
+${kind === 'RoleBinding' ? '  namespace: system\n' : ''}${labels}roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ${roleKind}
   name: ${role}
