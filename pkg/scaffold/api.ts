@@ -177,8 +177,8 @@ export function controllerTs(n: ApiNames): string {
  *    this controller made outlives its ${K};
  *  - apply: a ConfigMap of the ${K}'s name holding spec.foo, controlled by the ${K} (createOrPatch: created, or
  *    patched with only the difference; setControllerReference), and status.conditions Ready=True with the
- *    generation it reflects. A ConfigMap of that name that another owner controls is never touched: Ready=False
- *    (ConfigMapExists) until it goes;
+ *    generation it reflects. A ConfigMap of that name that this ${K} does not control (someone else's) is never
+ *    touched: Ready=False (ConfigMapExists) until it goes;
  *  - cleanup (the ${K} is being deleted): the ConfigMap is deleted — in a cluster its ownerReference would let the
  *    garbage collector do that too, but your own cleanup (outside the cluster) goes here.
  * \`.owns(configMaps)\` requeues the ${K} whenever its ConfigMap changes, so a hand edit is undone.
@@ -200,7 +200,6 @@ export const ${c}Finalizer = '${n.fullGroup}/finalizer';
 export function setup${K}Controller(mgr: ControllerManager): void {
   // Reads come from the shared informer caches; writes go through mgr.client (refused once leadership is lost).
   const ${c}s = mgr.informer<${K}>(${c}Resource).lister();
-  const configMaps = mgr.informer<ConfigMap>(coreResources.configMaps).lister();
   const ${c}Api = mgr.client.resource<${K}>(${c}Resource);
   const configMapApi = mgr.client.resource<ConfigMap>(coreResources.configMaps);
 
@@ -220,14 +219,19 @@ export function setup${K}Controller(mgr: ControllerManager): void {
 
     return finalizer(api, current, ${c}Finalizer, {
       apply: async (obj) => {
-        const existing = configMaps.get(namespace, name);
-        if (existing && controllerOf(existing)?.uid !== obj.metadata?.uid) {
-          return setReady(obj, 'False', 'ConfigMapExists', \`ConfigMap \${name} exists and is not controlled by this ${K}\`);
-        }
+        // createOrPatch reads the ConfigMap from the API server and hands it (or a new one) to this function; only
+        // what it changes is sent, fenced by the resourceVersion read. One that exists and that this ${K} does not
+        // control is left as it is (nothing changed: no request).
+        let foreign = false;
         const { result } = await createOrPatch(cms, { metadata: { name } }, (cm) => {
+          if (cm.metadata?.uid && controllerOf(cm)?.uid !== obj.metadata?.uid) {
+            foreign = true;
+            return;
+          }
           cm.data = { foo: obj.spec?.foo ?? '' };
           setControllerReference({ ...obj, apiVersion, kind: ${c}Kind }, cm); // cached objects lack apiVersion/kind
         }, { signal });
+        if (foreign) return setReady(obj, 'False', 'ConfigMapExists', \`ConfigMap \${name} exists and is not controlled by this ${K}\`);
         if (result !== 'unchanged') log.info({ configMap: name, result }, 'ConfigMap reconciled');
         return setReady(obj, 'True', 'Reconciled', \`ConfigMap \${name} is up to date\`);
       },
