@@ -303,7 +303,7 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined | 
   }
 }
 
-test('a ${K} gets its ConfigMap and Ready=True; a spec change follows; deletion runs the finalizer', async () => {
+test('${/^[AEIOU]/.test(K) ? 'an' : 'a'} ${K} gets its ConfigMap and Ready=True; a spec change follows; deletion runs the finalizer', async () => {
   await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}' } });
   const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('test-${n.file}');
   const configMaps = env.client.resource<ConfigMap>(coreResources.configMaps).namespace('test-${n.file}');
