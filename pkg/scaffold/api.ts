@@ -207,7 +207,7 @@ export function setup${K}Controller(mgr: ControllerManager): void {
     const current = ${c}s.get(namespace, name);
     if (!current) return; // deleted: its finalizer already cleaned up
     const api = ${c}Api.namespace(namespace);
-    const cms = configMapApi.namespace(namespace);
+    const configMaps = configMapApi.namespace(namespace);
 
     /** Sets the Ready condition; writes the status only when it changed (lastTransitionTime moves only on a flip). */
     async function setReady(obj: ${K}, status: 'True' | 'False', reason: string, message: string): Promise<void> {
@@ -223,7 +223,7 @@ export function setup${K}Controller(mgr: ControllerManager): void {
         // what it changes is sent, fenced by the resourceVersion read. One that exists and that this ${K} does not
         // control is left as it is (nothing changed: no request).
         let foreign = false;
-        const { result } = await createOrPatch(cms, { metadata: { name } }, (cm) => {
+        const { result } = await createOrPatch(configMaps, { metadata: { name } }, (cm) => {
           if (cm.metadata?.uid && controllerOf(cm)?.uid !== obj.metadata?.uid) {
             foreign = true;
             return;
@@ -237,9 +237,9 @@ export function setup${K}Controller(mgr: ControllerManager): void {
       },
       cleanup: async (obj) => {
         // Read the API server, not the cache (a ConfigMap made a moment ago may not be cached yet); delete only ours.
-        const cm = await ignoreNotFound(cms.get(name, { signal }));
+        const cm = await ignoreNotFound(configMaps.get(name, { signal }));
         if (cm && controllerOf(cm)?.uid === obj.metadata?.uid) {
-          await ignoreNotFound(cms.delete(name, { preconditions: { uid: cm.metadata?.uid }, signal }));
+          await ignoreNotFound(configMaps.delete(name, { preconditions: { uid: cm.metadata?.uid }, signal }));
           log.info({ configMap: name }, 'ConfigMap deleted');
         }
       },

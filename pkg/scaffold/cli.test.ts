@@ -40,6 +40,7 @@ describe('names', () => {
   it('kinds PascalCase; groups DNS-1123 subdomains', () => {
     for (const k of ['Guestbook', 'DNSRecord', 'V2Thing']) assert.equal(validateKind(k), undefined, k);
     for (const k of ['guestbook', 'Guest_book', 'Guest-book', '1Thing', '']) assert.match(validateKind(k) ?? '', /^invalid --kind/, k);
+    assert.match(validateKind('ConfigMap') ?? '', /^invalid --kind "ConfigMap": the generated code uses that name itself/);
     for (const g of ['webapp', 'cache.apps', 'a-b']) assert.equal(validateGroup(g, 'example.com'), undefined, g);
     for (const g of ['WebApp', '-web', 'web_app', 'web.', '']) assert.match(validateGroup(g, 'example.com') ?? '', /^invalid --group/, g);
   });

@@ -42,11 +42,18 @@ export function validateVersion(version: string): string | undefined {
   return undefined;
 }
 
-/** `--kind`: PascalCase (starts upper case, letters and digits only), its lower case a DNS-1035 label (≤ 63). */
+/** Names the generated controller, test and types files use themselves: a kind of that name would clash. */
+const reservedKinds = new Set(['ConfigMap', 'ControllerManager', 'KubeObject', 'Reconciler', 'ResourceType', 'TestEnv']);
+
+/**
+ * `--kind`: PascalCase (starts upper case, letters and digits only), its lower case a DNS-1035 label (≤ 63), and
+ * none of the type names the generated code imports.
+ */
 export function validateKind(kind: string): string | undefined {
   if (!/^[A-Z][A-Za-z0-9]*$/.test(kind) || kind.length > 63) {
     return `invalid --kind ${JSON.stringify(kind)}: must be PascalCase (an upper-case letter, then letters and digits), e.g. Memcached`;
   }
+  if (reservedKinds.has(kind)) return `invalid --kind ${JSON.stringify(kind)}: the generated code uses that name itself (${[...reservedKinds].join(', ')})`;
   return undefined;
 }
 
