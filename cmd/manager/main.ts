@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * ts-controller-manager entry point (see cli.ts for the order of work and the exit codes). `gen …` runs the code
- * generator instead (pkg/codegen/cli.ts; docs/codegen.md), `dev …` a local control plane (dev.ts; docs/library.md).
+ * generator instead (pkg/codegen/cli.ts; docs/codegen.md), `dev …` a local control plane (dev.ts; docs/library.md),
+ * `init …` and `create api …` the project scaffolding (pkg/scaffold/cli.ts; docs/scaffolding.md). Each is imported only
+ * when asked for.
  */
 import { main } from './cli.ts';
 
@@ -10,7 +12,9 @@ const command = argv[0] === 'gen'
   ? import('../../pkg/codegen/cli.ts').then(({ genMain }) => genMain(argv.slice(1)))
   : argv[0] === 'dev'
     ? import('./dev.ts').then(({ devMain }) => devMain(argv.slice(1)))
-    : main(argv, process.env);
+    : argv[0] === 'init' || argv[0] === 'create'
+      ? import('../../pkg/scaffold/cli.ts').then(({ scaffoldMain }) => scaffoldMain(argv))
+      : main(argv, process.env);
 command.then(
   (code) => process.exit(code),
   (err: unknown) => {

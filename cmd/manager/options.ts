@@ -148,7 +148,8 @@ const specByName = new Map(flagSpecs.map((s) => [s.name, s]));
 /** The --help text: usage, every flag with its default, and the environment variables read. */
 export function helpText(): string {
   const lines = ['Usage: ts-controller-manager [flags]', '       ts-controller-manager gen types --help   (TypeScript types from CRDs)',
-    '       ts-controller-manager dev --help         (a local control plane with your CRDs)', '', 'Flags:'];
+    '       ts-controller-manager dev --help         (a local control plane with your CRDs)',
+    '       ts-controller-manager init --help        (a new controller project; then create api --help)', '', 'Flags:'];
   const label = (s: FlagSpec): string => (s.kind === 'bool' ? `--${s.name}` : `--${s.name}=${placeholder(s.kind)}`);
   const width = Math.max(...flagSpecs.map((s) => label(s).length), '-h, --help'.length) + 2;
   for (const s of flagSpecs) {

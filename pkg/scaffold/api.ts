@@ -1,0 +1,368 @@
+/**
+ * The files `ts-controller-manager create api` writes for one kind, and the marker-based edits it makes to files
+ * `init` wrote. Pure: names in, contents out (cli.ts does the I/O).
+ *
+ * Marker edits (`insertAbove`) are idempotent: a block already present anywhere in the file is not inserted again,
+ * so re-running a step, or two kinds sharing a line, never duplicates it; a missing marker is an error naming the
+ * file and the marker (the user removed it: we do not guess where the block goes).
+ */
+import { lowerCamel } from '../codegen/types.ts';
+import { fileName } from './names.ts';
+
+export interface ApiOptions {
+  /** The short group as given (`webapp`); the API group is `${group}.${domain}`. */
+  group: string;
+  domain: string;
+  version: string;
+  kind: string;
+  plural: string;
+}
+
+export interface ApiNames extends ApiOptions {
+  /** The API group: group.domain. */
+  fullGroup: string;
+  /** lowerCamel(kind): the prefix of the generated constants (guestbookResource, guestbookKind). */
+  camel: string;
+  /** The kind in lower case: file names, the controller name. */
+  file: string;
+  /** Path of the generated types module, relative to the project. */
+  typesPath: string;
+  crdPath: string;
+  samplePath: string;
+  controllerPath: string;
+  testPath: string;
+}
+
+export function apiNames(o: ApiOptions): ApiNames {
+  const fullGroup = `${o.group}.${o.domain}`;
+  const file = fileName(o.kind);
+  return {
+    ...o, fullGroup, camel: lowerCamel(o.kind), file,
+    // gen types writes DIR/<first label of the group>/<version>/ — the first label of `group.domain` is `group`'s.
+    typesPath: `api/${fullGroup.split('.')[0] ?? o.group}/${o.version}/zz_generated.types.ts`,
+    crdPath: `config/crd/bases/${fullGroup}_${o.plural}.yaml`,
+    samplePath: `config/samples/${o.group}_${o.version}_${file}.yaml`,
+    controllerPath: `controllers/${file}.ts`,
+    testPath: `controllers/${file}.test.ts`,
+  };
+}
+
+/** Inserts `block` (one or more lines) above the line holding `marker`, with that line's indentation; see top. */
+export function insertAbove(text: string, marker: string, block: string, file: string): string {
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => l.trim() === marker);
+  if (at < 0) throw new Error(`${file}: marker line "${marker}" not found (create api inserts above it; restore it)`);
+  const indent = /^\s*/.exec(lines[at] ?? '')?.[0] ?? '';
+  const blockLines = block.replace(/\n$/, '').split('\n').map((l) => (l === '' ? l : indent + l));
+  if (text.includes(blockLines.join('\n'))) return text;
+  lines.splice(at, 0, ...blockLines);
+  return lines.join('\n');
+}
+
+export function crdYaml(n: ApiNames): string {
+  return `# The ${n.kind} API (${n.fullGroup}/${n.version}), scaffolded by ts-controller-manager create api. This schema is the
+# source of truth: edit it, then \`npm run generate\` rewrites ${n.typesPath}.
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ${n.plural}.${n.fullGroup}
+spec:
+  group: ${n.fullGroup}
+  scope: Namespaced
+  names:
+    kind: ${n.kind}
+    listKind: ${n.kind}List
+    plural: ${n.plural}
+    singular: ${n.file}
+  versions:
+    - name: ${n.version}
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      additionalPrinterColumns:
+        - name: Ready
+          type: string
+          jsonPath: .status.conditions[?(@.type=="Ready")].status
+        - name: Age
+          type: date
+          jsonPath: .metadata.creationTimestamp
+      schema:
+        openAPIV3Schema:
+          type: object
+          description: ${n.kind} is the Schema for the ${n.plural} API.
+          properties:
+            spec:
+              type: object
+              description: The desired state of a ${n.kind}.
+              properties:
+                foo:
+                  type: string
+                  maxLength: 253
+                  description: An example field (the controller copies it into a ConfigMap); replace with your own.
+            status:
+              type: object
+              description: The observed state of a ${n.kind}, written by its controller (status subresource).
+              properties:
+                conditions:
+                  type: array
+                  description: "Ready: the ${n.kind}'s ConfigMap is as its spec says."
+                  x-kubernetes-list-type: map
+                  x-kubernetes-list-map-keys: [type]
+                  items:
+                    type: object
+                    required: [type, status]
+                    properties:
+                      type:
+                        type: string
+                      status:
+                        type: string
+                        enum: ["True", "False", "Unknown"]
+                      reason:
+                        type: string
+                      message:
+                        type: string
+                      observedGeneration:
+                        type: integer
+                        format: int64
+                      lastTransitionTime:
+                        type: string
+                        format: date-time
+`;
+}
+
+export function sampleYaml(n: ApiNames): string {
+  return `apiVersion: ${n.fullGroup}/${n.version}
+kind: ${n.kind}
+metadata:
+  name: ${n.file}-sample
+spec:
+  foo: bar
+`;
+}
+
+/**
+ * The kind's blocks in config/rbac/role.yaml: what its controller does (test/scaffold.test.ts runs the built manager
+ * as the ServiceAccount bound to them). The ConfigMap block is the same for
+ * every scaffolded kind, so it is inserted once (insertAbove finds it already there for the next kind).
+ */
+export function rbacRules(n: ApiNames): string[] {
+  return [`# ${n.kind} controller: informer (list, watch), finalizer add/remove (patch), status, blockOwnerDeletion on
+# what it owns (${n.plural}/finalizers).
+- apiGroups: [${n.fullGroup}]
+  resources: [${n.plural}]
+  verbs: [get, list, watch, patch]
+- apiGroups: [${n.fullGroup}]
+  resources: [${n.plural}/status]
+  verbs: [get, patch]
+- apiGroups: [${n.fullGroup}]
+  resources: [${n.plural}/finalizers]
+  verbs: [update]
+`, `# ConfigMaps the scaffolded controllers own: informer, createOrPatch (get, create, patch), cleanup (delete).
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, patch, delete]
+`];
+}
+
+export function controllerTs(n: ApiNames): string {
+  const K = n.kind;
+  const c = n.camel;
+  return `/**
+ * The ${K} controller (${n.fullGroup}/${n.version}), scaffolded by \`ts-controller-manager create api\`: a working
+ * starting point that shows the library's reconcile helpers — replace the ConfigMap with what your ${K} manages.
+ *
+ * For each ${K}:
+ *  - a finalizer (finalizer()) is added before anything is created, and removed only after cleanup ran, so nothing
+ *    this controller made outlives its ${K};
+ *  - apply: a ConfigMap of the ${K}'s name holding spec.foo, controlled by the ${K} (createOrPatch: created, or
+ *    patched with only the difference; setControllerReference), and status.conditions Ready=True with the
+ *    generation it reflects. A ConfigMap of that name that this ${K} does not control (someone else's) is never
+ *    touched: Ready=False (ConfigMapExists) until it goes;
+ *  - cleanup (the ${K} is being deleted): the ConfigMap is deleted — in a cluster its ownerReference would let the
+ *    garbage collector do that too, but your own cleanup (outside the cluster) goes here.
+ * \`.owns(configMaps)\` requeues the ${K} whenever its ConfigMap changes, so a hand edit is undone.
+ */
+import {
+  controllerOf, coreResources, createOrPatch, finalizer, ignoreNotFound, setControllerReference, setStatusCondition,
+  type ControllerManager, type KubeObject, type Reconciler,
+} from 'ts-controller-manager';
+import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
+
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+
+/** The finalizer this controller keeps on every ${K}. */
+export const ${c}Finalizer = '${n.fullGroup}/finalizer';
+
+/** Registers the ${K} controller with the manager (call before mgr.run/start). */
+export function setup${K}Controller(mgr: ControllerManager): void {
+  // Reads come from the shared informer caches; writes go through mgr.client (refused once leadership is lost).
+  const ${c}s = mgr.informer<${K}>(${c}Resource).lister();
+  const ${c}Api = mgr.client.resource<${K}>(${c}Resource);
+  const configMapApi = mgr.client.resource<ConfigMap>(coreResources.configMaps);
+
+  const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
+    const current = ${c}s.get(namespace, name);
+    if (!current) return; // deleted: its finalizer already cleaned up
+    const api = ${c}Api.namespace(namespace);
+    const configMaps = configMapApi.namespace(namespace);
+
+    /** Sets the Ready condition; writes the status only when it changed (lastTransitionTime moves only on a flip). */
+    async function setReady(obj: ${K}, status: 'True' | 'False', reason: string, message: string): Promise<void> {
+      const conditions = structuredClone(obj.status?.conditions ?? []);
+      if (!setStatusCondition(conditions, { type: 'Ready', status, reason, message, observedGeneration: obj.metadata?.generation })) return;
+      await api.status().patch(name, { merge: { status: { conditions } } }, { signal });
+      log.info({ ready: status, reason }, message);
+    }
+
+    return finalizer(api, current, ${c}Finalizer, {
+      apply: async (obj) => {
+        // createOrPatch reads the ConfigMap from the API server and hands it (or a new one) to this function; only
+        // what it changes is sent, fenced by the resourceVersion read. One that exists and that this ${K} does not
+        // control is left as it is (nothing changed: no request).
+        let foreign = false;
+        const { result } = await createOrPatch(configMaps, { metadata: { name } }, (cm) => {
+          if (cm.metadata?.uid && controllerOf(cm)?.uid !== obj.metadata?.uid) {
+            foreign = true;
+            return;
+          }
+          cm.data = { foo: obj.spec?.foo ?? '' };
+          setControllerReference({ ...obj, apiVersion, kind: ${c}Kind }, cm); // cached objects lack apiVersion/kind
+        }, { signal });
+        if (foreign) return setReady(obj, 'False', 'ConfigMapExists', \`ConfigMap \${name} exists and is not controlled by this ${K}\`);
+        if (result !== 'unchanged') log.info({ configMap: name, result }, 'ConfigMap reconciled');
+        return setReady(obj, 'True', 'Reconciled', \`ConfigMap \${name} is up to date\`);
+      },
+      cleanup: async (obj) => {
+        // Read the API server, not the cache (a ConfigMap made a moment ago may not be cached yet); delete only ours.
+        const cm = await ignoreNotFound(configMaps.get(name, { signal }));
+        if (cm && controllerOf(cm)?.uid === obj.metadata?.uid) {
+          await ignoreNotFound(configMaps.delete(name, { preconditions: { uid: cm.metadata?.uid }, signal }));
+          log.info({ configMap: name }, 'ConfigMap deleted');
+        }
+      },
+    }, { signal });
+  };
+
+  mgr.controller('${n.file}')
+    .for<${K}>(${c}Resource)
+    .owns(coreResources.configMaps) // a change to a ConfigMap it controls requeues its ${K}
+    .complete(reconcile);
+}
+`;
+}
+
+export function controllerTestTs(n: ApiNames): string {
+  const K = n.kind;
+  const c = n.camel;
+  return `/**
+ * The ${K} controller against a real etcd + kube-apiserver (ts-controller-manager/testing, envtest-style) with this
+ * project's CRDs installed; the manager runs in this process, everything is checked through the API. As in envtest,
+ * no Kubernetes controllers run: nothing garbage-collects, so only the finalizer's cleanup can delete the ConfigMap.
+ *   npm test   (or: node --test ${n.testPath})
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ControllerManager, coreResources, findStatusCondition, ignoreNotFound, silentLogger, type KubeObject } from 'ts-controller-manager';
+import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
+import { ${c}Finalizer, setup${K}Controller } from './${n.file}.ts';
+
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+
+let env: TestEnv;
+const stop = new AbortController();
+let manager: Promise<number> | undefined;
+
+before(async () => {
+  env = await startTestEnv({ crdPaths: [join(import.meta.dirname, '..', 'config', 'crd', 'bases')] });
+  console.log(\`control plane ready in \${(env.startMs / 1000).toFixed(1)} s\`);
+  const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: silentLogger });
+  setup${K}Controller(mgr);
+  manager = mgr.start(stop.signal);
+});
+
+after(async () => {
+  stop.abort();
+  await manager;
+  await env?.stop();
+});
+
+/** Polls \`check\` until it returns something truthy (then returns it), or fails after 30 s. */
+async function eventually<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
+  for (const deadline = Date.now() + 30_000; ;) {
+    const got = await check();
+    if (got) return got;
+    if (Date.now() > deadline) assert.fail(\`timed out waiting for \${what}\`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test('${/^[AEIOU]/.test(K) ? 'an' : 'a'} ${K} gets its ConfigMap and Ready=True; a spec change follows; deletion runs the finalizer', async () => {
+  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}' } });
+  const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('test-${n.file}');
+  const configMaps = env.client.resource<ConfigMap>(coreResources.configMaps).namespace('test-${n.file}');
+  const created = await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'sample' }, spec: { foo: 'bar' } });
+
+  // The ConfigMap appears with spec.foo, controlled by the ${K}; the ${K} carries the finalizer and is Ready.
+  const cm = await eventually('the ConfigMap', () => ignoreNotFound(configMaps.get('sample')));
+  assert.deepEqual(cm.data, { foo: 'bar' });
+  assert.deepEqual(cm.metadata?.ownerReferences, [{
+    apiVersion, kind: ${c}Kind, name: 'sample', uid: created.metadata?.uid, controller: true, blockOwnerDeletion: true,
+  }]);
+  const ready = await eventually('Ready=True', async () => findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready'));
+  assert.deepEqual([ready.status, ready.reason, ready.observedGeneration], ['True', 'Reconciled', 1]);
+  assert.deepEqual((await ${c}s.get('sample')).metadata?.finalizers, [${c}Finalizer]);
+
+  // A spec change reaches the ConfigMap, and Ready reports the new generation.
+  await ${c}s.patch('sample', { merge: { spec: { foo: 'baz' } } });
+  await eventually('the ConfigMap updated', async () => (await configMaps.get('sample')).data?.['foo'] === 'baz');
+  await eventually('Ready for generation 2', async () =>
+    findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready')?.observedGeneration === 2);
+
+  // A hand edit of the ConfigMap is undone (.owns requeues the ${K}).
+  await configMaps.patch('sample', { merge: { data: { foo: 'edited' } } });
+  await eventually('the hand edit undone', async () => (await configMaps.get('sample')).data?.['foo'] === 'baz');
+
+  // Deleting the ${K}: cleanup deletes the ConfigMap, then the finalizer goes and with it the ${K}.
+  await ${c}s.delete('sample');
+  await eventually('${K} and ConfigMap gone', async () =>
+    (await ignoreNotFound(${c}s.get('sample'))) === undefined && (await ignoreNotFound(configMaps.get('sample'))) === undefined);
+});
+
+test('a ConfigMap of the same name that another owner controls is left alone: Ready=False ConfigMapExists', async () => {
+  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}-foreign' } });
+  const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('test-${n.file}-foreign');
+  const configMaps = env.client.resource<ConfigMap>(coreResources.configMaps).namespace('test-${n.file}-foreign');
+  const foreignOwner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: '00000000-0000-0000-0000-000000000001', controller: true };
+  await configMaps.create({ metadata: { name: 'taken', ownerReferences: [foreignOwner] }, data: { mine: 'yes' } });
+  await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'taken' }, spec: { foo: 'bar' } });
+
+  const refused = await eventually('Ready=False', async () => findStatusCondition((await ${c}s.get('taken')).status?.conditions, 'Ready'));
+  assert.deepEqual([refused.status, refused.reason], ['False', 'ConfigMapExists']);
+  assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'the foreign ConfigMap is untouched');
+
+  await ${c}s.delete('taken');
+  await eventually('the ${K} gone', async () => (await ignoreNotFound(${c}s.get('taken'))) === undefined);
+  assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'cleanup left the foreign ConfigMap alone');
+});
+
+test('the manager shuts down cleanly (exit code 0) when its signal aborts', async () => {
+  stop.abort();
+  assert.equal(await manager, 0);
+});
+`;
+}
+
+/** The lines `create api` inserts into main.ts at its two markers. */
+export function mainInsertions(n: ApiNames): { imports: string; controllers: string } {
+  return {
+    imports: `import { setup${n.kind}Controller } from './${n.controllerPath}';`,
+    controllers: `setup${n.kind}Controller(mgr);`,
+  };
+}

