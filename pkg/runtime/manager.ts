@@ -47,6 +47,19 @@ import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
 import { ControllerBuilder, type ControllerHost } from './builder.ts';
+import type { Lister } from '../informerfactory/lister.ts';
+import type { ApiClient } from '../client/typed.ts';
+
+/**
+ * What a reconciler needs of its manager: the shared caches (`informer(type).lister()`) and the client for writes.
+ * ControllerManager implements it; so does `ts-controller-manager/testing`'s FakeClient (`fake.host()`: an in-memory
+ * API server whose listers are always current), so a reconciler built from a ReconcilerHost can be unit-tested
+ * without a control plane (docs/testing.md).
+ */
+export interface ReconcilerHost {
+  informer<T extends KubeObject>(resource: ResourceType): { lister(): Lister<T> };
+  readonly client: ApiClient;
+}
 
 export interface LeaderElectionOptions {
   /** Lease name. */
@@ -131,7 +144,7 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-export class ControllerManager implements ControllerHost {
+export class ControllerManager implements ControllerHost, ReconcilerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */
