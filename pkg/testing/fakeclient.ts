@@ -18,7 +18,8 @@
  *    that removes the last finalizer deletes it; no new finalizer can be added while deleting (422).
  *  - status subresource (when the type has one): create drops `status`; update/patch of the main resource keep the
  *    stored status; update/patch of `/status` change only `status`. `metadata.generation` starts at 1 and is bumped
- *    by a change outside metadata and status (custom resources) or of `spec` (built-ins that have a generation).
+ *    by a change outside metadata and status (custom resources) or of `spec` (built-ins that have a generation;
+ *    Deployments also count annotations, as the server does).
  *  - list: label selectors (every operator), field selectors on metadata.name/metadata.namespace, limit/continue.
  *  - patches: JSON merge patch (RFC 7386; `metadata.resourceVersion` in it is a precondition), JSON patch (RFC 6902;
  *    a failed `test` → 422); strategic merge patch → 415 for custom resources, as the real server.
@@ -82,7 +83,9 @@ export interface FakeResource {
   statusSubresource?: boolean;
   /** Objects carry metadata.generation (custom resources and most built-ins with a spec). */
   generation?: boolean;
-  /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415, delete answers the object. */
+  /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415. */
+  /** A change of metadata.annotations bumps the generation too (Deployments: annotations are copied to ReplicaSets). */
+  annotationsBumpGeneration?: boolean;
   custom?: boolean;
   /** openAPIV3Schema of a CRD version: its defaults are applied. */
   schema?: SchemaNode;
@@ -109,7 +112,7 @@ const builtins: FakeResource[] = [
   { type: coreResources.services, statusSubresource: true },
   { type: coreResources.pods, statusSubresource: true, generation: true },
   { type: coreResources.nodes, statusSubresource: true },
-  { type: coreResources.deployments, statusSubresource: true, generation: true },
+  { type: coreResources.deployments, statusSubresource: true, generation: true, annotationsBumpGeneration: true },
   { type: coreResources.replicaSets, statusSubresource: true, generation: true },
 ];
 
@@ -422,7 +425,6 @@ export class FakeClient implements ApiClient {
       return clone(dryRun ? next : this.commit(t.res, key, next));
     }
     if (!dryRun) this.remove(t.res, key);
-    if (t.res.custom) return clone(existing.obj);
     return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: t.name, group: t.res.type.group, kind: t.res.type.resource, uid: m.uid } };
   }
 
@@ -594,6 +596,7 @@ function qualified(res: FakeResource): string {
 
 /** Whether an update bumps metadata.generation: spec (built-ins) or anything outside metadata/status (custom resources). */
 function specChanged(res: FakeResource, a: Json, b: Json): boolean {
+  if (res.annotationsBumpGeneration && !jsonEqual((a['metadata'] as ObjectMeta | undefined)?.annotations, (b['metadata'] as ObjectMeta | undefined)?.annotations)) return true;
   if (!res.custom) return !jsonEqual(a['spec'], b['spec']);
   const strip = (o: Json): Json => {
     const c: Json = { ...o };
