@@ -327,6 +327,9 @@ describe('kube-apiserver (startTestEnv)', () => {
   let env: TestEnv;
   before(async () => {
     env = await startTestEnv({ crdPaths });
+    // startTestEnv returns only once every installed CRD can be listed: the first LIST never races the install.
+    await env.client.resource(memcachedResource).list();
+    await env.client.resource(gadgets).list();
   });
   after(() => env.stop());
   conformance(() => ({ client: env.client, fake: false }));
