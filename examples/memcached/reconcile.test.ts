@@ -69,18 +69,21 @@ async function scenario(host: ReconcilerHost, ns: string, settle: () => Promise<
 }
 
 let fakeMs = 0;
+let warmFakeMs = 0;
 
 test('memcached reconcile on the FakeClient: Deployment, Ready, idempotent, a foreign Deployment left alone, finalizer cleanup', async () => {
   const times: number[] = [];
-  for (let i = 0; i < 2; i++) { // the first run includes the JIT's warm-up; both are printed
+  for (let i = 0; i < 5; i++) { // the first run includes the JIT's (and the YAML parser's) warm-up: printed apart
     const t0 = performance.now();
     const fake = new FakeClient({ crdPaths: [crd] });
     const ns = await testNamespace(fake, { prefix: 'cache' });
     await scenario(fake.host(), ns.name, () => Promise.resolve());
     times.push(performance.now() - t0);
   }
-  fakeMs = Math.max(...times);
-  console.log(`reconcile scenario on the FakeClient: ${times.map((t) => `${t.toFixed(1)} ms`).join(', then ')}`);
+  const warm = times.slice(1).sort((a, b) => a - b);
+  fakeMs = times[0] ?? 0;
+  console.log(`reconcile scenario on the FakeClient: ${fakeMs.toFixed(1)} ms the first time in this process, then median ${(warm[1] ?? 0).toFixed(1)} ms (of ${warm.map((t) => t.toFixed(1)).join(', ')})`);
+  warmFakeMs = warm[1] ?? 0;
 });
 
 test('the fake refuses, loudly, what depends on managedFields: a hand-edited container list taken back by apply (main.test.ts tests it for real)', async () => {
@@ -123,6 +126,6 @@ test('the same scenario on a real kube-apiserver (startTestEnv), timed against t
   await scenario(host, ns.name, settle);
   const envMs = performance.now() - t1;
   const total = performance.now() - t0;
-  console.log(`reconcile scenario on startTestEnv: ${envMs.toFixed(0)} ms (${(envMs / fakeMs).toFixed(0)}× the fake's slower run, ${fakeMs.toFixed(1)} ms); ` +
-    `with the control plane's start ${(total / 1000).toFixed(1)} s (${(total / fakeMs).toFixed(0)}×)`);
+  console.log(`reconcile scenario on startTestEnv: ${envMs.toFixed(0)} ms = ${(envMs / fakeMs).toFixed(0)}× the fake's first run, ` +
+    `${(envMs / warmFakeMs).toFixed(0)}× its warm median; with the control plane's start ${(total / 1000).toFixed(1)} s = ${(total / fakeMs).toFixed(0)}× / ${(total / warmFakeMs).toFixed(0)}×`);
 });
