@@ -19,8 +19,8 @@ export interface EventuallyOptions {
   intervalMs?: number;
   /** Aborting it stops the wait (rejects with its reason). */
   signal?: AbortSignal;
-  /** Names what is awaited in the timeout message ("the Deployment"). */
-  message?: string;
+  /** Names what is awaited in the timeout message ("the Deployment"); a function is called at the timeout (e.g. to add logs). */
+  message?: string | (() => string);
 }
 
 export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, undefined | null | false>> {
@@ -44,7 +44,8 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
       lastError = err;
     }
     if (Date.now() - t0 >= timeoutMs) {
-      const what = opts.message ? ` for ${opts.message}` : '';
+      const message = typeof opts.message === 'function' ? opts.message() : opts.message;
+      const what = message ? ` for ${message}` : '';
       const last = failed
         ? `last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`
         : `last value: ${JSON.stringify(lastValue) ?? String(lastValue)}`;
