@@ -272,7 +272,7 @@ export function conformance(kit: () => ConformanceKit): void {
         throw err;
       }
     }, /without force that changes spec\.size/, (err) => {
-      assert.ok(err instanceof ApiError && err.status === 409 && /kubectl-edit/.test(err.message), String(err));
+      assert.ok(err instanceof ApiError && err.status === 409 && /kubectl-edit/.test(err.message), err instanceof Error ? err.message : JSON.stringify(err));
     });
     // A list another writer changed: the server merges its items by key (here: the finalizers set keeps theirs).
     await mcs(n).apply({ metadata: { name: 'own', finalizers: ['example.com/ctl'] }, spec: { size: 1 } }, { fieldManager: 'ctl', force: true });

@@ -16,7 +16,12 @@ import type { RestClient } from '../client/rest.ts';
 import { delay } from './process.ts';
 
 export interface CustomResourceDefinition extends KubeObject {
-  spec?: { group?: string; names?: { plural?: string }; versions?: { name: string; served?: boolean }[] };
+  spec?: {
+    group?: string;
+    scope?: string;
+    names?: { plural?: string; kind?: string };
+    versions?: { name: string; served?: boolean; subresources?: { status?: unknown }; schema?: { openAPIV3Schema?: unknown } }[];
+  };
   status?: { conditions?: Condition[] };
 }
 

@@ -29,7 +29,7 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
   const t0 = Date.now();
   let attempts = 0;
   let lastError: unknown;
-  let failed = false;
+  let failed: boolean;
   let lastValue: unknown;
   for (;;) {
     opts.signal?.throwIfAborted();

@@ -147,10 +147,7 @@ export class FakeClient implements ApiClient {
 
   /** Registers the served versions of a CustomResourceDefinition. */
   addCRD(crd: CustomResourceDefinition): void {
-    const spec = crd.spec as (CustomResourceDefinition['spec'] & {
-      scope?: string; names?: { plural?: string; kind?: string };
-      versions?: { name: string; served?: boolean; subresources?: { status?: unknown }; schema?: { openAPIV3Schema?: SchemaNode } }[];
-    }) | undefined;
+    const spec = crd.spec;
     for (const v of spec?.versions ?? []) {
       if (v.served === false) continue;
       const type: ResourceType = {
@@ -262,7 +259,7 @@ export class FakeClient implements ApiClient {
   private bucket(res: FakeResource): Map<string, Stored> {
     const id = resourceId(res.type);
     let b = this.store.get(id);
-    if (!b) this.store.set(id, (b = new Map()));
+    if (!b) this.store.set(id, (b = new Map<string, Stored>()));
     return b;
   }
 
@@ -396,7 +393,7 @@ export class FakeClient implements ApiClient {
   private remember(obj: KubeObject, slot: string, owned: Json): void {
     const uid = obj.metadata?.uid ?? '';
     let m = this.applied.get(uid);
-    if (!m) this.applied.set(uid, (m = new Map()));
+    if (!m) this.applied.set(uid, (m = new Map<string, Json>()));
     m.set(slot, clone(owned));
   }
 
@@ -447,7 +444,7 @@ export class FakeClient implements ApiClient {
       next = clone(old);
       if (incoming['status'] === undefined) delete next['status']; else next['status'] = clone(incoming['status']);
     } else {
-      next = { ...clone(incoming), apiVersion: apiVersionOf(res.type), kind: res.type.kind } as KubeObject & Json;
+      next = { ...clone(incoming), apiVersion: apiVersionOf(res.type), kind: res.type.kind };
       const m: ObjectMeta & Json = { ...inMeta };
       for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'name', 'namespace'] as const) {
         const v = (om as Json)[k];
@@ -473,7 +470,7 @@ export class FakeClient implements ApiClient {
     if (dryRun) return clone(next);
     if (next.metadata?.deletionTimestamp && (next.metadata.finalizers?.length ?? 0) === 0) {
       this.rv++;
-      (next.metadata as ObjectMeta).resourceVersion = String(this.rv);
+      next.metadata.resourceVersion = String(this.rv);
       this.remove(res, key, false);
       return clone(next);
     }
