@@ -51,6 +51,11 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
         : `last value: ${JSON.stringify(lastValue) ?? String(lastValue)}`;
       throw new Error(`eventually: timed out after ${timeoutMs} ms${what} (${attempts} calls); ${last}`, failed ? { cause: lastError } : undefined);
     }
-    await sleep(intervalMs, undefined, opts.signal ? { signal: opts.signal } : {});
+    try {
+      await sleep(intervalMs, undefined, opts.signal ? { signal: opts.signal } : {});
+    } catch (err) {
+      opts.signal?.throwIfAborted(); // the signal's own reason, not the timer's AbortError
+      throw err;
+    }
   }
 }
