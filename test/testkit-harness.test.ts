@@ -22,8 +22,9 @@ test('startManager: resolves with the controllers running (they reconcile), stop
   const t0 = Date.now();
   const running = await startManager(() => {
     const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: silentLogger, registry: new Registry(), namespaces: [ns.name] });
-    mgr.controller('seen').for<KubeObject>(coreResources.configMaps).complete(async ({ name }) => {
+    mgr.controller('seen').for<KubeObject>(coreResources.configMaps).complete(({ name }) => {
       seen.push(name);
+      return Promise.resolve();
     });
     return mgr;
   });
@@ -44,7 +45,7 @@ test('startManager: a manager that stops before its controllers start rejects at
   const missing = { group: 'nowhere.example.com', version: 'v1', resource: 'ghosts', kind: 'Ghost', namespaced: true };
   await assert.rejects(startManager(() => {
     const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: silentLogger, registry: new Registry(), cacheSyncTimeoutMs: 1_000 });
-    mgr.controller('ghosts').for(missing).complete(async () => {});
+    mgr.controller('ghosts').for(missing).complete(() => Promise.resolve());
     return mgr;
   }, { startTimeoutMs: 30_000 }), /the manager stopped \(exit 1\) before its controllers started: .*ghosts\.nowhere\.example\.com/);
   assert.ok(Date.now() - t0 < 15_000, `rejected after ${Date.now() - t0} ms, not at the 30 s start timeout`);
