@@ -100,6 +100,16 @@ export function conformance(kit: () => ConformanceKit): void {
     assert.equal((await mcs(n).update({ ...m, spec: { ...m.spec, size: 2 } })).spec?.size, 2);
   });
 
+  test('metadata checks: create with a resourceVersion (500); update naming another namespace (400) or uid (409); JSON patch of a missing path (422)', async (t) => {
+    const n = await ns(t);
+    await assert.rejects(cms(n).create({ metadata: { name: 'rv', resourceVersion: '5' } }), apiError(500));
+    await cms(n).create({ metadata: { name: 'b' } });
+    await assert.rejects(cms(n).update({ metadata: { name: 'b', namespace: `${n}-other` } }), apiError(400, 'BadRequest'));
+    await assert.rejects(cms(n).update({ metadata: { name: 'b', uid: '00000000-0000-0000-0000-000000000000' } }), apiError(409, 'Conflict'));
+    await assert.rejects(cms(n).patch('b', { json: [{ op: 'remove', path: '/data/nope' }] }), apiError(422, 'Invalid'));
+    await assert.rejects(cms(n).patch('b', { json: [{ op: 'replace', path: '/data/nope', value: 'x' }] }), apiError(422, 'Invalid'));
+  });
+
   test('generation: bumped by a spec change, not by metadata or status changes', async (t) => {
     const n = await ns(t);
     const m = await mcs(n).create({ metadata: { name: 'g' }, spec: { size: 1 } });

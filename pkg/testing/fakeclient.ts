@@ -23,7 +23,8 @@
  *  - list: label selectors (every operator), field selectors on metadata.name/metadata.namespace, limit/continue.
  *  - patches: JSON merge patch (RFC 7386; `metadata.resourceVersion` in it is a precondition), JSON patch (RFC 6902;
  *    a failed `test` → 422); strategic merge patch → 415 for custom resources, as the real server.
- *  - delete preconditions (uid, resourceVersion → 409), dryRun on every write.
+ *  - delete preconditions (uid, resourceVersion → 409), dryRun on every write; create with a resourceVersion → 500,
+ *    update whose body names another namespace → 400 or another uid → 409.
  *  - CRD schema defaults (`default:` in the openAPIV3Schema) are applied on create and update, as the server does.
  *  - server-side apply: creates the object from the configuration, or merges it into the stored object (maps key by
  *    key, lists replaced), for exactly the cases whose result does not depend on field ownership; it keeps no
@@ -298,6 +299,7 @@ export class FakeClient implements ApiClient {
       }
       this.checkNamespace(t.namespace ?? '', method, path);
     }
+    if (meta.resourceVersion) throw this.error(method, path, 500, 'InternalError', 'resourceVersion should not be set on objects to be created');
     let name = meta.name;
     if (!name && meta.generateName) name = meta.generateName + Array.from({ length: 5 }, () => nameAlphabet[Math.floor(Math.random() * nameAlphabet.length)]).join('');
     if (!name) throw this.invalid(method, path, res, '', 'metadata.name: Required value: name or generateName is required');
@@ -322,7 +324,14 @@ export class FakeClient implements ApiClient {
   private update(t: Target, body: Json, dryRun: boolean, method: string, path: string): unknown {
     const name = (body['metadata'] as ObjectMeta | undefined)?.name;
     if (name !== t.name) throw this.error(method, path, 400, 'BadRequest', `the name of the object (${name ?? ''}) does not match the name on the URL (${t.name ?? ''})`);
+    const meta = body['metadata'] as ObjectMeta;
+    if (t.res.type.namespaced && meta.namespace && meta.namespace !== t.namespace) {
+      throw this.error(method, path, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    }
     const existing = this.mustGet(t, method, path);
+    if (meta.uid && meta.uid !== existing.obj.metadata?.uid) {
+      throw this.error(method, path, 409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t.res)} "${t.name ?? ''}": Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${existing.obj.metadata?.uid ?? ''}`);
+    }
     return this.write(t, existing, body, dryRun, method, path);
   }
 
@@ -342,7 +351,10 @@ export class FakeClient implements ApiClient {
       try {
         next = jsonPatch(clone(existing.obj), body as JsonPatchOperation[]);
       } catch (err) {
-        throw this.invalid(method, path, t.res, t.name ?? '', `patch: Invalid value: "...": ${(err as Error).message}`);
+        // The server's message says no more than this; the fake's reason is kept in the body's details.
+        const e = this.error(method, path, 422, 'Invalid', 'the server rejected our request due to an error in our request');
+        (e.body as Json)['details'] = { causes: [{ message: (err as Error).message }] };
+        throw e;
       }
     } else {
       throw this.error(method, path, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${contentType}`);
