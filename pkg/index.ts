@@ -11,7 +11,8 @@
 
 // Composition and builder.
 export {
-  ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions, type WebhookOptions,
+  ControllerManager, packageVersion, type ControllerManagerOptions, type LeaderElectionOptions, type ReconcilerHost,
+  type WebhookOptions,
 } from './runtime/manager.ts';
 export { ControllerBuilder, type BuilderOptions, type ForOptions, type MapFunc, type SourceOptions } from './runtime/builder.ts';
 // Event predicates for for/owns/watches (controller-runtime pkg/predicate).
@@ -68,7 +69,7 @@ export {
   RestClient, ApiError, isNotFound, isConflict, isAlreadyExists, type RestClientOptions, type RequestOptions, type Verb,
 } from './client/rest.ts';
 export { loadKubeConfig, type KubeConfigSource } from './manager/kubeconfig.ts';
-export { ResourceClient, StatusClient, ScaleClient } from './client/typed.ts';
+export { ResourceClient, StatusClient, ScaleClient, type ApiClient } from './client/typed.ts';
 export { ignoreNotFound, ignoreAlreadyExists } from './client/ignore.ts';
 export type {
   ApplyConfiguration, ApplyOptions, CallOptions, CreateOptions, DeepPartial, DeleteOptions, FieldValidation, GetOptions,

@@ -63,7 +63,7 @@ describe('the packed library and the example controller', () => {
         target: 'ES2024', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true,
         types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')], skipLibCheck: false,
       },
-      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts'],
+      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts', 'memcached/reconcile.test.ts'],
     }));
   });
 
@@ -143,17 +143,17 @@ describe('the packed library and the example controller', () => {
   });
 
   /** `node --test main.test.ts` in `dir` of the user's project, as its author runs it; the runner's output. */
-  async function ownTest(t: TestContext, dir: string): Promise<string> {
+  async function ownTest(t: TestContext, dir: string, files = ['main.test.ts']): Promise<string> {
     // KUBEBUILDER_ASSETS unset: the packed package finds this machine's cached binaries itself.
     const childEnv = { ...process.env };
     delete childEnv['KUBEBUILDER_ASSETS'];
     delete childEnv['NODE_OPTIONS'];
     // Set by the runner for this file's process; inherited, it makes the nested `node --test` skip its files.
     delete childEnv['NODE_TEST_CONTEXT'];
-    const res = await run(node, ['--test', '--test-reporter=spec', 'main.test.ts'], { cwd: dir, env: childEnv, maxBuffer: 16 << 20 })
+    const res = await run(node, ['--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: dir, env: childEnv, maxBuffer: 16 << 20 })
       .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
-    for (const line of res.out.split('\n').filter((l) => l.includes('control plane ready in') || l.includes('✔') || l.includes('✖'))) t.diagnostic(line.trim());
-    assert.equal(res.code, 0, `node --test main.test.ts in ${dir}:\n${res.out.slice(-4000)}`);
+    for (const line of res.out.split('\n').filter((l) => l.includes('control plane ready in') || l.includes('reconcile scenario') || l.includes('✔') || l.includes('✖'))) t.diagnostic(line.trim());
+    assert.equal(res.code, 0, `node --test ${files.join(' ')} in ${dir}:\n${res.out.slice(-4000)}`);
     return res.out;
   }
 
@@ -169,7 +169,7 @@ describe('the packed library and the example controller', () => {
     assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
   });
 
-  test('memcached: its own test passes in the fresh project (Deployment applied and owned, Ready, drift undone, finalizer, nothing left)', async (t) => {
-    assert.match(await ownTest(t, join(app, 'memcached')), /ℹ pass 1\n/);
+  test('memcached: its own tests pass in the fresh project (Deployment applied and owned, Ready, drift undone, finalizer, nothing left; the reconciler on the FakeClient)', async (t) => {
+    assert.match(await ownTest(t, join(app, 'memcached'), ['main.test.ts', 'reconcile.test.ts']), /ℹ pass 4\n/);
   });
 });

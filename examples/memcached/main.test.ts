@@ -1,47 +1,45 @@
 /**
  * The memcached controller's own test, envtest-style: a real etcd + kube-apiserver with crd.yaml installed, from
- * `ts-controller-manager/testing`; the controller run as its own process (`node main.ts`); everything checked through
- * the API. As in envtest no Kubernetes controllers run: Deployments get no Pods and nothing garbage-collects, so the
- * test plays the Deployment controller (writes the Deployment's status) and the finalizer alone removes the Deployment.
+ * `ts-controller-manager/testing`; the controller run in this process on a ControllerManager (`startManager`, the
+ * same `setupMemcached` that `node main.ts` runs); everything checked through the API, each step awaited with
+ * `eventually`, in a namespace of the test's own (`testNamespace`). As in envtest no Kubernetes controllers run:
+ * Deployments get no Pods and nothing garbage-collects, so the test plays the Deployment controller (writes the
+ * Deployment's status) and the finalizer alone removes the Deployment. The reconciler's unit test on the FakeClient
+ * is reconcile.test.ts.
  *   node --test main.test.ts
  * (From a clone of ts-controller-manager: NODE_OPTIONS=--conditions=ts-controller-manager-source node --test examples/memcached/main.test.ts)
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { coreResources, ignoreNotFound } from 'ts-controller-manager';
+import { ControllerManager, coreResources, ignoreNotFound, newLogger } from 'ts-controller-manager';
 import type { Deployment } from 'ts-controller-manager/api/apps/v1';
-import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { eventually, startManager, startTestEnv, testNamespace, type RunningManager, type TestEnv } from 'ts-controller-manager/testing';
 import { memcachedResource, type Memcached } from './api/example/v1alpha1/zz_generated.types.ts';
+import { setupMemcached } from './main.ts';
 
 let env: TestEnv;
-let controller: ChildProcess;
+let controller: RunningManager;
 let logs = '';
 
 before(async () => {
   env = await startTestEnv({ crdPaths: [join(import.meta.dirname, 'crd.yaml')] });
   console.log(`control plane ready in ${(env.startMs / 1000).toFixed(1)} s`);
-  controller = spawn(process.execPath, ['main.ts'], {
-    cwd: import.meta.dirname, env: { ...process.env, KUBECONFIG: env.kubeconfigPath, PROBE_ADDRESS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+  const out = new PassThrough();
+  out.on('data', (d: Buffer) => (logs += d.toString()));
+  controller = await startManager(() => {
+    const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: newLogger({ destination: out }) });
+    setupMemcached(mgr);
+    return mgr;
   });
-  controller.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
-  controller.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
 });
 after(async () => {
-  if (controller.exitCode === null) controller.kill('SIGKILL');
+  await controller.stop().catch(() => {}); // asserted in the test; here only: never leave it running
   await env.stop();
 });
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (const deadline = Date.now() + 30_000; ;) {
-    const got = await check();
-    if (got) return got;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; controller logs:\n${logs.slice(-2000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 /** Live processes whose command line names a path in `dir` (an environment's etcd and kube-apiserver do). */
 const processesIn = (dir: string): number[] => readdirSync('/proc').map(Number).filter((pid) => {
   try {
@@ -51,15 +49,16 @@ const processesIn = (dir: string): number[] => readdirSync('/proc').map(Number).
   }
 });
 
-test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undone, a foreign Deployment is never taken over, the finalizer cleans up', async () => {
-  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'cache' } });
-  const memcacheds = env.client.resource<Memcached>(memcachedResource).namespace('cache');
-  const deployments = env.client.resource<Deployment>(coreResources.deployments).namespace('cache');
+test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undone, a foreign Deployment is never taken over, the finalizer cleans up', async (t) => {
+  const ns = await testNamespace(env, { t });
+  const memcacheds = env.client.resource<Memcached>(memcachedResource).namespace(ns.name);
+  const deployments = env.client.resource<Deployment>(coreResources.deployments).namespace(ns.name);
+  const waitFor = <T>(message: string, fn: () => Promise<T>): Promise<Exclude<T, undefined | null | false>> => eventually(fn, { message: () => `${message}; controller logs:\n${logs.slice(-2000)}` });
   const mc = await memcacheds.create({ apiVersion: 'example.ts-controller-manager.io/v1alpha1', kind: 'Memcached', metadata: { name: 'sessions' }, spec: { size: 2 } });
   const ready = async (): Promise<Memcached['status'] & object> => (await memcacheds.get('sessions')).status ?? {};
 
   // The Deployment appears as the spec says, controlled by the Memcached, its fields owned by the controller's apply.
-  const d = await eventually('the Deployment', () => ignoreNotFound(deployments.get('sessions')));
+  const d = await waitFor('the Deployment', () => ignoreNotFound(deployments.get('sessions')));
   assert.equal(d.spec?.replicas, 2);
   assert.equal(d.spec?.template?.spec?.containers?.[0]?.image, 'memcached:1.6.26-alpine3.19', 'the CRD default');
   assert.deepEqual(d.metadata?.ownerReferences, [{
@@ -68,18 +67,18 @@ test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undo
   const managers = (d.metadata?.managedFields ?? []) as { manager: string; operation: string }[];
   assert.ok(managers.some((f) => f.manager === 'memcached-controller' && f.operation === 'Apply'), JSON.stringify(managers));
   assert.deepEqual((await memcacheds.get('sessions')).metadata?.finalizers, ['example.ts-controller-manager.io/finalizer']);
-  const progressing = await eventually('Ready=False', async () => (await ready()).conditions?.find((c) => c.type === 'Ready' && c.status === 'False'));
+  const progressing = await waitFor('Ready=False', async () => (await ready()).conditions?.find((c) => c.type === 'Ready' && c.status === 'False'));
   assert.deepEqual([progressing.reason, progressing.message, progressing.observedGeneration], ['Progressing', '0/2 replicas available', 1]);
 
   // Play the Deployment controller: all replicas available → Ready=True.
   await deployments.status().patch('sessions', { merge: { status: { observedGeneration: d.metadata?.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 } } });
-  const readyCond = await eventually('Ready=True', async () => (await ready()).conditions?.find((c) => c.type === 'Ready' && c.status === 'True'));
+  const readyCond = await waitFor('Ready=True', async () => (await ready()).conditions?.find((c) => c.type === 'Ready' && c.status === 'True'));
   assert.deepEqual([readyCond.reason, readyCond.message, readyCond.observedGeneration], ['Available', '2/2 replicas available', 1]);
   assert.equal((await ready()).availableReplicas, 2);
 
   // Drift by hand (another field manager) is undone: `.owns` requeues the Memcached and the forced apply takes it back.
   await deployments.patch('sessions', { merge: { spec: { replicas: 5, template: { spec: { containers: [{ name: 'memcached', image: 'memcached:latest' }] } } } } }, { fieldManager: 'kubectl-edit' });
-  const back = await eventually('the drift undone', async () => {
+  const back = await waitFor('the drift undone', async () => {
     const now = await deployments.get('sessions');
     return now.spec?.replicas === 2 && now.spec.template?.spec?.containers?.[0]?.image === 'memcached:1.6.26-alpine3.19' && now;
   });
@@ -87,7 +86,7 @@ test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undo
 
   // Deleting the Memcached runs the finalizer: the Deployment goes (no garbage collector here), then the Memcached.
   await memcacheds.delete('sessions');
-  await eventually('Memcached and Deployment gone', async () =>
+  await waitFor('Memcached and Deployment gone', async () =>
     (await ignoreNotFound(memcacheds.get('sessions'))) === undefined && (await ignoreNotFound(deployments.get('sessions'))) === undefined);
   assert.match(logs, /Deleted the Deployment/);
 
@@ -96,23 +95,24 @@ test('a Memcached gets its Deployment (SSA, owned), becomes Ready, drift is undo
     replicas: 1, selector: { matchLabels: { app: 'foreign' } }, template: { metadata: { labels: { app: 'foreign' } }, spec: { containers: [{ name: 'x', image: 'x' }] } },
   } } satisfies Deployment);
   await memcacheds.create({ apiVersion: 'example.ts-controller-manager.io/v1alpha1', kind: 'Memcached', metadata: { name: 'foreign' }, spec: { size: 3 } });
-  const refused = await eventually('Ready=False ResourceExists', async () => (await memcacheds.get('foreign')).status?.conditions?.find((c) => c.reason === 'ResourceExists'));
+  const refused = await waitFor('Ready=False ResourceExists', async () => (await memcacheds.get('foreign')).status?.conditions?.find((c) => c.reason === 'ResourceExists'));
   assert.equal(refused.status, 'False');
   const untouched = await deployments.get('foreign');
   assert.deepEqual([untouched.spec?.replicas, untouched.metadata?.ownerReferences], [1, undefined], 'the foreign Deployment is left as it was');
   await deployments.delete('foreign');
-  const own = await eventually('its own Deployment once the foreign one is gone', async () => {
+  const own = await waitFor('its own Deployment once the foreign one is gone', async () => {
     const now = await ignoreNotFound(deployments.get('foreign'));
     return now?.metadata?.ownerReferences?.[0]?.kind === 'Memcached' && now;
   });
   assert.equal(own.spec?.replicas, 3);
   await memcacheds.delete('foreign');
-  await eventually('the second Memcached gone', async () => (await ignoreNotFound(memcacheds.get('foreign'))) === undefined);
+  await waitFor('the second Memcached gone', async () => (await ignoreNotFound(memcacheds.get('foreign'))) === undefined);
 
-  // Nothing left behind: the controller exits 0 on SIGTERM, the control plane's processes are gone after stop().
-  const exited = new Promise((resolve) => controller.once('exit', resolve));
-  controller.kill('SIGTERM');
-  assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-2000)}`);
+  // Nothing left behind: the manager stops gracefully (stop() rejects unless it exited 0), the control plane's
+  // processes are gone after env.stop().
+  await ns.delete();
+  await controller.stop();
+  assert.equal(await controller.exited, 0);
   await env.stop();
   assert.deepEqual(processesIn(env.dir), [], 'no etcd or kube-apiserver left');
 });

@@ -30,8 +30,8 @@ import { readBody } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { sharedTransports, type Transport } from './transport.ts';
 import { ApiError } from './errors.ts';
-import type { JsonClient, Query, RawResponse, RequestOptions, Verb } from './request.ts';
-import { ResourceClient } from './typed.ts';
+import type { Query, RawResponse, RequestOptions, Verb } from './request.ts';
+import { ResourceClient, type ApiClient } from './typed.ts';
 import { realClock } from '../util/clock.ts';
 import { defaultRetryPolicy, retryDelayMs, type RetryPolicy } from './retry.ts';
 import type { Logger } from '../log/logger.ts';
@@ -91,7 +91,7 @@ interface Response extends RawResponse {
   bytes(): Promise<Buffer>;
 }
 
-export class RestClient implements JsonClient {
+export class RestClient implements ApiClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   readonly transport: Transport;

@@ -95,6 +95,17 @@ function nameOf(obj: KubeObject): string {
   return name;
 }
 
+/**
+ * What user code holds as "the client": JSON requests (`json`) plus typed clients per resource type (`resource`).
+ * RestClient implements it against an API server; `ts-controller-manager/testing`'s FakeClient implements it in
+ * memory (its conformance suite, test/fakeclient-conformance.test.ts, runs the same cases on both). Code that takes
+ * an ApiClient instead of a RestClient can be unit-tested on the fake.
+ */
+export interface ApiClient extends JsonClient {
+  /** A typed client of `type` on this client (typed.ts). */
+  resource<T extends KubeObject = KubeObject>(type: ResourceType): ResourceClient<T>;
+}
+
 /** A typed client of one resource type, in one namespace or (list only) all of them. */
 export class ResourceClient<T extends KubeObject> {
   readonly #s: Scope;

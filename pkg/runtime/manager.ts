@@ -52,6 +52,19 @@ import type { AdmissionHandler } from '../webhook/admission.ts';
 import { WebhookBuilder } from '../webhook/builder.ts';
 import type { Conversion } from '../webhook/conversion.ts';
 import { WebhookServer, type WebhookRegistrar, type WebhookServerOptions } from '../webhook/server.ts';
+import type { Lister } from '../informerfactory/lister.ts';
+import type { ApiClient } from '../client/typed.ts';
+
+/**
+ * What a reconciler needs of its manager: the shared caches (`informer(type).lister()`) and the client for writes.
+ * ControllerManager implements it; so does `ts-controller-manager/testing`'s FakeClient (`fake.host()`: an in-memory
+ * API server whose listers are always current), so a reconciler built from a ReconcilerHost can be unit-tested
+ * without a control plane (docs/testing.md).
+ */
+export interface ReconcilerHost {
+  informer<T extends KubeObject>(resource: ResourceType): { lister(): Lister<T> };
+  readonly client: ApiClient;
+}
 
 export interface LeaderElectionOptions {
   /** Lease name. */
@@ -150,7 +163,7 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-export class ControllerManager implements ControllerHost {
+export class ControllerManager implements ControllerHost, ReconcilerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */

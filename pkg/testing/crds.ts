@@ -4,17 +4,24 @@
  * kustomization.yaml are read and skipped because they hold no CRD), is parsed as one or more documents, and every
  * `apiextensions.k8s.io/v1` CustomResourceDefinition among them is applied (server-side apply, field manager
  * `ts-controller-manager-testing`, forced: re-installing is idempotent) and then waited for until its `Established`
- * condition is True — after that its resources are served and objects of it can be created.
+ * condition is True and a LIST of every served version answers 200 — after that objects of it can be created and
+ * listed (Established alone can still see a 404 for a moment).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, isAbsolute, join, resolve } from 'node:path';
 import { loadAll } from 'js-yaml';
 import type { Condition, KubeObject } from '../apimachinery/meta.ts';
+import { ApiError } from '../client/errors.ts';
 import type { RestClient } from '../client/rest.ts';
 import { delay } from './process.ts';
 
 export interface CustomResourceDefinition extends KubeObject {
-  spec?: { group?: string; names?: { plural?: string } };
+  spec?: {
+    group?: string;
+    scope?: string;
+    names?: { plural?: string; kind?: string };
+    versions?: { name: string; served?: boolean; subresources?: { status?: unknown }; schema?: { openAPIV3Schema?: unknown } }[];
+  };
   status?: { conditions?: Condition[] };
 }
 
@@ -48,8 +55,9 @@ export function readCRDs(paths: string[]): CustomResourceDefinition[] {
 }
 
 /**
- * Applies the CRDs found in `paths` and resolves with their names once every one is Established; rejects after
- * `timeoutMs` (default 30 s) naming the CRDs still not Established, or when `signal` aborts.
+ * Applies the CRDs found in `paths` and resolves with their names once every one is Established and every served
+ * version can be listed (200); rejects after `timeoutMs` (default 30 s, for both waits together) naming what is still
+ * not Established or not listable, or when `signal` aborts.
  */
 export async function installCRDs(client: RestClient, paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string[]> {
   return applyCRDs(client, readCRDs(paths), paths, opts);
@@ -78,6 +86,27 @@ export async function applyCRDs(
     pending = pending.filter((_, i) => !established[i]);
     if (pending.length === 0) break;
     if (Date.now() > deadline) throw new Error(`CRDs not Established within ${opts.timeoutMs ?? 30_000} ms: ${pending.join(', ')}`);
+    await delay(50);
+  }
+  // Established is not yet "served": right after it, a LIST can still answer 404 for a moment (the discovery and
+  // handler of the new resource are installed asynchronously). Return only once every served version of every CRD
+  // answers a LIST with 200 — so the first request of a test (or an informer's first LIST) never races the install.
+  let unlisted = crds.flatMap((crd) => (crd.spec?.versions ?? []).filter((v) => v.served !== false)
+    .map((v) => `/apis/${crd.spec?.group ?? ''}/${v.name}/${crd.spec?.names?.plural ?? ''}`));
+  while (unlisted.length > 0) {
+    opts.signal?.throwIfAborted();
+    const ok = await Promise.all(unlisted.map(async (path) => {
+      try {
+        await client.json('GET', path, { query: { limit: 1 }, signal: opts.signal });
+        return true;
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) return false;
+        throw err;
+      }
+    }));
+    unlisted = unlisted.filter((_, i) => !ok[i]);
+    if (unlisted.length === 0) break;
+    if (Date.now() > deadline) throw new Error(`CRDs Established but not listable within ${opts.timeoutMs ?? 30_000} ms: ${unlisted.join(', ')}`);
     await delay(50);
   }
   return names;

@@ -32,7 +32,10 @@ import { createPki, type Pki } from './pki.ts';
 import { delay, freePort, isAlive, killGroup, signalGroup, tail } from './process.ts';
 
 export interface TestEnvOptions {
-  /** CRD manifests to install (and wait for until Established) before startTestEnv resolves: files or directories. */
+  /**
+   * CRD manifests to install before startTestEnv resolves (files or directories): read and checked before anything
+   * starts; waited for until Established and every served version answers a LIST with 200.
+   */
   crdPaths?: string[];
   /** Directory holding etcd and kube-apiserver; default $KUBEBUILDER_ASSETS, then the ts-controller-manager cache. */
   binaryAssetsDirectory?: string;
@@ -195,7 +198,7 @@ export class TestEnv {
     }
   }
 
-  /** Installs more CRDs (files or directories) and waits until they are Established; returns their names. */
+  /** Installs more CRDs (files or directories) and waits until they are Established and listable; returns their names. */
   async installCRDs(paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string[]> {
     const names = await installCRDs(this.client, paths, opts);
     for (const n of names) if (!this.crds.includes(n)) this.crds.push(n);

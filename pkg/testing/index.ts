@@ -9,3 +9,7 @@
 export { startTestEnv, TestEnv, type TestEnvOptions } from './env.ts';
 export { findBinaries, cacheDir, type ControlPlaneBinaries } from './binaries.ts';
 export { installCRDs, readCRDs, type CustomResourceDefinition } from './crds.ts';
+export { FakeClient, FakeInformer, FakeUnsupportedError, type FakeClientOptions, type FakeResource } from './fakeclient.ts';
+export { eventually, type EventuallyOptions } from './eventually.ts';
+export { testNamespace, type TestNamespace, type TestNamespaceOptions } from './namespace.ts';
+export { startManager, reconcileContext, type RunningManager, type StartManagerOptions } from './harness.ts';

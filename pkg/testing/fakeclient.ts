@@ -1,0 +1,756 @@
+/**
+ * FakeClient: an in-memory API server behind the client interface user code holds (`ApiClient`: `json` and
+ * `resource<T>(type)` → the real ResourceClient/StatusClient), with listers that read its store — controller-runtime's
+ * fake client with a scheme, for unit tests of reconcilers without a control plane.
+ *
+ *   const fake = new FakeClient({ crdPaths: ['crd.yaml'], resources: [coreResources.deployments] });
+ *   await fake.resource(coreResources.namespaces).create({ metadata: { name: 'a' } });
+ *   const reconcile = myReconciler(fake.host());             // informer(type).lister() + client, as on a ControllerManager
+ *   await reconcile({ namespace: 'a', name: 'x' }, signal, reconcileContext('a/x'));
+ *
+ * Semantics it implements as kube-apiserver does (each proven on both by test/fakeclient-conformance.test.ts):
+ *  - resourceVersion: one counter for the whole store, bumped by every write that changes something; a write that
+ *    changes nothing (an identical update, an empty merge patch) keeps the resourceVersion.
+ *  - update (PUT) with a stale `metadata.resourceVersion` → 409 Conflict; a custom resource without one → 422.
+ *  - 404 NotFound (get/update/patch/delete of a missing object, a namespace that does not exist on create),
+ *    409 AlreadyExists, `generateName` (5 random characters from the API server's alphabet).
+ *  - finalizers: delete of an object with finalizers sets `deletionTimestamp` (and bumps `generation`); the write
+ *    that removes the last finalizer deletes it; no new finalizer can be added while deleting (422).
+ *  - status subresource (when the type has one): create drops `status`; update/patch of the main resource keep the
+ *    stored status; update/patch of `/status` change only `status`. `metadata.generation` starts at 1 and is bumped
+ *    by a change outside metadata and status (custom resources) or of `spec` (built-ins that have a generation;
+ *    Deployments also count annotations, as the server does).
+ *  - list: label selectors (every operator), field selectors on metadata.name/metadata.namespace, limit/continue.
+ *  - patches: JSON merge patch (RFC 7386; `metadata.resourceVersion` in it is a precondition), JSON patch (RFC 6902;
+ *    a failed `test` → 422); strategic merge patch → 415 for custom resources, as the real server.
+ *  - delete preconditions (uid, resourceVersion → 409), dryRun on every write; create with a resourceVersion → 500,
+ *    update whose body names another namespace → 400 or another uid → 409.
+ *  - CRD schema defaults (`default:` in the openAPIV3Schema) are applied on create and update, as the server does.
+ *  - server-side apply: creates the object from the configuration, or merges it into the stored object (maps key by
+ *    key, lists replaced), for exactly the cases whose result does not depend on field ownership; it keeps no
+ *    `managedFields`. Everything else is REFUSED with FakeUnsupportedError, never answered differently:
+ *    apply without `force` that changes a value already set (the server's answer depends on who owns it), a list
+ *    that differs from both the applied list and this field manager's previous configuration (list merging by key
+ *    needs managedFields), and a field this manager applied before and now leaves out (removal depends on ownership).
+ *
+ * Refused with FakeUnsupportedError (a loud failure, never a silent difference): watches (`json` cannot stream),
+ * strategic merge patch of built-ins, `fieldValidation: 'Strict'`, delete with propagationPolicy Foreground or
+ * Orphan (needs the garbage collector), the `scale` subresource, field selectors other than metadata.name/namespace,
+ * and the server-side apply cases above. Not modelled (documented in docs/testing.md): validation and admission
+ * (the fake stores what it is given), managedFields, garbage collection, other controllers (as in envtest).
+ *
+ * Listers (`informer(type).lister()`) read an Indexer updated synchronously by every write: a reconciler sees its
+ * own writes at once (a real cache lags; that is what the envtest tests are for).
+ *
+ * Concurrency: single event loop; every call completes its write before its promise resolves. Returned objects are
+ * copies: mutating one never changes the store.
+ */
+import { randomUUID } from 'node:crypto';
+import { keyOf } from '../apimachinery/keys.ts';
+import { parseSelector } from '../apimachinery/labelselector.ts';
+import { jsonEqual } from '../apimachinery/mergepatch.ts';
+import type { KubeObject, ObjectMeta } from '../apimachinery/meta.ts';
+import { apiVersionOf, coreResources, resourceId, type ResourceType } from '../apimachinery/resource.ts';
+import { ApiError } from '../client/errors.ts';
+import type { JsonPatchOperation } from '../client/options.ts';
+import type { RequestOptions, Verb } from '../client/request.ts';
+import { ResourceClient, type ApiClient } from '../client/typed.ts';
+import { Indexer, type IndexerReader } from '../informerfactory/indexer.ts';
+import { Lister } from '../informerfactory/lister.ts';
+import { stripManagedFields } from '../informerfactory/object.ts';
+import type { ReconcilerHost } from '../runtime/manager.ts';
+import { readCRDs, type CustomResourceDefinition } from './crds.ts';
+
+/** Thrown for what the fake does not model: the message names the feature. Never an ApiError. */
+export class FakeUnsupportedError extends Error {
+  constructor(feature: string) {
+    super(`FakeClient does not support ${feature}; test this against a real API server (startTestEnv)`);
+    this.name = 'FakeUnsupportedError';
+  }
+}
+
+/** JSON schema node (the parts defaulting reads). */
+interface SchemaNode {
+  type?: string;
+  default?: unknown;
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+}
+
+/** How the fake treats one resource type. */
+export interface FakeResource {
+  type: ResourceType;
+  /** The type has a `/status` subresource. */
+  statusSubresource?: boolean;
+  /** Objects carry metadata.generation (custom resources and most built-ins with a spec). */
+  generation?: boolean;
+  /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415. */
+  /** A change of metadata.annotations bumps the generation too (Deployments: annotations are copied to ReplicaSets). */
+  annotationsBumpGeneration?: boolean;
+  custom?: boolean;
+  /** openAPIV3Schema of a CRD version: its defaults are applied. */
+  schema?: SchemaNode;
+}
+
+export interface FakeClientOptions {
+  /** Resource types besides the built-in table (ResourceType: a built-in's behaviour if known, else a plain type). */
+  resources?: (ResourceType | FakeResource)[];
+  /** CRD manifests (files or directories, as startTestEnv's): every served version, its scope, status subresource and defaults. */
+  crdPaths?: string[];
+  /** Objects to start with, created in order as by `create` (a missing namespace is created first; `status` is kept). */
+  objects?: KubeObject[];
+  /** The clock of creation and deletion timestamps. Default: Date.now. */
+  now?: () => number;
+}
+
+/** Built-ins: status subresource and generation as kube-apiserver has them. */
+const builtins: FakeResource[] = [
+  { type: coreResources.namespaces, statusSubresource: true },
+  { type: coreResources.configMaps },
+  { type: coreResources.secrets },
+  { type: coreResources.events },
+  { type: coreResources.leases },
+  { type: coreResources.services, statusSubresource: true },
+  { type: coreResources.pods, statusSubresource: true, generation: true },
+  { type: coreResources.nodes, statusSubresource: true },
+  { type: coreResources.deployments, statusSubresource: true, generation: true, annotationsBumpGeneration: true },
+  { type: coreResources.replicaSets, statusSubresource: true, generation: true },
+];
+
+type Json = Record<string, unknown>;
+interface Stored { obj: KubeObject & Json }
+interface Target { res: FakeResource; namespace: string | undefined; name: string | undefined; sub: string | undefined }
+
+const nameAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const clone = <T>(v: T): T => structuredClone(v);
+
+export class FakeClient implements ApiClient {
+  private readonly types = new Map<string, FakeResource>();
+  private readonly store = new Map<string, Map<string, Stored>>();
+  /** The fake informers' caches per resourceId, each with its namespace scope. */
+  private readonly caches = new Map<string, { indexer: Indexer<KubeObject>; inScope: (o: KubeObject) => boolean }[]>();
+  /** Last server-side apply configuration per object uid and field manager (+ '/status'). */
+  private readonly applied = new Map<string, Map<string, Json>>();
+  private rv = 1000;
+  private readonly now: () => number;
+
+  constructor(opts: FakeClientOptions = {}) {
+    this.now = opts.now ?? Date.now;
+    for (const b of builtins) this.types.set(resourceId(b.type), b);
+    for (const crd of opts.crdPaths?.length ? readCRDs(opts.crdPaths) : []) this.addCRD(crd);
+    for (const r of opts.resources ?? []) {
+      const spec: FakeResource = 'type' in r ? r : (this.types.get(resourceId(r)) ?? { type: r });
+      this.types.set(resourceId(spec.type), spec);
+    }
+    for (const o of opts.objects ?? []) this.seed(o);
+  }
+
+  /** Registers the served versions of a CustomResourceDefinition. */
+  addCRD(crd: CustomResourceDefinition): void {
+    const spec = crd.spec;
+    for (const v of spec?.versions ?? []) {
+      if (v.served === false) continue;
+      const type: ResourceType = {
+        group: spec?.group ?? '', version: v.name, resource: spec?.names?.plural ?? '', kind: spec?.names?.kind ?? '', namespaced: spec?.scope !== 'Cluster',
+      };
+      this.types.set(resourceId(type), {
+        type, custom: true, generation: true, statusSubresource: v.subresources?.status !== undefined,
+        ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
+      });
+    }
+  }
+
+  /** A typed client of `type` on this fake (the real ResourceClient). */
+  resource<T extends KubeObject = KubeObject>(type: ResourceType): ResourceClient<T> {
+    return new ResourceClient<T>(this, type);
+  }
+
+  /**
+   * A fake informer of `type`: `lister()` and `getIndexer()` read a cache updated synchronously by every write
+   * (filled with what is stored now). `namespaces` limits it, as a manager's WATCH_NAMESPACE does.
+   */
+  informer<T extends KubeObject>(type: ResourceType, opts: { namespaces?: readonly string[] } = {}): FakeInformer<T> {
+    const res = this.resolve(type);
+    const scope = opts.namespaces?.length ? new Set(opts.namespaces) : undefined;
+    const indexer = new Indexer<T>();
+    const inScope = (o: KubeObject): boolean => !scope || scope.has(o.metadata?.namespace ?? '');
+    for (const { obj } of this.bucket(res).values()) if (inScope(obj)) indexer.add(cacheCopy(obj) as T);
+    const list = this.caches.get(resourceId(res.type)) ?? [];
+    list.push({ indexer: indexer as unknown as Indexer<KubeObject>, inScope });
+    this.caches.set(resourceId(res.type), list);
+    return new FakeInformer<T>(type, indexer);
+  }
+
+  /** This fake as a ReconcilerHost (`informer(type).lister()` and `client`), the shape ControllerManager has. */
+  host(): ReconcilerHost {
+    return { client: this, informer: <T extends KubeObject>(type: ResourceType) => this.informer<T>(type) };
+  }
+
+  /** Every stored object of `type` (copies), in key order: for assertions. */
+  objects<T extends KubeObject>(type: ResourceType): T[] {
+    return [...this.bucket(this.resolve(type)).entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, s]) => clone(s.obj) as T);
+  }
+
+  /** The JSON request interface of RestClient, answered from memory (ApiError for non-2xx, as RestClient). */
+  json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+    try {
+      opts.signal?.throwIfAborted();
+      return Promise.resolve(this.handle(method, path, opts) as T);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  // --- request routing ---
+
+  private handle(method: Verb, path: string, opts: RequestOptions): unknown {
+    const [p = '', qs] = path.split('?', 2);
+    const query: Record<string, unknown> = { ...Object.fromEntries(new URLSearchParams(qs ?? '')), ...opts.query };
+    if (query['watch'] === 'true' || query['watch'] === true) throw new FakeUnsupportedError('watch (json() cannot stream; use informer(type) for a cache)');
+    if (query['fieldValidation'] === 'Strict') throw new FakeUnsupportedError("fieldValidation 'Strict' (the fake does not validate)");
+    const t = this.route(method, p);
+    const dryRun = query['dryRun'] === 'All';
+    const body = opts.body === undefined ? undefined : (typeof opts.body === 'string' ? JSON.parse(opts.body) as unknown : clone(opts.body));
+    if (t.sub === 'scale') throw new FakeUnsupportedError('the scale subresource');
+    if (t.sub !== undefined && (t.sub !== 'status' || !t.res.statusSubresource)) throw this.notFoundPath(method, path);
+    if (t.name === undefined) {
+      if (method === 'GET') return this.list(t, query);
+      if (method === 'POST') return this.create(t, asObject(body), dryRun, method, path);
+      throw this.error(method, path, 405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+    }
+    switch (method) {
+      case 'GET': return clone(this.mustGet(t, method, path).obj);
+      case 'PUT': return this.update(t, asObject(body), dryRun, method, path);
+      case 'PATCH': return this.patch(t, body, opts.contentType ?? 'application/json', query, dryRun, method, path);
+      case 'DELETE': {
+        const o = isObj(body) ? body : {};
+        return this.delete(t, o, dryRun || (Array.isArray(o['dryRun']) && o['dryRun'].includes('All')), method, path);
+      }
+      default: throw this.error(method, path, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    }
+  }
+
+  /** Parses `/api/v1/...` and `/apis/<group>/<version>/...` into the resource type, namespace, name and subresource. */
+  private route(method: string, path: string): Target {
+    const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
+    let group: string;
+    let version: string;
+    let rest: string[];
+    if (segs[0] === 'api') [group, version, rest] = ['', segs[1] ?? '', segs.slice(2)];
+    else if (segs[0] === 'apis') [group, version, rest] = [segs[1] ?? '', segs[2] ?? '', segs.slice(3)];
+    else throw this.notFoundPath(method, path);
+    let namespace: string | undefined;
+    if (rest[0] === 'namespaces' && rest.length >= 3 && this.types.has(`${rest[2]}${group ? `.${group}` : ''}/${version}`)) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    const [resource, name, sub] = rest;
+    const res = this.types.get(`${resource}${group ? `.${group}` : ''}/${version}`);
+    if (!res || (res.type.namespaced && namespace === undefined && name !== undefined)) throw this.notFoundPath(method, path);
+    return { res, namespace, name, sub };
+  }
+
+  private resolve(type: ResourceType): FakeResource {
+    const res = this.types.get(resourceId(type));
+    if (!res) throw new Error(`FakeClient: ${resourceId(type)} is not registered (options.resources or crdPaths)`);
+    return res;
+  }
+
+  private bucket(res: FakeResource): Map<string, Stored> {
+    const id = resourceId(res.type);
+    let b = this.store.get(id);
+    if (!b) this.store.set(id, (b = new Map<string, Stored>()));
+    return b;
+  }
+
+  // --- verbs ---
+
+  private list(t: Target, query: Record<string, unknown>): unknown {
+    const sel = typeof query['labelSelector'] === 'string' && query['labelSelector'] ? parseSelector(query['labelSelector']) : undefined;
+    const fields = parseFieldSelector(typeof query['fieldSelector'] === 'string' ? query['fieldSelector'] : '');
+    let items = [...this.bucket(t.res).entries()]
+      .filter(([, s]) => t.namespace === undefined || s.obj.metadata?.namespace === t.namespace)
+      .filter(([, s]) => !sel || sel.matches(s.obj.metadata?.labels))
+      .filter(([, s]) => fields.every(([f, op, v]) => ((f === 'metadata.name' ? s.obj.metadata?.name : s.obj.metadata?.namespace) === v) === (op === '=')))
+      .sort(([a], [b]) => a.localeCompare(b));
+    const cont = typeof query['continue'] === 'string' && query['continue'] ? Buffer.from(query['continue'], 'base64url').toString() : undefined;
+    if (cont !== undefined) items = items.filter(([k]) => k > cont);
+    const limit = Number(query['limit'] ?? 0);
+    const page = limit > 0 ? items.slice(0, limit) : items;
+    const more = limit > 0 && items.length > limit;
+    const last = page.at(-1)?.[0];
+    return {
+      apiVersion: apiVersionOf(t.res.type), kind: `${t.res.type.kind}List`,
+      metadata: {
+        resourceVersion: String(this.rv),
+        ...(more && last !== undefined ? { continue: Buffer.from(last).toString('base64url'), remainingItemCount: items.length - limit } : {}),
+      },
+      items: page.map(([, s]) => clone(s.obj)),
+    };
+  }
+
+  private create(t: Target, body: Json, dryRun: boolean, method: string, path: string): unknown {
+    const meta = (isObj(body['metadata']) ? body['metadata'] : {}) as ObjectMeta & Json;
+    const { res } = t;
+    if (res.type.namespaced) {
+      if (meta.namespace && t.namespace && meta.namespace !== t.namespace) {
+        throw this.error(method, path, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+      }
+      this.checkNamespace(t.namespace ?? '', method, path);
+    }
+    if (meta.resourceVersion) throw this.error(method, path, 500, 'InternalError', 'resourceVersion should not be set on objects to be created');
+    let name = meta.name;
+    if (!name && meta.generateName) name = meta.generateName + Array.from({ length: 5 }, () => nameAlphabet[Math.floor(Math.random() * nameAlphabet.length)]).join('');
+    if (!name) throw this.invalid(method, path, res, '', 'metadata.name: Required value: name or generateName is required');
+    const key = keyOf(t.namespace, name);
+    if (this.bucket(res).has(key)) throw this.error(method, path, 409, 'AlreadyExists', `${qualified(res)} "${name}" already exists`);
+    const obj = { ...body, apiVersion: apiVersionOf(res.type), kind: res.type.kind } as KubeObject & Json;
+    const m: ObjectMeta & Json = { ...meta, name, uid: randomUUID(), creationTimestamp: this.timestamp() };
+    if (res.type.namespaced) m.namespace = t.namespace ?? '';
+    delete m.resourceVersion; delete m.deletionTimestamp; delete m['deletionGracePeriodSeconds']; delete m.managedFields; delete m.generation;
+    if (res.generation) m.generation = 1;
+    obj.metadata = m;
+    if (res.statusSubresource) delete obj['status'];
+    if (res.type === coreResources.namespaces || resourceId(res.type) === resourceId(coreResources.namespaces)) {
+      obj['spec'] = { finalizers: ['kubernetes'] };
+      obj['status'] = { phase: 'Active' };
+    }
+    applyDefaults(obj, res.schema);
+    if (dryRun) return clone(obj);
+    return clone(this.commit(res, key, obj));
+  }
+
+  private update(t: Target, body: Json, dryRun: boolean, method: string, path: string): unknown {
+    const name = (body['metadata'] as ObjectMeta | undefined)?.name;
+    if (name !== t.name) throw this.error(method, path, 400, 'BadRequest', `the name of the object (${name ?? ''}) does not match the name on the URL (${t.name ?? ''})`);
+    const meta = body['metadata'] as ObjectMeta;
+    if (t.res.type.namespaced && meta.namespace && meta.namespace !== t.namespace) {
+      throw this.error(method, path, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    }
+    const existing = this.mustGet(t, method, path);
+    if (meta.uid && meta.uid !== existing.obj.metadata?.uid) {
+      throw this.error(method, path, 409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t.res)} "${t.name ?? ''}": Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${existing.obj.metadata?.uid ?? ''}`);
+    }
+    return this.write(t, existing, body, dryRun, method, path);
+  }
+
+  private patch(t: Target, body: unknown, contentType: string, query: Record<string, unknown>, dryRun: boolean, method: string, path: string): unknown {
+    const type = contentType.split(';')[0]?.trim();
+    if (type === 'application/apply-patch+yaml') return this.apply(t, asObject(body), query, dryRun, method, path);
+    if (type === 'application/strategic-merge-patch+json') {
+      if (t.res.custom) throw this.error(method, path, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+      throw new FakeUnsupportedError('strategic merge patch (patch strategies of built-in types are not modelled)');
+    }
+    const existing = this.mustGet(t, method, path);
+    let next: Json;
+    if (type === 'application/merge-patch+json') {
+      next = mergePatch(clone(existing.obj), body) as Json;
+    } else if (type === 'application/json-patch+json') {
+      if (!Array.isArray(body)) throw this.error(method, path, 400, 'BadRequest', 'a JSON patch must be an array of operations');
+      try {
+        next = jsonPatch(clone(existing.obj), body as JsonPatchOperation[]);
+      } catch (err) {
+        // The server's message says no more than this; the fake's reason is kept in the body's details.
+        const e = this.error(method, path, 422, 'Invalid', 'the server rejected our request due to an error in our request');
+        (e.body as Json)['details'] = { causes: [{ message: (err as Error).message }] };
+        throw e;
+      }
+    } else {
+      throw this.error(method, path, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${contentType}`);
+    }
+    return this.write(t, existing, next, dryRun, method, path);
+  }
+
+  /** Server-side apply within the limits of the file comment. */
+  private apply(t: Target, config: Json, query: Record<string, unknown>, dryRun: boolean, method: string, path: string): unknown {
+    const manager = typeof query['fieldManager'] === 'string' ? query['fieldManager'] : '';
+    if (!manager) throw this.error(method, path, 400, 'BadRequest', 'PATCH requests with apply content type require fieldManager');
+    const force = query['force'] === true || query['force'] === 'true';
+    const meta = (config['metadata'] ?? {}) as ObjectMeta;
+    if (meta.name !== t.name) throw this.error(method, path, 400, 'BadRequest', `the name of the object (${meta.name ?? ''}) does not match the name on the URL (${t.name ?? ''})`);
+    const isStatus = t.sub === 'status';
+    const existing = this.bucket(t.res).get(keyOf(t.namespace, t.name ?? ''));
+    // What this apply owns: for /status only `status`, for the main resource everything but status (when it has a subresource).
+    const owned: Json = clone(isStatus ? { status: config['status'] } : config);
+    delete owned['apiVersion']; delete owned['kind'];
+    if (!isStatus && t.res.statusSubresource) delete owned['status'];
+    if (isObj(owned['metadata'])) {
+      const m = { ...owned['metadata'] };
+      delete m['name']; delete m['namespace']; delete m['resourceVersion'];
+      if (Object.keys(m).length) owned['metadata'] = m; else delete owned['metadata'];
+    }
+    const slot = `${manager}${isStatus ? '/status' : ''}`;
+    if (!existing) {
+      if (isStatus) throw this.error(method, path, 404, 'NotFound', `${qualified(t.res)} "${t.name ?? ''}" not found`);
+      const created = this.create(t, clone(config), dryRun, method, path) as KubeObject;
+      if (!dryRun) this.remember(created, slot, owned);
+      return created;
+    }
+    const rvWanted = meta.resourceVersion;
+    if (rvWanted && rvWanted !== existing.obj.metadata?.resourceVersion) throw this.conflict(method, path, t);
+    const previous = this.applied.get(existing.obj.metadata?.uid ?? '')?.get(slot) ?? {};
+    for (const p of leafPaths(previous)) {
+      if (getPath(owned, p) === undefined) {
+        throw new FakeUnsupportedError(`server-side apply that leaves out a field this field manager applied before (${p.join('.')}): whether the server removes it depends on managedFields`);
+      }
+    }
+    const merged = clone(existing.obj) as Json;
+    mergeApplied(merged, owned, previous, force, []);
+    const result = this.write(t, existing, { ...merged, metadata: { ...(merged['metadata'] as Json), resourceVersion: existing.obj.metadata?.resourceVersion } }, dryRun, method, path) as KubeObject;
+    if (!dryRun) this.remember(result, slot, owned);
+    return result;
+  }
+
+  private remember(obj: KubeObject, slot: string, owned: Json): void {
+    const uid = obj.metadata?.uid ?? '';
+    let m = this.applied.get(uid);
+    if (!m) this.applied.set(uid, (m = new Map<string, Json>()));
+    m.set(slot, clone(owned));
+  }
+
+  private delete(t: Target, opts: Json, dryRun: boolean, method: string, path: string): unknown {
+    const existing = this.mustGet(t, method, path);
+    const policy = opts['propagationPolicy'];
+    if (policy === 'Foreground' || policy === 'Orphan') throw new FakeUnsupportedError(`delete with propagationPolicy ${policy} (it needs the garbage collector)`);
+    const pre = (isObj(opts['preconditions']) ? opts['preconditions'] : {}) as { uid?: string; resourceVersion?: string };
+    const m = existing.obj.metadata ?? {};
+    if (pre.uid && pre.uid !== m.uid) {
+      throw this.error(method, path, 409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t.res)} "${t.name ?? ''}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${m.uid ?? ''}`);
+    }
+    if (pre.resourceVersion && pre.resourceVersion !== m.resourceVersion) {
+      throw this.error(method, path, 409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t.res)} "${t.name ?? ''}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion ?? ''}`);
+    }
+    const key = keyOf(t.namespace, t.name ?? '');
+    const isNamespace = resourceId(t.res.type) === resourceId(coreResources.namespaces);
+    if ((m.finalizers?.length ?? 0) > 0 || isNamespace) {
+      if (m.deletionTimestamp) return clone(existing.obj);
+      const next = clone(existing.obj);
+      const nm = next.metadata as ObjectMeta & Json;
+      nm.deletionTimestamp = this.timestamp();
+      nm['deletionGracePeriodSeconds'] = 0;
+      if ((nm.generation ?? 0) > 0) nm.generation = (nm.generation ?? 0) + 1;
+      if (isNamespace) next['status'] = { ...(next['status'] as Json | undefined), phase: 'Terminating' };
+      return clone(dryRun ? next : this.commit(t.res, key, next));
+    }
+    if (!dryRun) this.remove(t.res, key);
+    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: t.name, group: t.res.type.group, kind: t.res.type.resource, uid: m.uid } };
+  }
+
+  /**
+   * An update (PUT, patch result, apply result) of `existing` to `incoming`: resourceVersion fence, subresource
+   * separation, immutable metadata, generation, finalizer rules; no change → no write.
+   */
+  private write(t: Target, existing: Stored, incoming: Json, dryRun: boolean, method: string, path: string): unknown {
+    const { res } = t;
+    const old = existing.obj;
+    const om = old.metadata ?? {};
+    const inMeta = (isObj(incoming['metadata']) ? incoming['metadata'] : {}) as ObjectMeta & Json;
+    if (inMeta.resourceVersion) {
+      if (inMeta.resourceVersion !== om.resourceVersion) throw this.conflict(method, path, t);
+    } else if (res.custom) {
+      throw this.invalid(method, path, res, t.name ?? '', 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update');
+    }
+    let next: KubeObject & Json;
+    if (t.sub === 'status') {
+      next = clone(old);
+      if (incoming['status'] === undefined) delete next['status']; else next['status'] = clone(incoming['status']);
+    } else {
+      next = { ...clone(incoming), apiVersion: apiVersionOf(res.type), kind: res.type.kind };
+      const m: ObjectMeta & Json = { ...inMeta };
+      for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'name', 'namespace'] as const) {
+        const v = (om as Json)[k];
+        if (v === undefined) delete (m as Json)[k]; else (m as Json)[k] = v;
+      }
+      delete m.managedFields;
+      next.metadata = m;
+      if (res.statusSubresource) {
+        if (old['status'] === undefined) delete next['status']; else next['status'] = clone(old['status']);
+      }
+      applyDefaults(next, res.schema);
+      if (om.deletionTimestamp) {
+        const added = (m.finalizers ?? []).filter((f) => !(om.finalizers ?? []).includes(f));
+        if (added.length) {
+          throw this.invalid(method, path, res, t.name ?? '', `metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(', ')}}`);
+        }
+      }
+      if (res.generation && specChanged(res, old, next)) m.generation = (om.generation ?? 0) + 1;
+    }
+    (next.metadata as ObjectMeta).resourceVersion = om.resourceVersion;
+    if (jsonEqual(next, old)) return clone(old);
+    const key = keyOf(t.namespace, t.name ?? '');
+    if (dryRun) return clone(next);
+    if (next.metadata?.deletionTimestamp && (next.metadata.finalizers?.length ?? 0) === 0) {
+      this.rv++;
+      next.metadata.resourceVersion = String(this.rv);
+      this.remove(res, key, false);
+      return clone(next);
+    }
+    return clone(this.commit(res, key, next));
+  }
+
+  // --- store ---
+
+  private commit(res: FakeResource, key: string, obj: KubeObject & Json): KubeObject & Json {
+    (obj.metadata as ObjectMeta).resourceVersion = String(++this.rv);
+    this.bucket(res).set(key, { obj });
+    for (const c of this.caches.get(resourceId(res.type)) ?? []) if (c.inScope(obj)) c.indexer.update(cacheCopy(obj));
+    return obj;
+  }
+
+  private remove(res: FakeResource, key: string, bump = true): void {
+    if (bump) this.rv++;
+    const stored = this.bucket(res).get(key);
+    this.bucket(res).delete(key);
+    if (stored) this.applied.delete(stored.obj.metadata?.uid ?? '');
+    for (const c of this.caches.get(resourceId(res.type)) ?? []) c.indexer.deleteByKey(key);
+  }
+
+  private seed(o: KubeObject): void {
+    const [group, version] = (o.apiVersion ?? '').includes('/') ? (o.apiVersion ?? '').split('/') : ['', o.apiVersion ?? ''];
+    const res = [...this.types.values()].find((r) => r.type.group === group && r.type.version === version && r.type.kind === o.kind);
+    if (!res) throw new Error(`FakeClient: no registered resource for ${o.apiVersion ?? '?'} ${o.kind ?? '?'}`);
+    const ns = res.type.namespaced ? (o.metadata?.namespace ?? 'default') : undefined;
+    const nsKey = keyOf(undefined, ns ?? '');
+    if (ns !== undefined && !this.bucket(this.resolve(coreResources.namespaces)).has(nsKey)) {
+      this.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    }
+    const status = (o as Json)['status'];
+    const created = this.create({ res, namespace: ns, name: undefined, sub: undefined }, clone(o) as Json, false, 'POST', '(seed)') as KubeObject & Json;
+    if (status !== undefined && res.statusSubresource) {
+      const s = this.bucket(res).get(keyOf(ns, created.metadata?.name ?? ''));
+      if (s) this.commit(res, keyOf(ns, created.metadata?.name ?? ''), { ...s.obj, status: clone(status) });
+    }
+  }
+
+  private checkNamespace(ns: string, method: string, path: string): void {
+    const n = this.bucket(this.resolve(coreResources.namespaces)).get(ns);
+    if (!n) throw this.error(method, path, 404, 'NotFound', `namespaces "${ns}" not found`);
+    if (n.obj.metadata?.deletionTimestamp) {
+      throw this.error(method, path, 403, 'Forbidden', `unable to create new content in namespace ${ns} because it is being terminated`);
+    }
+  }
+
+  private mustGet(t: Target, method: string, path: string): Stored {
+    const s = this.bucket(t.res).get(keyOf(t.namespace, t.name ?? ''));
+    if (!s) throw this.error(method, path, 404, 'NotFound', `${qualified(t.res)} "${t.name ?? ''}" not found`);
+    return s;
+  }
+
+  private timestamp(): string {
+    return new Date(Math.floor(this.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  }
+
+  // --- errors, shaped as RestClient's ApiError.fromResponse makes them ---
+
+  private error(method: string, path: string, status: number, reason: string, message: string): ApiError {
+    const body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code: status };
+    return new ApiError(status, reason, `${method} ${path}: HTTP ${status} ${reason}: ${message}`, body);
+  }
+
+  private invalid(method: string, path: string, res: FakeResource, name: string, detail: string): ApiError {
+    return this.error(method, path, 422, 'Invalid', `${res.type.kind}${res.type.group ? `.${res.type.group}` : ''} "${name}" is invalid: ${detail}`);
+  }
+
+  private conflict(method: string, path: string, t: Target): ApiError {
+    return this.error(method, path, 409, 'Conflict',
+      `Operation cannot be fulfilled on ${qualified(t.res)} "${t.name ?? ''}": the object has been modified; please apply your changes to the latest version and try again`);
+  }
+
+  private notFoundPath(method: string, path: string): ApiError {
+    return this.error(method, path, 404, 'NotFound', 'the server could not find the requested resource');
+  }
+}
+
+/** A fake informer: a cache kept current by the FakeClient's writes (see FakeClient.informer). */
+export class FakeInformer<T extends KubeObject> {
+  readonly resource: ResourceType;
+  readonly #indexer: Indexer<T>;
+  readonly #lister: Lister<T>;
+
+  constructor(resource: ResourceType, indexer: Indexer<T>) {
+    this.resource = resource;
+    this.#indexer = indexer;
+    this.#lister = new Lister(indexer);
+  }
+
+  lister(): Lister<T> {
+    return this.#lister;
+  }
+
+  getIndexer(): IndexerReader<T> {
+    return this.#indexer;
+  }
+
+  /** Always true: the cache is filled at creation and never lags. */
+  hasSynced(): boolean {
+    return true;
+  }
+}
+
+/** What an informer caches: a copy without managedFields (the real informers' default transform). */
+function cacheCopy(obj: KubeObject): KubeObject {
+  return stripManagedFields(clone(obj));
+}
+
+function asObject(body: unknown): Json {
+  if (!isObj(body)) throw new ApiError(400, 'BadRequest', 'the request body must be a JSON object', undefined);
+  return body;
+}
+
+/** `configmaps`, `deployments.apps`: how the API server names a resource in messages. */
+function qualified(res: FakeResource): string {
+  return res.type.group ? `${res.type.resource}.${res.type.group}` : res.type.resource;
+}
+
+/** Whether an update bumps metadata.generation: spec (built-ins) or anything outside metadata/status (custom resources). */
+function specChanged(res: FakeResource, a: Json, b: Json): boolean {
+  if (res.annotationsBumpGeneration && !jsonEqual((a['metadata'] as ObjectMeta | undefined)?.annotations, (b['metadata'] as ObjectMeta | undefined)?.annotations)) return true;
+  if (!res.custom) return !jsonEqual(a['spec'], b['spec']);
+  const strip = (o: Json): Json => {
+    const c: Json = { ...o };
+    delete c['metadata']; delete c['apiVersion']; delete c['kind'];
+    if (res.statusSubresource) delete c['status'];
+    return c;
+  };
+  return !jsonEqual(strip(a), strip(b));
+}
+
+function parseFieldSelector(s: string): [string, '=' | '!=', string][] {
+  if (!s) return [];
+  return s.split(',').map((part) => {
+    const m = /^\s*([\w.]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
+    if (!m || (m[1] !== 'metadata.name' && m[1] !== 'metadata.namespace')) {
+      throw new FakeUnsupportedError(`the field selector ${JSON.stringify(part)} (only metadata.name and metadata.namespace are modelled)`);
+    }
+    return [m[1], m[2] === '!=' ? '!=' : '=', m[3] ?? ''];
+  });
+}
+
+/** RFC 7386 merge patch. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObj(patch)) return clone(patch);
+  const out: Json = isObj(target) ? target : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** RFC 6902 JSON patch; throws on a failed test or a missing path. */
+export function jsonPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
+  const parse = (ptr: string): string[] => {
+    if (ptr === '') return [];
+    if (!ptr.startsWith('/')) throw new Error(`invalid JSON pointer ${ptr}`);
+    return ptr.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  };
+  const parentOf = (root: Json, segs: string[]): [Json | unknown[], string] => {
+    let cur: unknown = root;
+    for (const s of segs.slice(0, -1)) {
+      cur = Array.isArray(cur) ? cur[Number(s)] : isObj(cur) ? cur[s] : undefined;
+      if (cur === undefined) throw new Error(`missing path: /${segs.join('/')}`);
+    }
+    if (!Array.isArray(cur) && !isObj(cur)) throw new Error(`missing path: /${segs.join('/')}`);
+    return [cur, segs.at(-1) ?? ''];
+  };
+  const read = (root: Json, ptr: string): unknown => {
+    let cur: unknown = root;
+    for (const s of parse(ptr)) {
+      cur = Array.isArray(cur) ? cur[Number(s)] : isObj(cur) ? cur[s] : undefined;
+      if (cur === undefined) throw new Error(`missing path: ${ptr}`);
+    }
+    return cur;
+  };
+  const put = (root: Json, ptr: string, value: unknown, replace: boolean): void => {
+    const [parent, last] = parentOf(root, parse(ptr));
+    if (Array.isArray(parent)) {
+      const i = last === '-' ? parent.length : Number(last);
+      if (!Number.isInteger(i) || i < 0 || i > parent.length || (replace && i >= parent.length)) throw new Error(`invalid index in ${ptr}`);
+      if (replace) parent[i] = value; else parent.splice(i, 0, value);
+    } else {
+      if (replace && !(last in parent)) throw new Error(`missing path: ${ptr}`);
+      parent[last] = value;
+    }
+  };
+  const del = (root: Json, ptr: string): void => {
+    const [parent, last] = parentOf(root, parse(ptr));
+    if (Array.isArray(parent)) {
+      const i = Number(last);
+      if (!Number.isInteger(i) || i < 0 || i >= parent.length) throw new Error(`missing path: ${ptr}`);
+      parent.splice(i, 1);
+    } else {
+      if (!(last in parent)) throw new Error(`missing path: ${ptr}`);
+      delete parent[last];
+    }
+  };
+  for (const op of ops) {
+    switch (op.op) {
+      case 'add': put(doc, op.path, clone(op.value), false); break;
+      case 'replace': put(doc, op.path, clone(op.value), true); break;
+      case 'remove': del(doc, op.path); break;
+      case 'test': if (!jsonEqual(read(doc, op.path), op.value)) throw new Error(`testing value ${op.path} failed`); break;
+      case 'copy': put(doc, op.path, clone(read(doc, op.from)), false); break;
+      case 'move': { const v = read(doc, op.from); del(doc, op.from); put(doc, op.path, v, false); break; }
+    }
+  }
+  return doc;
+}
+
+/** Paths of the leaves of a configuration (a list is one leaf). */
+function leafPaths(o: unknown, prefix: string[] = []): string[][] {
+  if (!isObj(o)) return prefix.length ? [prefix] : [];
+  const out: string[][] = [];
+  for (const [k, v] of Object.entries(o)) {
+    if (v === undefined) continue;
+    out.push(...(isObj(v) && Object.keys(v).length > 0 ? leafPaths(v, [...prefix, k]) : [[...prefix, k]]));
+  }
+  return out;
+}
+
+function getPath(o: unknown, path: string[]): unknown {
+  let cur = o;
+  for (const p of path) cur = isObj(cur) ? cur[p] : undefined;
+  return cur;
+}
+
+/**
+ * Merges an apply configuration into the stored object (in place), refusing what needs managedFields: without
+ * force a changed value; a list that equals neither the applied one nor this manager's previous one.
+ */
+function mergeApplied(target: Json, config: Json, previous: unknown, force: boolean, at: string[]): void {
+  for (const [k, v] of Object.entries(config)) {
+    if (v === undefined) continue;
+    const path = [...at, k];
+    const cur = target[k];
+    const prev = isObj(previous) ? previous[k] : undefined;
+    if (isObj(v) && (isObj(cur) || cur === undefined)) {
+      const sub: Json = isObj(cur) ? cur : {};
+      mergeApplied(sub, v, prev, force, path);
+      target[k] = sub;
+      continue;
+    }
+    if (cur === undefined || jsonEqual(cur, v)) {
+      target[k] = clone(v);
+      continue;
+    }
+    if (Array.isArray(cur) && !jsonEqual(cur, prev)) {
+      throw new FakeUnsupportedError(`server-side apply of the list ${path.join('.')} over a list that other writers changed (merging list items by key needs managedFields)`);
+    }
+    if (!force) {
+      throw new FakeUnsupportedError(`server-side apply without force that changes ${path.join('.')} (whether that is a 409 conflict depends on field ownership, i.e. managedFields)`);
+    }
+    target[k] = clone(v);
+  }
+}
+
+/** CRD structural defaults: a missing property with a `default` gets it; objects present are defaulted recursively. */
+function applyDefaults(obj: unknown, schema: SchemaNode | undefined): void {
+  if (!schema || !isObj(obj)) return;
+  for (const [k, s] of Object.entries(schema.properties ?? {})) {
+    if (k === 'metadata' || k === 'apiVersion' || k === 'kind') continue;
+    if (obj[k] === undefined && s.default !== undefined) obj[k] = clone(s.default);
+    if (isObj(obj[k])) applyDefaults(obj[k], s);
+    else if (Array.isArray(obj[k]) && s.items) for (const item of obj[k] as unknown[]) applyDefaults(item, s.items);
+  }
+}
