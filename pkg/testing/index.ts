@@ -9,3 +9,7 @@
 export { startTestEnv, TestEnv, type TestEnvOptions } from './env.ts';
 export { findBinaries, cacheDir, type ControlPlaneBinaries } from './binaries.ts';
 export { installCRDs, readCRDs, type CustomResourceDefinition } from './crds.ts';
+export {
+  readWebhookConfigurations, localClientConfig, localWebhookConfiguration, localConversion, type WebhookInstallOptions,
+  type WebhookServing, type WebhookConfiguration, type WebhookClientConfig,
+} from './webhooks.ts';
