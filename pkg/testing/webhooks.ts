@@ -198,7 +198,7 @@ export function probeOutcome(err: unknown, webhookName: string): { outcome: 'ans
  * Resolves once the API server has loaded every webhook configuration installed so far and reaches the webhook
  * server at `serving` over TLS (see the file comment for how that is known). Polls every 100 ms; rejects after
  * `timeoutMs` (default 30 s) with what the API server last said, or when `signal` aborts. Removes its probe
- * configurations before it returns or rejects.
+ * configurations before it returns or rejects. One wait per environment at a time (the probes have fixed names).
  */
 export async function waitForWebhooks(client: RestClient, serving: WebhookServing, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<void> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
