@@ -62,7 +62,7 @@ describe('startTestEnv({ webhooks })', () => {
       assert.match(err.message, /connection refused/);
       return true;
     });
-    assert.ok(Date.now() - t0 < 20_000, "gives up at about its timeout");
+    assert.ok(Date.now() - t0 < 20_000, 'gives up at about its timeout');
     for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
       const list = await env.client.json<{ items: KubeObject[] }>('GET', `/apis/admissionregistration.k8s.io/v1/${kind}`);
       assert.deepEqual(list.items.map((c) => c.metadata?.name), [kind.startsWith('mutating') ? 'mutating-webhook-configuration' : 'validating-webhook-configuration'], 'probes removed');
