@@ -7,7 +7,9 @@
  * .d.ts files, run as its own process against the real control plane, and its test run there with `node --test`
  * (a private control plane from `ts-controller-manager/testing`). The second example, examples/memcached (its own CRD
  * and types generated from it), goes into the same project: type-checked with the first, its generated types checked
- * up to date by the packed `ts-controller-manager gen types --check`, and its own test run there.
+ * up to date by the packed `ts-controller-manager gen types --check`, and its own test run there. The third,
+ * examples/webhook (admission webhooks of its own CRD), likewise: type-checked, types checked, and its own test —
+ * the webhooks installed by the packed startTestEnv's `webhooks` option and called by the real API server — run there.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -58,22 +60,23 @@ describe('the packed library and the example controller', () => {
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev'], { cwd: app, maxBuffer: 16 << 20 });
     for (const f of ['main.ts', 'main.test.ts']) copyFileSync(join(repoRoot, 'examples', 'configmap-copier', f), join(app, f));
     cpSync(join(repoRoot, 'examples', 'memcached'), join(app, 'memcached'), { recursive: true });
+    cpSync(join(repoRoot, 'examples', 'webhook'), join(app, 'webhook'), { recursive: true });
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
         target: 'ES2024', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true,
         types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')], skipLibCheck: false,
       },
-      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts', 'memcached/reconcile.test.ts'],
+      files: ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts', 'memcached/reconcile.test.ts', 'webhook/main.ts', 'webhook/main.test.ts'],
     }));
   });
 
-  test('a fresh project type-checks both examples and their tests against the packed .d.ts files (both entry points); each main.ts is under 120 lines', async () => {
+  test('a fresh project type-checks the examples and their tests against the packed .d.ts files (both entry points); each main.ts is under 120 lines', async () => {
     const res = await run(tsc, ['-p', app]).then(() => ({ code: 0, out: '' }), (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }));
     assert.equal(res.code, 0, `tsc in the user's project:\n${res.out}`);
     // docs/library.md: each example is readable on one screen.
-    for (const f of ['main.ts', 'memcached/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
+    for (const f of ['main.ts', 'memcached/main.ts', 'webhook/main.ts']) assert.ok(readFileSync(join(app, f), 'utf8').split('\n').length < 120, `${f} is under 120 lines`);
     // Built-in kinds come from ts-controller-manager/api/<group>/<version>, never declared by hand.
-    for (const f of ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts']) {
+    for (const f of ['main.ts', 'main.test.ts', 'memcached/main.ts', 'memcached/main.test.ts', 'webhook/main.ts', 'webhook/main.test.ts']) {
       const text = readFileSync(join(app, f), 'utf8');
       assert.doesNotMatch(text, /\b(interface|type)\s+(ConfigMap|Namespace|Deployment|Pod|Secret|Lease|Event|Service|ReplicaSet)\b/, `${f} declares a built-in type by hand`);
     }
@@ -161,15 +164,25 @@ describe('the packed library and the example controller', () => {
     assert.match(await ownTest(t, app), /ℹ pass 1\n/);
   });
 
-  test('memcached: the checked-in types are what the packed `ts-controller-manager gen types` makes of its CRD', async () => {
-    // As an npm script runs the bin: node_modules/.bin first on PATH, and the Node 24 this repository pins.
-    const path = `${join(app, 'node_modules', '.bin')}:${dirname(node)}:${process.env['PATH'] ?? ''}`;
-    const res = await run('ts-controller-manager', ['gen', 'types', '--out', 'api', '--check', 'crd.yaml'], { cwd: join(app, 'memcached'), env: { ...process.env, PATH: path } })
-      .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
-    assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
-  });
+  for (const example of ['memcached', 'webhook']) {
+    test(`${example}: the checked-in types are what the packed \`ts-controller-manager gen types\` makes of its CRD`, async () => {
+      // As an npm script runs the bin: node_modules/.bin first on PATH, and the Node 24 this repository pins.
+      const path = `${join(app, 'node_modules', '.bin')}:${dirname(node)}:${process.env['PATH'] ?? ''}`;
+      const res = await run('ts-controller-manager', ['gen', 'types', '--out', 'api', '--check', 'crd.yaml'], { cwd: join(app, example), env: { ...process.env, PATH: path } })
+        .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
+      assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
+    });
+  }
 
   test('memcached: its own tests pass in the fresh project (Deployment applied and owned, Ready, drift undone, finalizer, nothing left; the reconciler on the FakeClient)', async (t) => {
     assert.match(await ownTest(t, join(app, 'memcached'), ['main.test.ts', 'reconcile.test.ts']), /ℹ pass 4\n/);
+  });
+
+  test('webhook: its own test passes in the fresh project (the packed startTestEnv installs config/webhook; defaulted, refused, warned)', async (t) => {
+    const out = await ownTest(t, join(app, 'webhook'));
+    assert.match(out, /ℹ pass 1\n/);
+    const answering = /webhooks answering (\d+) ms/.exec(out);
+    assert.ok(answering, 'the test waited for the webhooks');
+    t.diagnostic(`webhooks answering ${answering[1]} ms after the server process was started`);
   });
 });

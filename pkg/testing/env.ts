@@ -11,6 +11,9 @@
  * ts-controller-manager build cache). No controllers run: namespaces never finish deleting, Deployments get no Pods,
  * nothing garbage-collects — as in envtest. Every environment is private (own ports, own temp directory).
  *
+ * Webhooks (option `webhooks`, webhooks.ts): the test serves them itself; the environment makes the certificate,
+ * points the configurations at `env.webhook.bindAddress` and installs them; `env.waitForWebhooks()` once serving.
+ *
  * Ownership and teardown: the process that called startTestEnv owns the environment. `stop()` kills kube-apiserver,
  * then etcd (each its own process group), closes `client` and removes the directory; it is idempotent. If the owner
  * dies without calling it (crash, SIGKILL, a runner's timeout, or exiting with the environment still up), a detached
@@ -27,9 +30,13 @@ import { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
 import { adminKubeconfig, etcdCommand, kubeApiserverCommand, probe, type ComponentCommand } from './controlplane.ts';
 import { findBinaries, type ControlPlaneBinaries } from './binaries.ts';
-import { applyCRDs, installCRDs, readCRDs } from './crds.ts';
+import { applyCRDs, readCRDs } from './crds.ts';
 import { createPki, type Pki } from './pki.ts';
 import { delay, freePort, isAlive, killGroup, signalGroup, tail } from './process.ts';
+import {
+  createWebhookServing, installWebhookConfigurations, localConversion, readWebhookConfigurations, waitForWebhooks,
+  caBundleOf, type WebhookConfiguration, type WebhookInstallOptions, type WebhookServing,
+} from './webhooks.ts';
 
 export interface TestEnvOptions {
   /**
@@ -49,6 +56,13 @@ export interface TestEnvOptions {
   log?: (message: string) => void;
   /** Aborting it stops a start in progress (what was started is torn down) and rejects. */
   signal?: AbortSignal;
+  /**
+   * Webhooks served by the test itself (envtest's WebhookInstallOptions; webhooks.ts): a CA and a serving certificate
+   * are made, the configurations in `paths` / `mutatingWebhooks` / `validatingWebhooks` and the CRDs' conversion
+   * webhooks are pointed from their `service` at `https://<localServingHost>:<port><path>` with that CA, and
+   * installed. Serve them where `env.webhook` says, then `await env.waitForWebhooks()`.
+   */
+  webhooks?: WebhookInstallOptions;
 }
 
 type Component = 'etcd' | 'kube-apiserver';
@@ -140,11 +154,20 @@ export class TestEnv {
   readonly crds: string[] = [];
   /** Wall time startTestEnv took, in milliseconds (CRDs included). */
   readonly startMs: number;
+  /**
+   * With the `webhooks` option: where the test's webhook server must listen (`bindAddress`) and the certificate
+   * directory it must serve from (`certDir`: tls.crt, tls.key, ca.crt), e.g.
+   * `new ControllerManager({ kubeConfig: env.kubeConfig, webhook: { bindAddress: env.webhook.bindAddress, certDir: env.webhook.certDir } })`.
+   * Undefined without the option.
+   */
+  readonly webhook: WebhookServing | undefined;
+  /** `<kind>/<name>` of the webhook configurations installed. */
+  readonly webhookConfigurations: string[] = [];
   private readonly processes: Processes;
   private stopping: Promise<void> | undefined;
 
   private constructor(init: { server: string; kubeconfigPath: string; kubeConfig: KubeConfig; client: RestClient;
-    binaries: ControlPlaneBinaries; processes: Processes; startMs: number }) {
+    binaries: ControlPlaneBinaries; processes: Processes; startMs: number; webhook: WebhookServing | undefined }) {
     this.server = init.server;
     this.kubeconfigPath = init.kubeconfigPath;
     this.kubeConfig = init.kubeConfig;
@@ -153,6 +176,7 @@ export class TestEnv {
     this.processes = init.processes;
     this.dir = init.processes.dir;
     this.startMs = init.startMs;
+    this.webhook = init.webhook;
   }
 
   /** Use startTestEnv(). */
@@ -162,20 +186,29 @@ export class TestEnv {
     const timeoutMs = opts.startTimeoutMs ?? 60_000;
     // The CRDs are read first: a mistyped path fails at once, naming it, before any process is started.
     const crdPaths = opts.crdPaths ?? [];
-    const crdsToInstall = crdPaths.length > 0 ? readCRDs(crdPaths) : [];
+    let crdsToInstall = crdPaths.length > 0 ? readCRDs(crdPaths) : [];
+    const webhookOpts = opts.webhooks;
+    const webhookConfigs: WebhookConfiguration[] = webhookOpts ? [
+      ...(webhookOpts.paths && webhookOpts.paths.length > 0 ? readWebhookConfigurations(webhookOpts.paths) : []),
+      ...(webhookOpts.mutatingWebhooks ?? []), ...(webhookOpts.validatingWebhooks ?? []),
+    ] : [];
     const binaries = findBinaries(opts.binaryAssetsDirectory);
     opts.signal?.throwIfAborted();
     const dir = mkdtempSync(join(tmpdir(), 'tscm-testenv-'));
     const processes = new Processes(dir, startReaper(dir));
     let client: RestClient | undefined;
     try {
-      const [etcdPort, etcdPeerPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+      const [etcdPort, etcdPeerPort, apiPort, webhookPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
       // etcd needs no certificates: start it first and make the PKI (openssl, about a second) while it boots.
       const etcd = etcdCommand({ dir, bin: binaries.etcd, port: etcdPort, peerPort: etcdPeerPort });
       etcd.args.push(...(opts.etcdFlags ?? []));
       await processes.spawn('etcd', etcd);
       mkdirSync(join(dir, 'pki'));
       const pki = createPki(join(dir, 'pki'));
+      const webhook = webhookOpts
+        ? await createWebhookServing(join(dir, 'webhook-certs'), webhookOpts.localServingHost ?? '127.0.0.1', webhookOpts.localServingPort ?? webhookPort)
+        : undefined;
+      if (webhook) crdsToInstall = crdsToInstall.map((crd) => localConversion(crd, webhook.bindAddress, caBundleOf(webhook)));
       const apiserver = kubeApiserverCommand({ dir, bin: binaries.kubeApiserver, port: apiPort, etcdURL: etcd.url, pki });
       apiserver.args.push(...(opts.apiServerFlags ?? []));
       const kubeconfigPath = join(dir, 'kubeconfig');
@@ -187,8 +220,10 @@ export class TestEnv {
       kubeConfig.loadFromFile(kubeconfigPath);
       client = new RestClient({ kubeConfig, registry: new Registry(), userAgent: 'ts-controller-manager-testing' });
       const crds = crdsToInstall.length > 0 ? await applyCRDs(client, crdsToInstall, crdPaths, { timeoutMs, signal: opts.signal }) : [];
-      const env = new TestEnv({ server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0 });
+      const installed = webhook ? await installWebhookConfigurations(client, webhook, webhookConfigs, opts.signal) : [];
+      const env = new TestEnv({ server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0, webhook });
       env.crds.push(...crds);
+      env.webhookConfigurations.push(...installed);
       log(`test environment ready in ${(env.startMs / 1000).toFixed(1)} s at ${env.server} (binaries: ${binaries.source})`);
       return env;
     } catch (err) {
@@ -198,11 +233,27 @@ export class TestEnv {
     }
   }
 
-  /** Installs more CRDs (files or directories) and waits until they are Established and listable; returns their names. */
+  /**
+   * Installs more CRDs (files or directories) and waits until they are Established and listable; returns their names.
+   * With the `webhooks` option, their conversion webhooks are made local as at start.
+   */
   async installCRDs(paths: string[], opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string[]> {
-    const names = await installCRDs(this.client, paths, opts);
+    const webhook = this.webhook;
+    const crds = readCRDs(paths).map((crd) => (webhook ? localConversion(crd, webhook.bindAddress, caBundleOf(webhook)) : crd));
+    const names = await applyCRDs(this.client, crds, paths, opts);
     for (const n of names) if (!this.crds.includes(n)) this.crds.push(n);
     return names;
+  }
+
+  /**
+   * With the `webhooks` option: resolves once the API server has loaded the webhook configurations and reaches the
+   * test's webhook server (started by now on `webhook.bindAddress` with `webhook.certDir`) over TLS — from then on
+   * every write they cover is intercepted. Rejects after `timeoutMs` (default 30 s) saying what the API server
+   * answered, or when `signal` aborts. See webhooks.ts for how it knows.
+   */
+  async waitForWebhooks(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<void> {
+    if (!this.webhook) throw new Error('startTestEnv was started without the webhooks option: there is nothing to wait for');
+    await waitForWebhooks(this.client, this.webhook, opts);
   }
 
   /** Pids of the components still running (each leads its own process group). */

@@ -13,3 +13,7 @@ export { FakeClient, FakeInformer, FakeUnsupportedError, type FakeClientOptions,
 export { eventually, type EventuallyOptions } from './eventually.ts';
 export { testNamespace, type TestNamespace, type TestNamespaceOptions } from './namespace.ts';
 export { startManager, reconcileContext, type RunningManager, type StartManagerOptions } from './harness.ts';
+export {
+  readWebhookConfigurations, localClientConfig, localWebhookConfiguration, localConversion, type WebhookInstallOptions,
+  type WebhookServing, type WebhookConfiguration, type WebhookClientConfig,
+} from './webhooks.ts';
