@@ -158,6 +158,14 @@ function printDeclaration(decl: ts.Declaration): string {
   return printer.printNode(ts.EmitHint.Unspecified, node, sf);
 }
 
+/** The `/** … *\/` comment right before an `export { … }` statement, as text ('' if none). */
+function reExportDoc(st: ts.ExportDeclaration): string {
+  const text = st.getSourceFile().getFullText();
+  const block = (ts.getLeadingCommentRanges(text, st.getFullStart()) ?? []).filter((r) => text.slice(r.pos, r.pos + 3) === '/**').at(-1);
+  if (block === undefined) return '';
+  return text.slice(block.pos + 3, block.end - 2).split('\n').map((l) => l.replace(/^\s*\* ?/, '')).join('\n').trim();
+}
+
 const tagText = (tag: ts.JSDocTagInfo): string => ts.displayPartsToString(tag.text ?? []).trim();
 
 /** Members of a class or interface declaration that have a doc comment (private and #private ones left out). */
@@ -215,9 +223,16 @@ export function collect(): EntryPointDoc[] {
     if (first === undefined) throw new Error(`export ${name} has no declaration`);
     const signature = decls.map(printDeclaration).join('\n');
     const tags = target.getJsDocTags(checker).map((t) => ({ name: t.name, text: tagText(t) }));
+    let doc = ts.displayPartsToString(target.getDocumentationComment(checker)).trim();
+    // A dependency's type re-exported as is (`/** … *\/ export type { Logger };`): the re-export's comment documents it.
+    for (let s = symbol; doc === '' && (s.flags & ts.SymbolFlags.Alias) !== 0; s = checker.getImmediateAliasedSymbol(s) ?? s) {
+      const spec = s.declarations?.find(ts.isExportSpecifier);
+      if (spec !== undefined) doc = reExportDoc(spec.parent.parent);
+      const next = checker.getImmediateAliasedSymbol(s);
+      if (next === undefined || next === s) break;
+    }
     return {
-      name, kind: [...new Set(decls.map(kindOf))].join(' + '), signature,
-      doc: ts.displayPartsToString(target.getDocumentationComment(checker)).trim(), tags,
+      name, kind: [...new Set(decls.map(kindOf))].join(' + '), signature, doc, tags,
       members: decls.flatMap((d) => documentedMembers(checker, d)), source: sourceOf(first.getSourceFile().fileName),
     };
   };
@@ -317,7 +332,10 @@ function renderEntry(d: EntryPointDoc): string {
     out.push(`## ${s.title}`, '');
     for (const e of s.exports) {
       out.push(`### ${e.name}`, '');
-      out.push(`*${e.kind}* · [\`${e.source}\`](${toPosix(relative(referenceDir, e.source))})`, '');
+      const pkg = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(e.source)?.[1];
+      out.push(pkg === undefined
+        ? `*${e.kind}* · [\`${e.source}\`](${toPosix(relative(referenceDir, e.source))})`
+        : `*${e.kind}* · from the \`${pkg}\` package`, '');
       out.push('```ts', e.signature, '```', '');
       if (e.doc !== '') out.push(prose(e.doc), '');
       const params = e.tags.filter((t) => t.name === 'param');

@@ -53,6 +53,10 @@ import { WebhookBuilder } from '../webhook/builder.ts';
 import type { Conversion } from '../webhook/conversion.ts';
 import { WebhookServer, type WebhookRegistrar, type WebhookServerOptions } from '../webhook/server.ts';
 
+/**
+ * Leader election of a ControllerManager: the Lease `namespace/id` and client-go's timings (leaseDurationMs must
+ * exceed renewDeadlineMs, which must exceed retryPeriodMs).
+ */
 export interface LeaderElectionOptions {
   /** Lease name. */
   id: string;
@@ -64,6 +68,7 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
 }
 
+/** Options of `new ControllerManager(opts)`; every field is optional and defaults as controller-runtime's manager. */
 export interface ControllerManagerOptions {
   /** API credentials. Default: $KUBECONFIG (path list), in-cluster ServiceAccount, ~/.kube/config (in that order). */
   kubeConfig?: KubeConfig;
@@ -150,6 +155,12 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
+/**
+ * The whole runtime composed from options (controller-runtime's `manager.New`): the API clients, one shared informer
+ * factory, events, metrics, health checks, leader election (or sharding) and the webhook server. Declare controllers
+ * with `controller(name)` and webhooks with `webhook(type)`, then `run()` until SIGTERM/SIGINT; it resolves with the
+ * process exit code. Controllers act only while this replica leads: `client` refuses writes once leadership is lost.
+ */
 export class ControllerManager implements ControllerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;

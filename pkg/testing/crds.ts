@@ -13,6 +13,7 @@ import type { Condition, KubeObject } from '../apimachinery/meta.ts';
 import type { RestClient } from '../client/rest.ts';
 import { delay } from './process.ts';
 
+/** The fields of a CustomResourceDefinition that installCRDs reads (the rest passes through). */
 export interface CustomResourceDefinition extends KubeObject {
   spec?: { group?: string; names?: { plural?: string } };
   status?: { conditions?: Condition[] };

@@ -31,6 +31,7 @@ import { applyCRDs, installCRDs, readCRDs } from './crds.ts';
 import { createPki, type Pki } from './pki.ts';
 import { delay, freePort, isAlive, killGroup, signalGroup, tail } from './process.ts';
 
+/** Options of startTestEnv: CRDs to install, where the binaries are, extra flags, timeouts. */
 export interface TestEnvOptions {
   /** CRD manifests to install (and wait for until Established) before startTestEnv resolves: files or directories. */
   crdPaths?: string[];
