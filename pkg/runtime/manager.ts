@@ -55,7 +55,7 @@ import { WebhookServer, type WebhookRegistrar, type WebhookServerOptions } from 
 
 /**
  * Leader election of a ControllerManager: the Lease `namespace/id` and client-go's timings (leaseDurationMs must
- * exceed renewDeadlineMs, which must exceed retryPeriodMs).
+ * exceed renewDeadlineMs, which must exceed 1.2 × retryPeriodMs; LeaderElector throws otherwise).
  */
 export interface LeaderElectionOptions {
   /** Lease name. */
