@@ -86,8 +86,10 @@ function emitDeclarations(options: ts.CompilerOptions): Map<string, string> {
 
 /** The emitted .d.ts path of a source file under the repository. */
 const dtsOf = (source: string): string => join(repo, 'dist', source.replace(/\.ts$/, '.d.ts'));
-/** The source file (relative to the repo) of an emitted .d.ts path, or the path itself outside dist/. */
+/** The source file (relative to the repo) of an emitted .d.ts path; a dependency's file as `node_modules/<package>/…`. */
 const sourceOf = (dts: string): string => {
+  const dep = /(?:^|\/)(node_modules\/.*)$/.exec(toPosix(dts))?.[1];
+  if (dep !== undefined) return dep.slice(dep.lastIndexOf('node_modules/'));
   const rel = toPosix(relative(join(repo, 'dist'), dts));
   return rel.startsWith('..') ? toPosix(relative(repo, dts)) : rel.replace(/\.d\.ts$/, '.ts');
 };
