@@ -51,6 +51,10 @@ build: deps ## Compile TypeScript to dist/ and bundle the manager into dist/bund
 generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases (Foo) and config/crd/v2 (Network v1+v2), and pkg/api/*/*/ from pkg/api/openapi (a stale one fails make test).
 	npm run --silent generate
 
+.PHONY: reference
+reference: deps ## Regenerate docs/reference/ (the API reference) from the declarations of the public entry points (a stale one fails test/reference.test.ts).
+	$(NODE) hack/gen-reference.ts
+
 .PHONY: openapi
 openapi: deps tools ## Refresh pkg/api/openapi/*_openapi.json from the pinned kube-apiserver, then regenerate the built-in types pkg/api/.
 	npm run --silent refresh-openapi

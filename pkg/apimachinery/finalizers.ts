@@ -6,6 +6,7 @@
  */
 import type { KubeObject } from './meta.ts';
 
+/** Whether `obj` carries `finalizer` (controllerutil.ContainsFinalizer). */
 export function containsFinalizer(obj: KubeObject, finalizer: string): boolean {
   return obj.metadata?.finalizers?.includes(finalizer) ?? false;
 }

@@ -22,6 +22,7 @@ export interface Requirement {
   readonly values: readonly string[];
 }
 
+/** A parsed label selector (apimachinery's labels.Selector): its requirements, a matcher, and its canonical string. */
 export interface Selector {
   readonly requirements: readonly Requirement[];
   /** True when the selector selects everything. */
@@ -95,6 +96,7 @@ export function newSelector(requirements: readonly Requirement[]): Selector {
   };
 }
 
+/** The selector that matches every set of labels (labels.Everything()). */
 export const everything: Selector = newSelector([]);
 
 /** Splits on commas that are not inside parentheses. */

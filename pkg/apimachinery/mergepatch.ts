@@ -22,6 +22,10 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return false;
 }
 
+/**
+ * The JSON merge patch (RFC 7386) from `before` to `after` (both JSON objects), or undefined when they are equal.
+ * Applying it to `before` gives `after` (see the file comment for the `null` caveat).
+ */
 export function mergePatchDiff(before: unknown, after: unknown): Record<string, unknown> | undefined {
   if (!isObject(before) || !isObject(after)) throw new Error('mergePatchDiff: both values must be JSON objects');
   const patch: Record<string, unknown> = {};

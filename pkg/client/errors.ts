@@ -41,14 +41,17 @@ export class ApiError extends Error {
   }
 }
 
+/** Whether `err` is an ApiError with HTTP status 404 (apierrors.IsNotFound). */
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.status === 404;
 }
 
+/** Whether `err` is an ApiError with HTTP status 409 (apierrors.IsConflict; also true for AlreadyExists). */
 export function isConflict(err: unknown): boolean {
   return err instanceof ApiError && err.status === 409;
 }
 
+/** Whether `err` is an ApiError 409 with reason AlreadyExists (apierrors.IsAlreadyExists). */
 export function isAlreadyExists(err: unknown): boolean {
   return err instanceof ApiError && err.status === 409 && err.reason === 'AlreadyExists';
 }

@@ -96,6 +96,10 @@ function named(list: unknown, what: string, source: string): { name: string; bod
   });
 }
 
+/**
+ * The kubeconfig data model and loaders (files, KUBECONFIG path lists, in-cluster), with the field and method names
+ * of client-node's KubeConfig; merging follows kubectl (first definition of a name wins).
+ */
 export class KubeConfig {
   clusters: Cluster[] = [];
   users: User[] = [];

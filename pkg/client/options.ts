@@ -31,8 +31,11 @@ export interface WriteOptions extends CallOptions {
   fieldValidation?: FieldValidation;
 }
 
+/** Options of a create (dryRun, fieldManager, fieldValidation). */
 export type CreateOptions = WriteOptions;
+/** Options of an update (dryRun, fieldManager, fieldValidation). */
 export type UpdateOptions = WriteOptions;
+/** Options of a merge or JSON patch (dryRun, fieldManager, fieldValidation). */
 export type PatchOptions = WriteOptions;
 
 /** Server-side apply options (kube-rs `PatchParams::apply(manager)`, controller-runtime `client.FieldOwner`/`ForceOwnership`). */
@@ -53,11 +56,13 @@ export interface ApplyOptions extends CallOptions {
   fieldValidation?: FieldValidation;
 }
 
+/** Options of a get. */
 export interface GetOptions extends CallOptions {
   /** '' or absent: the latest (a quorum read from etcd); '0': any version the API server's cache holds. */
   resourceVersion?: string;
 }
 
+/** Options of a list: selectors, paging, resourceVersion semantics. */
 export interface ListOptions extends CallOptions {
   /** A label selector: `app=web,tier!=db`, or a Selector (selectorFromSet, parseSelector, …). */
   labelSelector?: string | Selector;

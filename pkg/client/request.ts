@@ -8,9 +8,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 
+/** The HTTP methods the client sends. */
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined>;
 
+/** Options of one raw request: query, body, content type, cancellation and timeout. */
 export interface RequestOptions {
   query?: Query;
   /** JSON-serialised unless a string. */

@@ -38,6 +38,7 @@ import type { Logger } from '../log/logger.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
 
+/** Options of `new RestClient(opts)`: credentials, metrics registry, user agent, write gate, transport. */
 export interface RestClientOptions {
   kubeConfig: KubeConfig;
   registry?: Registry;
@@ -91,7 +92,15 @@ interface Response extends RawResponse {
   bytes(): Promise<Buffer>;
 }
 
+<<<<<<< HEAD
 export class RestClient implements ApiClient {
+=======
+/**
+ * The HTTP client of the Kubernetes API: one shared connection per kubeconfig, retries as client-go, an optional
+ * write gate, and `rest_client_requests_total` metrics. `resource(type)` gives a typed ResourceClient.
+ */
+export class RestClient implements JsonClient {
+>>>>>>> refdocs
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   readonly transport: Transport;

@@ -138,6 +138,7 @@ export interface BaseControllerOptions<Req> {
 export type ControllerOptions<Req = Request> = BaseControllerOptions<Req> &
   ([Req] extends [Request] ? ([Request] extends [Req] ? { codec?: RequestCodec<Req> } : { codec: RequestCodec<Req> }) : { codec: RequestCodec<Req> });
 
+/** What `Controller.stop` reports: whether the in-flight reconciles finished within the timeout. */
 export interface StopResult {
   /** True when every in-flight reconcile finished within the timeout. */
   completed: boolean;
@@ -157,6 +158,10 @@ function hasNamespacedName(req: unknown): req is Request {
   );
 }
 
+/**
+ * Runs a Reconciler over a rate-limited work queue of keys (controller-runtime's controller): handlers enqueue keys,
+ * workers reconcile them, a key is never reconciled twice at once, and failures are retried with per-key backoff.
+ */
 export class Controller<Req = Request> {
   readonly name: string;
   /** Controllers act on the cluster: the Manager runs them only on the leader. */

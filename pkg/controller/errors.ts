@@ -46,6 +46,7 @@ export function isTerminalError(err: unknown): boolean {
   return false;
 }
 
+/** An error whose rate-limited requeue goes in at `priority` instead of the request's own (see withPriority). */
 export class PriorityError extends Error {
   /** Queue priority of the error requeue (PriorityNormal 0, PriorityLow -100; higher first). */
   readonly priority: number;

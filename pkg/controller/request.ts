@@ -17,10 +17,12 @@ export interface RequestCodec<Req> {
   parse(key: string): Req;
 }
 
+/** The queue key of a Request: `namespace/name`, or `name` when the namespace is '' (the inverse of parseRequestKey). */
 export function requestKey(req: Request): string {
   return req.namespace === '' ? req.name : `${req.namespace}/${req.name}`;
 }
 
+/** The Request of a queue key: `name` (cluster-scoped) or `namespace/name`; throws on any other form. */
 export function parseRequestKey(key: string): Request {
   const parts = key.split('/');
   if (parts.length === 1 && parts[0] !== '') return { namespace: '', name: key };

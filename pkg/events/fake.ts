@@ -12,6 +12,7 @@ export interface RecordedEvent {
   message: string;
 }
 
+/** A Recorder for unit tests (client-go's record.FakeRecorder): keeps every event in memory, in order. */
 export class FakeRecorder implements Recorder {
   readonly events: string[] = [];
   readonly recorded: RecordedEvent[] = [];

@@ -41,8 +41,10 @@ import { ApiError, isNotFound, type RestClient } from '../client/rest.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { type Clock, realClock } from '../util/clock.ts';
 
+/** The type of an Event (corev1.EventTypeNormal, corev1.EventTypeWarning). */
 export type EventType = 'Normal' | 'Warning';
 
+/** The object an Event is about (corev1.ObjectReference). */
 export interface ObjectReference {
   apiVersion?: string;
   kind?: string;

@@ -56,6 +56,10 @@ export interface SharedInformerFactoryOptions {
   registry?: Registry;
 }
 
+/**
+ * Options of `informerFor`: namespace scope, label/field selectors, transform, indexers and resync period. The first
+ * call for an informer wins its transform and indexers.
+ */
 export interface InformerForOptions<T extends KubeObject> {
   /** Overrides the factory's namespace scope for this informer ([] = all namespaces). */
   namespaces?: readonly string[];
@@ -76,6 +80,10 @@ function normalizeScope(resource: ResourceType, namespaces: readonly string[]): 
   return [...new Set(namespaces.filter((n) => n !== ''))].sort();
 }
 
+/**
+ * Hands out one SharedIndexInformer per resource type, namespace scope and selectors, so every controller of the
+ * process shares one list+watch and one cache per type (client-go's SharedInformerFactory).
+ */
 export class SharedInformerFactory {
   readonly watchCounter: WatchCounter;
   private readonly opts: SharedInformerFactoryOptions;

@@ -19,6 +19,7 @@ import { metaNamespaceKey } from '../apimachinery/keys.ts';
 
 /** Computes the index values of an object (an object may have several, or none). Must be pure and fast. */
 export type IndexFunc<T> = (obj: T) => string[];
+/** Index functions by index name. */
 export type Indexers<T> = Record<string, IndexFunc<T>>;
 
 export const NAMESPACE_INDEX = 'namespace';
@@ -53,6 +54,10 @@ export interface IndexerOptions<T> {
   onIndexError?: (indexName: string, key: string, err: unknown) => void;
 }
 
+/**
+ * The informer's cache: objects by `namespace/name` key plus secondary indexes (client-go's Indexer). The namespace
+ * index always exists; reads return the stored objects, not copies.
+ */
 export class Indexer<T extends KubeObject> implements IndexerReader<T> {
   private readonly items = new Map<string, T>();
   private readonly indexers = new Map<string, IndexFunc<T>>();

@@ -20,6 +20,10 @@ import type { Logger } from '../log/logger.ts';
 import type { DeletedFinalStateUnknown } from './object.ts';
 import { RingBuffer } from './ringbuffer.ts';
 
+/**
+ * Callbacks of an informer's event handler (client-go's ResourceEventHandler): each handler gets the events in
+ * order, one at a time (a returned promise delays its next one). Map events to keys; do not modify the objects.
+ */
 export interface ResourceEventHandler<T> {
   /** A new object in the cache; isInInitialList is true for objects of the initial list (or the replay of the cache to a late handler). */
   onAdd?(obj: T, isInInitialList: boolean): void | Promise<void>;

@@ -9,6 +9,10 @@ import { keyOf } from '../apimachinery/keys.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { parseSelector, type Selector } from '../apimachinery/labelselector.ts';
 
+/**
+ * Typed read-only queries on an informer's cache; never calls the API server. Returns the cached objects themselves:
+ * treat them as immutable and copy before modifying.
+ */
 export class Lister<T extends KubeObject> {
   private readonly indexer: IndexerReader<T>;
 

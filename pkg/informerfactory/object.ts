@@ -23,6 +23,7 @@ export function deletedFinalStateUnknown<T>(key: string, obj: T | undefined): De
   return { kind: 'DeletedFinalStateUnknown', key, obj };
 }
 
+/** Whether a delete notification carries a tombstone (the delete was inferred from a relist) instead of the object. */
 export function isDeletedFinalStateUnknown<T>(x: T | DeletedFinalStateUnknown<T>): x is DeletedFinalStateUnknown<T> {
   return (
     typeof x === 'object' &&

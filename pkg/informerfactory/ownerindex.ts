@@ -11,6 +11,7 @@ import type { IndexFunc, Indexers } from './indexer.ts';
 
 export { controllerOf };
 
+/** Name of the index of objects by the uid of their controller owner reference (see controllerOwnerUIDIndex). */
 export const CONTROLLER_OWNER_UID_INDEX = 'controllerOwnerUID';
 
 export const controllerOwnerUIDIndexFunc: IndexFunc<KubeObject> = (obj) => {

@@ -80,6 +80,7 @@ export interface SharedIndexInformerOptions<T extends KubeObject> {
   listWatcherFor?: (namespace: string) => ListWatcher;
 }
 
+/** The handle `addEventHandler` returns: whether this handler has synced, and how to remove it. */
 export interface HandlerRegistration {
   /** True once the informer synced and this handler has processed every object of the initial list. */
   hasSynced(): boolean;
@@ -97,6 +98,10 @@ export interface AddEventHandlerOptions {
   name?: string;
 }
 
+/**
+ * One cache of one resource type in one namespace scope, shared by every controller that needs it, with any number
+ * of event handlers (client-go's SharedIndexInformer). The cache has one writer, the informer's processing loop.
+ */
 export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   readonly resource: ResourceType;
   /** The namespaces listed ([''] = all namespaces or cluster-scoped). */

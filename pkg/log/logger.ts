@@ -5,10 +5,15 @@
  */
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 
+/** The logger type of the whole code base: pino's Logger (`child({ controller })`, `info(obj, msg)`, …). */
 export type { Logger };
 
 export const logLevels: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
+/**
+ * A JSON logger (pino) with ISO timestamps, `level` as a label, and credentials (token, password, authorization)
+ * redacted; default level info, default destination stdout.
+ */
 export function newLogger(opts: { level?: LevelWithSilent; destination?: NodeJS.WritableStream } = {}): Logger {
   return pino(
     {

@@ -40,6 +40,7 @@ function notAfter(cert: Buffer): string | undefined {
   }
 }
 
+/** Options of CertDirWatcher: the directory and file names (default tls.crt/tls.key). */
 export interface CertDirWatcherOptions {
   dir: string;
   certFile?: string;
@@ -50,6 +51,10 @@ export interface CertDirWatcherOptions {
   logger?: Logger;
 }
 
+/**
+ * A TlsSource reading `tls.crt`/`tls.key` from a directory and re-reading them on change (controller-runtime's
+ * certwatcher); a new pair is installed only if valid and matching, otherwise the current pair stays.
+ */
 export class CertDirWatcher implements TlsSource {
   /** Completed reads of the pair (initial one included). */
   reads = 0;
@@ -162,6 +167,7 @@ export class CertDirWatcher implements TlsSource {
   }
 }
 
+/** Options of GeneratedCertificate: the names the certificate is valid for, its lifetime and retry delay. */
 export interface GeneratedCertificateOptions {
   commonName?: string;
   dnsNames?: string[];
@@ -176,6 +182,10 @@ export interface GeneratedCertificateOptions {
   generate?: (validityMs: number) => Promise<{ cert: string; key: string }>;
 }
 
+/**
+ * A TlsSource serving a self-signed certificate made in memory, renewed after two thirds of its lifetime; a failed
+ * renewal is retried every `retryMs` while the current certificate is still valid.
+ */
 export class GeneratedCertificate implements TlsSource {
   private readonly validityMs: number;
   private readonly retryMs: number;

@@ -33,6 +33,10 @@ export interface CheckResult {
 
 const checkName = /^[a-zA-Z0-9][-a-zA-Z0-9_.]*$/;
 
+/**
+ * Named liveness and readiness checks served as /healthz (/livez) and /readyz, the API server's way; each check gets
+ * an AbortSignal and a timeout and fails by throwing.
+ */
 export class HealthChecks {
   private readonly checks: Record<Endpoint, Map<string, Checker>> = { healthz: new Map(), readyz: new Map() };
   private readonly timeoutMs: number;

@@ -20,6 +20,7 @@ import { KubeConfig, serviceAccountDir } from '../client/kubeconfig.ts';
 
 export { serviceAccountDir };
 
+/** A loaded kubeconfig and where it came from. */
 export interface KubeConfigSource {
   kubeConfig: KubeConfig;
   /** Human-readable origin for the startup log (never contains credentials). */
@@ -39,6 +40,10 @@ export interface LoadKubeConfigOptions {
 /** What the library calls an explicit kubeconfig (the default of `LoadKubeConfigOptions.explicit`). */
 const libraryExplicit = 'kubeconfig path';
 
+/**
+ * Loads API credentials in controller-runtime's order: the explicit kubeconfig file, $KUBECONFIG, in-cluster,
+ * ~/.kube/config. Throws when an explicitly named file is missing or has no current context.
+ */
 export function loadKubeConfig(kubeconfigFlag: string | undefined, env: NodeJS.ProcessEnv, opts: LoadKubeConfigOptions = {}): KubeConfigSource {
   const explicit = opts.explicit ?? libraryExplicit;
   const kc = new KubeConfig();

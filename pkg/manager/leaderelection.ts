@@ -262,6 +262,10 @@ function masterStatus(registry: Registry): Gauge<'name'> {
   }));
 }
 
+/**
+ * Lease-based leader election with client-go's semantics; see the file comment for the leadership invariant (the
+ * term's signal aborts before any other candidate can acquire the Lease).
+ */
 export class LeaderElector implements LeaderElection {
   readonly name: string;
   readonly identity: string;

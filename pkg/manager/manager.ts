@@ -35,11 +35,14 @@ import { type Clock, realClock } from '../util/clock.ts';
 import type { LeaderElection } from './leaderelection.ts';
 import type { Runnable } from './runnable.ts';
 
+/** Exit code of a clean shutdown. */
 export const exitOK = 0;
 /** How long an abandoned flush (Events) may take to stop before the lease is kept unreleased. */
 const abandonGraceMs = 1_000;
+/** Exit code of a failed run: a runnable, the leader election or the cache sync failed, or shutdown timed out. */
 export const exitFailure = 1;
 
+/** Options of `new Manager(opts)`. */
 export interface ManagerOptions {
   /** Leader election; undefined = off (leader-gated runnables start as soon as caches sync). */
   leaderElection?: LeaderElection;
@@ -79,6 +82,10 @@ interface Running {
   done: boolean;
 }
 
+/**
+ * Starts Runnables, gates leader-election runnables (controllers) on leadership and cache sync, and shuts everything
+ * down in order (see the file comment for the lifecycle). One `start` per Manager.
+ */
 export class Manager {
   private readonly opts: ManagerOptions;
   private readonly clock: Clock;

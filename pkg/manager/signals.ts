@@ -15,6 +15,7 @@ export interface SignalSource {
   exit(code: number): void;
 }
 
+/** What installSignalHandlers returns. */
 export interface SignalHandlers {
   /** Aborts on the first signal. */
   readonly signal: AbortSignal;
@@ -24,6 +25,10 @@ export interface SignalHandlers {
   readonly setLogger: (logger: Pick<Logger, 'info' | 'warn'>) => void;
 }
 
+/**
+ * Handles SIGTERM and SIGINT: the first aborts the returned signal (graceful shutdown), the second exits at once
+ * with code 1.
+ */
 export function installSignalHandlers(proc: SignalSource, logger?: Pick<Logger, 'info' | 'warn'>): SignalHandlers {
   const ac = new AbortController();
   let log = logger;

@@ -7,6 +7,7 @@
  */
 import { Registry, type Metric } from 'prom-client';
 
+/** The process-wide metrics registry (controller-runtime's metrics.Registry): the default of every metric here. */
 export const globalRegistry = new Registry();
 
 /** Returns the metric `name` registered in `registry`, creating it with `create` (which must register it) once. */

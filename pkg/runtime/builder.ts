@@ -87,6 +87,7 @@ export interface ControllerHost {
 /** Maps an object of a watched type to the requests (or "namespace/name" keys) to reconcile. */
 export type MapFunc<T> = (obj: T) => Iterable<Request | string>;
 
+/** Options of the primary type (`for`): an update filter, informer options and event predicates. */
 export interface ForOptions<T extends KubeObject> {
   /** Predicate on updates of the primary type: false drops the update (adds and deletes always pass). */
   update?: (oldObj: T, newObj: T) => boolean;
@@ -102,6 +103,7 @@ export interface SourceOptions<T extends KubeObject = KubeObject> {
   predicates?: readonly Predicate<T>[];
 }
 
+/** Options of one controller (`withOptions`); unset fields take the manager's defaults. */
 export interface BuilderOptions {
   /** Workers (concurrent reconciles of different keys). Default 1. */
   concurrency?: number;
@@ -129,6 +131,11 @@ interface Source {
   mappers: Mapper[];
 }
 
+/**
+ * Declares one controller on a ControllerManager (controller-runtime's builder): `for` the primary type, `owns` and
+ * `watches` further sources, `withOptions`, then `complete(reconcile)`. Obtained from `mgr.controller(name)`; each
+ * builder completes once, and a controller needs a primary type (`for`) before `complete`.
+ */
 export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private primary: {
     resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined; predicates: readonly Predicate<P>[] | undefined;

@@ -26,8 +26,14 @@ import { isNotFound } from '../client/errors.ts';
 import type { MergePatch } from '../client/options.ts';
 import type { ResourceClient } from '../client/typed.ts';
 
+/** What createOrPatch did (controller-runtime's OperationResult). */
 export type OperationResult = 'created' | 'updated' | 'updatedStatus' | 'updatedStatusOnly' | 'unchanged';
 
+/**
+ * Reads the object of `obj`'s key, lets `mutate` bring it to the wanted state, then creates it if missing or sends
+ * only the difference as a merge patch (controller-runtime's controllerutil.CreateOrPatch); `mutate` must not change
+ * the name or namespace.
+ */
 export async function createOrPatch<T extends KubeObject>(
   api: ResourceClient<T>, obj: T, mutate: (obj: T) => void | Promise<void>, opts: { signal?: AbortSignal; fieldManager?: string } = {},
 ): Promise<{ result: OperationResult; object: T }> {

@@ -33,6 +33,7 @@ import type { MergePatch } from '../client/options.ts';
 import type { ResourceClient } from '../client/typed.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
 
+/** The two sides of `finalizer()`: `apply` while the object lives, `cleanup` once it is being deleted. */
 export interface FinalizerHandlers<T, R> {
   /** The object lives and carries the finalizer: reconcile it toward its spec. */
   apply(obj: T): Promise<R>;
@@ -42,6 +43,11 @@ export interface FinalizerHandlers<T, R> {
 
 const maxConflicts = 3;
 
+/**
+ * Keeps finalizer `name` on `obj` while it lives and runs `handlers.cleanup` before it goes (kube-rs's
+ * `runtime::finalizer`): adds the finalizer before the first `apply`, and removes it only after `cleanup` succeeded.
+ * Resolves with what `apply` or `cleanup` returned (undefined when the object is being deleted without the finalizer).
+ */
 export async function finalizer<T extends KubeObject, R>(
   api: ResourceClient<T>, obj: T, name: string, handlers: FinalizerHandlers<T, R>, opts: { signal?: AbortSignal } = {},
 ): Promise<R | undefined> {

@@ -66,6 +66,10 @@ export interface ReconcilerHost {
   readonly client: ApiClient;
 }
 
+/**
+ * Leader election of a ControllerManager: the Lease `namespace/id` and client-go's timings (leaseDurationMs must
+ * exceed renewDeadlineMs, which must exceed 1.2 × retryPeriodMs; LeaderElector throws otherwise).
+ */
 export interface LeaderElectionOptions {
   /** Lease name. */
   id: string;
@@ -77,6 +81,7 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
 }
 
+/** Options of `new ControllerManager(opts)`; every field is optional and defaults as controller-runtime's manager. */
 export interface ControllerManagerOptions {
   /** API credentials. Default: $KUBECONFIG (path list), in-cluster ServiceAccount, ~/.kube/config (in that order). */
   kubeConfig?: KubeConfig;
@@ -163,7 +168,17 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
+<<<<<<< HEAD
 export class ControllerManager implements ControllerHost, ReconcilerHost {
+=======
+/**
+ * The whole runtime composed from options (controller-runtime's `manager.New`): the API clients, one shared informer
+ * factory, events, metrics, health checks, leader election (or sharding) and the webhook server. Declare controllers
+ * with `controller(name)` and webhooks with `webhook(type)`, then `run()` until SIGTERM/SIGINT; it resolves with the
+ * process exit code. Controllers act only while this replica leads: `client` refuses writes once leadership is lost.
+ */
+export class ControllerManager implements ControllerHost {
+>>>>>>> refdocs
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */

@@ -17,6 +17,10 @@
  */
 import type { KubeObject } from '../apimachinery/meta.ts';
 
+/**
+ * An event filter for `for`/`owns`/`watches` (controller-runtime's predicate.Funcs): an event is enqueued only when
+ * the method for its kind returns true; an absent method passes every event of that kind.
+ */
 export interface Predicate<T extends KubeObject = KubeObject> {
   /** An object appeared (also the initial list). Default: pass. */
   create?(obj: T): boolean;

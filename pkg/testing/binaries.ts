@@ -13,6 +13,7 @@ import { accessSync, constants, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
+/** Paths of the control plane binaries startTestEnv runs. */
 export interface ControlPlaneBinaries {
   etcd: string;
   kubeApiserver: string;

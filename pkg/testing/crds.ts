@@ -15,6 +15,7 @@ import { ApiError } from '../client/errors.ts';
 import type { RestClient } from '../client/rest.ts';
 import { delay } from './process.ts';
 
+/** The fields of a CustomResourceDefinition that installCRDs reads (the rest passes through). */
 export interface CustomResourceDefinition extends KubeObject {
   spec?: {
     group?: string;

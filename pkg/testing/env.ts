@@ -38,6 +38,7 @@ import {
   caBundleOf, type WebhookConfiguration, type WebhookInstallOptions, type WebhookServing,
 } from './webhooks.ts';
 
+/** Options of startTestEnv: CRDs to install, where the binaries are, extra flags, timeouts. */
 export interface TestEnvOptions {
   /**
    * CRD manifests to install before startTestEnv resolves (files or directories): read and checked before anything

@@ -12,6 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** Options of eventually: timeout, interval, cancellation, and what the timeout message names. */
 export interface EventuallyOptions {
   /** Give up after this long (ms). Default 30 000. */
   timeoutMs?: number;
@@ -23,6 +24,11 @@ export interface EventuallyOptions {
   message?: string | (() => string);
 }
 
+/**
+ * Calls `fn` until it returns something other than `undefined`, `null` or `false` and resolves with it (Gomega's
+ * Eventually); a throw counts as "not yet". Never two calls at once; rejects after `timeoutMs` with the last error or
+ * value, or with the signal's reason when it aborts.
+ */
 export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, undefined | null | false>> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const intervalMs = opts.intervalMs ?? 100;

@@ -92,6 +92,7 @@ export interface FakeResource {
   schema?: SchemaNode;
 }
 
+/** Options of `new FakeClient(opts)`: the resource types it serves (built-ins, extra types, CRDs), initial objects, clock. */
 export interface FakeClientOptions {
   /** Resource types besides the built-in table (ResourceType: a built-in's behaviour if known, else a plain type). */
   resources?: (ResourceType | FakeResource)[];
@@ -125,6 +126,12 @@ const nameAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const clone = <T>(v: T): T => structuredClone(v);
 
+/**
+ * An in-memory API server behind the client interface (`ApiClient`), with listers on its store (controller-runtime's
+ * fake client): for unit tests of reconcilers without a control plane. Implements resourceVersion, conflicts,
+ * NotFound/AlreadyExists and finalizers as kube-apiserver does (test/fakeclient-conformance.test.ts proves each on both)
+ * and refuses what it does not implement with FakeUnsupportedError.
+ */
 export class FakeClient implements ApiClient {
   private readonly types = new Map<string, FakeResource>();
   private readonly store = new Map<string, Map<string, Stored>>();

@@ -17,6 +17,10 @@ import { silentLogger, type Logger } from '../log/logger.ts';
 import type { ControllerManager } from '../runtime/manager.ts';
 import { eventually } from './eventually.ts';
 
+/**
+ * A manager started by startManager: `stop()` shuts it down gracefully (rejects if it exited non-zero); `exited`
+ * resolves with its exit code.
+ */
 export interface RunningManager {
   readonly manager: ControllerManager;
   /** The exit code `start` resolved with, when it stops (by stop(), the signal, or a failure). */
@@ -25,6 +29,7 @@ export interface RunningManager {
   stop(): Promise<void>;
 }
 
+/** Options of startManager: a signal that stops the manager, and how long its controllers may take to start. */
 export interface StartManagerOptions {
   /** Stops the manager when it aborts. */
   signal?: AbortSignal;
@@ -32,6 +37,10 @@ export interface StartManagerOptions {
   startTimeoutMs?: number;
 }
 
+/**
+ * Runs a ControllerManager in the test's process and resolves once its controllers run (caches synced, leading);
+ * rejects with the manager's failure if it stops first, or after `startTimeoutMs` (the manager is then stopped).
+ */
 export async function startManager(mgr: ControllerManager | (() => ControllerManager), opts: StartManagerOptions = {}): Promise<RunningManager> {
   const manager = typeof mgr === 'function' ? mgr() : mgr;
   const ac = new AbortController();

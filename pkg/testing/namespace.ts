@@ -17,6 +17,7 @@ import { coreResources } from '../apimachinery/resource.ts';
 import { ignoreNotFound } from '../client/ignore.ts';
 import type { ApiClient } from '../client/typed.ts';
 
+/** A namespace made by testNamespace: its name and its (idempotent) deletion. */
 export interface TestNamespace {
   readonly name: string;
   /** Deletes the namespace (idempotent). */
@@ -24,6 +25,7 @@ export interface TestNamespace {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** Options of testNamespace: the test it belongs to, a name prefix, labels. */
 export interface TestNamespaceOptions {
   /** A node:test TestContext (anything with `name` and `after(fn)`): the namespace is deleted after that test. */
   t?: { name?: string; after(fn: () => Promise<void> | void): void };
@@ -35,6 +37,10 @@ export interface TestNamespaceOptions {
 
 const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
 
+/**
+ * Creates a namespace of its own for one test (`<prefix>-<5 random characters>`, never reused) and deletes it after
+ * the test (`t`), or on `await using`; `delete()` is idempotent.
+ */
 export async function testNamespace(env: ApiClient | { client: ApiClient }, opts: TestNamespaceOptions = {}): Promise<TestNamespace> {
   const client = 'client' in env ? env.client : env;
   const base = (opts.prefix ?? opts.t?.name ?? 'test').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+/, '').slice(0, 40).replace(/-+$/, '') || 'test';

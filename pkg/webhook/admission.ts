@@ -22,8 +22,10 @@ import type { KubeObject } from '../apimachinery/meta.ts';
 import type { Logger } from '../log/logger.ts';
 import { jsonPatch } from './jsonpatch.ts';
 
+/** The AdmissionReview version served and answered: admission.k8s.io/v1. */
 export const admissionApiVersion = 'admission.k8s.io/v1';
 
+/** The operation an AdmissionRequest admits. */
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
 /** A group/version/kind (or resource) as the AdmissionRequest spells it. */
@@ -33,6 +35,7 @@ export interface GroupVersionKind {
   kind: string;
 }
 
+/** A group/version/resource as the AdmissionRequest spells it (`resource` is the plural name). */
 export interface GroupVersionResource {
   group: string;
   version: string;
@@ -57,6 +60,7 @@ export interface AdmissionRequest<T = KubeObject> {
   options?: unknown;
 }
 
+/** The status of a denied AdmissionResponse (a metav1.Status subset): HTTP code, reason, message for the client. */
 export interface AdmissionStatus {
   code?: number;
   reason?: string;
@@ -74,6 +78,7 @@ export interface AdmissionResponse {
   warnings?: string[];
 }
 
+/** admission.k8s.io/v1 AdmissionReview: the envelope of a request (from the API server) or a response (to it). */
 export interface AdmissionReview {
   apiVersion: typeof admissionApiVersion;
   kind: 'AdmissionReview';
@@ -112,6 +117,7 @@ export function denied(message: string, opts: { code?: number; reason?: string; 
   return new Denied(message, opts);
 }
 
+/** Whether `v` is a Denied verdict (as returned by `denied()`). */
 export function isDenied(v: unknown): v is Denied {
   return v instanceof Denied;
 }
@@ -124,6 +130,7 @@ export interface HandlerContext {
   logger: Logger;
 }
 
+/** What a Defaulter or Validator gets besides the object: the handler context and the whole AdmissionRequest. */
 export interface AdmissionContext<T> extends HandlerContext {
   request: AdmissionRequest<T>;
 }

@@ -19,6 +19,11 @@ import type { Conversion } from './conversion.ts';
 import { mutatePath, validatePath, type GroupVersionKindLike } from './paths.ts';
 import type { WebhookRegistrar } from './server.ts';
 
+/**
+ * Declares the webhooks of one type (controller-runtime's `NewWebhookManagedBy`): at least one of `withDefaulter`,
+ * `withValidator`, `withConversion` (each at most once), then `complete()` registers the paths; it throws if a path
+ * is already taken.
+ */
 export class WebhookBuilder<T extends KubeObject = KubeObject> {
   private readonly registrar: WebhookRegistrar;
   private readonly gvk: GroupVersionKindLike;

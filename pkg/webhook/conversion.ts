@@ -20,6 +20,7 @@
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { BadRequestError, type HandlerContext } from './admission.ts';
 
+/** The ConversionReview version served and answered: apiextensions.k8s.io/v1. */
 export const conversionApiVersion = 'apiextensions.k8s.io/v1';
 
 /** How one spoke version converts to and from the hub. Both get a deep copy and return the converted object. */
@@ -36,18 +37,21 @@ export interface Conversion {
   spokes: Readonly<Record<string, SpokeConversion>>;
 }
 
+/** apiextensions.k8s.io/v1 ConversionRequest: objects to convert to `desiredAPIVersion`. */
 export interface ConversionRequest {
   uid: string;
   desiredAPIVersion: string;
   objects: KubeObject[];
 }
 
+/** apiextensions.k8s.io/v1 ConversionResponse: on Success, `convertedObjects` in the order of the request's objects. */
 export interface ConversionResponse {
   uid: string;
   convertedObjects: KubeObject[];
   result: { status: 'Success' } | { status: 'Failure'; message: string };
 }
 
+/** apiextensions.k8s.io/v1 ConversionReview: the envelope of a conversion request or response. */
 export interface ConversionReview {
   apiVersion: typeof conversionApiVersion;
   kind: 'ConversionReview';
@@ -122,6 +126,7 @@ export async function convertReview(request: ConversionRequest, conversions: Rea
   }
 }
 
+/** Wraps `response` in the ConversionReview envelope the API server expects back. */
 export function conversionReviewResponse(response: ConversionResponse): ConversionReview {
   return { apiVersion: conversionApiVersion, kind: 'ConversionReview', response };
 }

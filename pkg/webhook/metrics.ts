@@ -12,6 +12,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 
+/** controller-runtime's webhook metrics: requests by code, latency, requests in flight (label `webhook`: the path). */
 export interface WebhookMetricFamilies {
   requestsTotal: Counter<'webhook' | 'code'>;
   latency: Histogram<'webhook'>;
@@ -21,6 +22,7 @@ export interface WebhookMetricFamilies {
 /** Prometheus's default buckets (client_golang DefBuckets), which controller-runtime's latency histogram uses. */
 export const webhookLatencyBuckets: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** The webhook metrics of `registry` (controller-runtime's names), created once per registry and shared afterwards. */
 export function webhookMetricFamilies(registry: Registry = globalRegistry): WebhookMetricFamilies {
   const registers = [registry];
   return {

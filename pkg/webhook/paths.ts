@@ -19,12 +19,15 @@ function suffix(gvk: GroupVersionKindLike): string {
   return `${gvk.group.replaceAll('.', '-')}-${gvk.version}-${gvk.kind.toLowerCase()}`;
 }
 
+/** kubebuilder's path of the defaulting webhook of a type: `/mutate-<group with dots as dashes>-<version>-<kind lowercase>`. */
 export function mutatePath(gvk: GroupVersionKindLike): string {
   return `/mutate-${suffix(gvk)}`;
 }
 
+/** kubebuilder's path of the validating webhook of a type: `/validate-<group with dots as dashes>-<version>-<kind lowercase>`. */
 export function validatePath(gvk: GroupVersionKindLike): string {
   return `/validate-${suffix(gvk)}`;
 }
 
+/** kubebuilder's path of the conversion webhook (one for every kind). */
 export const convertPath = '/convert';

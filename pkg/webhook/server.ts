@@ -43,12 +43,14 @@ import {
 import { webhookMetricFamilies, type WebhookMetricFamilies } from './metrics.ts';
 import { convertPath } from './paths.ts';
 
+/** kubebuilder's default webhook port: all interfaces, port 9443. */
 export const defaultWebhookBindAddress = ':9443';
 /** controller-runtime's default CertDir. */
 export const defaultWebhookCertDir = '/tmp/k8s-webhook-server/serving-certs';
 /** controller-runtime's limit: an UPDATE review carries two objects of up to 1.5 MiB (etcd's limit) each. */
 export const defaultMaxRequestBytes = 7 * 1024 * 1024;
 
+/** Options of `new WebhookServer(opts)`: address, certificate source, request limits. */
 export interface WebhookServerOptions {
   /** "host:port" or ":port" (default ":9443"). "0" is not accepted here: do not create the server instead. */
   bindAddress?: string;
@@ -145,6 +147,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * The HTTPS endpoint the API server calls for admission and conversion reviews (controller-runtime's webhook.Server).
+ * A Runnable on every replica (`needLeaderElection` false); paths are registered by WebhookBuilder, also after start.
+ */
 export class WebhookServer implements Runnable, WebhookRegistrar {
   readonly name = 'webhook-server';
   readonly needLeaderElection = false;

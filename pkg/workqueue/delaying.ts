@@ -21,6 +21,7 @@ import { MinHeap, type HeapEntry } from './heap.ts';
 import type { QueueMetrics } from './metrics.ts';
 import { metricsFor, PriorityNormal, Queue, type GetResult, type QueueOptions, type WorkQueue } from './queue.ts';
 
+/** A WorkQueue whose items can be added after a delay. */
 export interface DelayingWorkQueue<T> extends WorkQueue<T> {
   /**
    * Adds `item` after `ms` milliseconds (at once if `ms <= 0`), at `priority` — by default the priority the item is
@@ -36,8 +37,10 @@ interface Waiting<T> extends HeapEntry {
   priority: number;
 }
 
+/** Options of DelayingQueue (those of Queue). */
 export type DelayingQueueOptions = QueueOptions;
 
+/** A Queue with `addAfter` (client-go's DelayingInterface): an item becomes ready after its delay. */
 export class DelayingQueue<T> implements DelayingWorkQueue<T> {
   protected readonly clock: Clock;
   private readonly queue: Queue<T>;

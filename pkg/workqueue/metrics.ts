@@ -59,6 +59,7 @@ export const noopQueueMetrics: QueueMetrics<unknown> = {
 /** controller-runtime: prometheus.ExponentialBuckets(10e-9, 10, 12) = 1e-8 … 1e3. */
 export const workqueueDurationBuckets: readonly number[] = Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`));
 
+/** The `workqueue_*` metric families of a registry (client-go's and controller-runtime's names and labels). */
 export interface WorkqueueMetricFamilies {
   depth: Gauge<Labels | 'priority'>;
   adds: Counter<Labels>;
@@ -170,6 +171,7 @@ export function workqueueMetricFamilies(registry: Registry = globalRegistry): Wo
   };
 }
 
+/** Options of newQueueMetrics: the queue's label values, registry and clock. */
 export interface QueueMetricsOptions {
   /** Value of the `name` label. */
   name: string;

@@ -44,6 +44,7 @@ import { realClock, type Clock } from '../util/clock.ts';
 import type { Registry } from 'prom-client';
 import { newQueueMetrics, noopQueueMetrics, type QueueMetrics } from './metrics.ts';
 
+/** What `get` resolves with: the next item, or `shutdown: true` as soon as the queue is shutting down. */
 export type GetResult<T> = { item: T; shutdown: false } | { item?: undefined; shutdown: true };
 
 /** Priority of real changes (adds, updates, deletes after the cache synced). */
@@ -77,6 +78,7 @@ export interface WorkQueue<T> {
   shuttingDown(): boolean;
 }
 
+/** Options of `new Queue(opts)`: metrics labels and registry, clock, aging bound. */
 export interface QueueOptions {
   /** Metrics name (labels `name` and `controller`). Without a name (and without `metrics`) nothing is recorded. */
   name?: string;
@@ -119,6 +121,10 @@ interface Waiter<T> {
   resolve(r: GetResult<T>): void;
 }
 
+/**
+ * The basic work queue (client-go's workqueue with controller-runtime's priorities, plus aging): an item is queued at
+ * most once, handed to one consumer at a time, and re-queued after `done` if added while processing.
+ */
 export class Queue<T> implements WorkQueue<T> {
   private readonly metrics: QueueMetrics<T>;
   private readonly clock: Clock;

@@ -14,6 +14,7 @@
  */
 import { realClock, type Clock } from '../util/clock.ts';
 
+/** How long an item waits before its next retry (client-go's workqueue.RateLimiter). */
 export interface RateLimiter<T> {
   /** Delay before `item` should be processed again; records one more requeue of `item`. */
   when(item: T): number;
@@ -23,6 +24,7 @@ export interface RateLimiter<T> {
   numRequeues(item: T): number;
 }
 
+/** Per-item exponential backoff (client-go's ItemExponentialFailureRateLimiter): `baseMs * 2^failures`, at most `maxMs`. */
 export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
   private readonly failures = new Map<T, number>();
   private readonly baseMs: number;
@@ -49,6 +51,7 @@ export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
   }
 }
 
+/** Options of BucketRateLimiter. */
 export interface BucketRateLimiterOptions {
   /** Tokens added per second. Infinity = no limit. Default 10. */
   qps?: number;
@@ -57,6 +60,10 @@ export interface BucketRateLimiterOptions {
   clock?: Clock;
 }
 
+/**
+ * An overall token bucket (client-go's BucketRateLimiter): `qps` tokens per second, `burst` at most; the delay
+ * is how long until the item's token is available. Not per item: `forget` and `numRequeues` do nothing.
+ */
 export class BucketRateLimiter<T> implements RateLimiter<T> {
   private readonly qps: number;
   private readonly burst: number;
@@ -90,6 +97,7 @@ export class BucketRateLimiter<T> implements RateLimiter<T> {
   }
 }
 
+/** The longest delay of several limiters (client-go's MaxOfRateLimiter); every limiter records each requeue. */
 export class MaxOfRateLimiter<T> implements RateLimiter<T> {
   private readonly limiters: readonly RateLimiter<T>[];
 

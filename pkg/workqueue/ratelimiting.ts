@@ -12,6 +12,7 @@
 import { DelayingQueue, type DelayingQueueOptions, type DelayingWorkQueue } from './delaying.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
 
+/** A DelayingWorkQueue with rate-limited requeues: `addRateLimited` to retry, `forget` on success. */
 export interface RateLimitingWorkQueue<T> extends DelayingWorkQueue<T> {
   /** addAfter(item, limiter delay, priority): the priority defaults as for addAfter (a requeue keeps it). */
   addRateLimited(item: T, priority?: number): void;
@@ -19,11 +20,13 @@ export interface RateLimitingWorkQueue<T> extends DelayingWorkQueue<T> {
   numRequeues(item: T): number;
 }
 
+/** Options of RateLimitingQueue: those of DelayingQueue plus the rate limiter. */
 export interface RateLimitingQueueOptions<T> extends DelayingQueueOptions {
   /** Defaults to defaultControllerRateLimiter() on the queue's clock. */
   rateLimiter?: RateLimiter<T>;
 }
 
+/** A DelayingQueue whose requeues are delayed by a RateLimiter (client-go's RateLimitingInterface). */
 export class RateLimitingQueue<T> extends DelayingQueue<T> implements RateLimitingWorkQueue<T> {
   readonly rateLimiter: RateLimiter<T>;
 
