@@ -92,15 +92,11 @@ interface Response extends RawResponse {
   bytes(): Promise<Buffer>;
 }
 
-<<<<<<< HEAD
-export class RestClient implements ApiClient {
-=======
 /**
  * The HTTP client of the Kubernetes API: one shared connection per kubeconfig, retries as client-go, an optional
  * write gate, and `rest_client_requests_total` metrics. `resource(type)` gives a typed ResourceClient.
  */
-export class RestClient implements JsonClient {
->>>>>>> refdocs
+export class RestClient implements ApiClient {
   readonly kubeConfig: KubeConfig;
   readonly server: string;
   readonly transport: Transport;

@@ -168,17 +168,13 @@ export function packageVersion(): string {
   return 'unknown';
 }
 
-<<<<<<< HEAD
-export class ControllerManager implements ControllerHost, ReconcilerHost {
-=======
 /**
  * The whole runtime composed from options (controller-runtime's `manager.New`): the API clients, one shared informer
  * factory, events, metrics, health checks, leader election (or sharding) and the webhook server. Declare controllers
  * with `controller(name)` and webhooks with `webhook(type)`, then `run()` until SIGTERM/SIGINT; it resolves with the
  * process exit code. Controllers act only while this replica leads: `client` refuses writes once leadership is lost.
  */
-export class ControllerManager implements ControllerHost {
->>>>>>> refdocs
+export class ControllerManager implements ControllerHost, ReconcilerHost {
   /** Guarded client: controllers' reads and writes. Writes refused once leadership is lost. */
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */

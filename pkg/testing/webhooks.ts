@@ -62,6 +62,10 @@ export interface WebhookClientConfig {
   caBundle?: string;
 }
 
+/**
+ * A MutatingWebhookConfiguration or ValidatingWebhookConfiguration as read from a manifest: only the fields the test
+ * environment rewrites (each webhook's `clientConfig`) are typed; every other field is passed to the API server as is.
+ */
 export interface WebhookConfiguration extends KubeObject {
   webhooks?: Array<{ name: string; clientConfig?: WebhookClientConfig; [field: string]: unknown }>;
 }
