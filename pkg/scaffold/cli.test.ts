@@ -300,6 +300,7 @@ describe('create webhook', () => {
     const ts = read(dir, 'webhooks/guestbook_webhook.ts');
     assert.match(ts, /\.withConversion\(\{\n\s+hub: 'v2',\n\s+spokes: \{\n\s+v1: \{/);
     assert.equal(existsSync(join(dir, 'webhooks/guestbook_webhook.test.ts')), false, 'no admission webhook: no admission test');
+    assert.deepEqual(loadAll(read(dir, 'config/webhook/manifests.yaml')), [], 'no admission webhook: no configuration (kustomize refuses an empty one)');
     const patch = load(read(dir, 'config/crd/patches/webhook_in_guestbooks.yaml')) as { spec: { conversion: { strategy: string; webhook: { clientConfig: { service: { path: string } } } } } };
     assert.deepEqual([patch.spec.conversion.strategy, patch.spec.conversion.webhook.clientConfig.service.path], ['Webhook', '/convert']);
     assert.match(read(dir, 'config/crd/kustomization.yaml'), /^patches:\n {2}- path: patches\/webhook_in_guestbooks\.yaml\n/m);

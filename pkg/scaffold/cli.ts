@@ -19,7 +19,7 @@ import { pluralize, validateDomain, validateGroup, validateKind, validatePlural,
 import { layout, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
 import {
   conversionPatch, crdCaInjection, defaultInsertions, mainWebhookInsertions, webhookConfigFiles, webhookEntry, webhookMarkers,
-  webhookNames, webhookTestTs, webhookTs, type WebhookFlags,
+  webhookConfiguration, webhookNames, webhookTestTs, webhookTs, type WebhookFlags,
 } from './webhook.ts';
 
 export class ScaffoldUsageError extends Error {}
@@ -341,8 +341,13 @@ function createWebhook(argv: readonly string[], io: ScaffoldIO): number {
   put('main.ts', insertAbove(insertAbove(current('main.ts'), markers.imports, main.imports, 'main.ts'), markers.webhooks, main.webhooks, 'main.ts'));
   put('Dockerfile', insertAbove(current('Dockerfile'), 'RUN npm run build', 'COPY webhooks ./webhooks', 'Dockerfile'));
   const manifests = 'config/webhook/manifests.yaml';
-  if (f.defaulting) put(manifests, insertAbove(current(manifests), webhookMarkers.mutating, webhookEntry(n, 'mutating'), manifests));
-  if (f.validation) put(manifests, insertAbove(current(manifests), webhookMarkers.validating, webhookEntry(n, 'validating'), manifests));
+  for (const kind of [...(f.defaulting ? ['mutating' as const] : []), ...(f.validation ? ['validating' as const] : [])]) {
+    // The configuration document comes with its first webhook (kustomize refuses one with no webhooks).
+    if (!current(manifests).split('\n').some((l) => l.trim() === webhookMarkers[kind])) {
+      put(manifests, insertAbove(current(manifests), webhookMarkers.configurations, webhookConfiguration(kind), manifests));
+    }
+    put(manifests, insertAbove(current(manifests), webhookMarkers[kind], webhookEntry(n, kind), manifests));
+  }
   const defaults = 'config/default/kustomization.yaml';
   const d = defaultInsertions();
   put(defaults, insertAbove(insertAbove(current(defaults), webhookMarkers.defaultResources, d.resources, defaults), webhookMarkers.defaultSections, d.sections, defaults));

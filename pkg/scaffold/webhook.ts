@@ -25,7 +25,20 @@ export const webhookMarkers = {
   defaultResources: '# +scaffold:defaultresources',
   defaultSections: '# +scaffold:defaultsections',
   crdCaInjection: '# +scaffold:crdcainjection',
+  configurations: '# +scaffold:webhookconfigurations',
 } as const;
+
+/** A webhook configuration document of manifests.yaml, with the marker its webhooks are inserted above. */
+export function webhookConfiguration(kind: 'mutating' | 'validating'): string {
+  return `---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ${kind === 'mutating' ? 'Mutating' : 'Validating'}WebhookConfiguration
+metadata:
+  name: ${kind}-webhook-configuration
+webhooks:
+  ${webhookMarkers[kind]}
+`;
+}
 
 export interface WebhookNames {
   webhookPath: string;
@@ -54,7 +67,6 @@ export function webhookNames(n: ApiNames): WebhookNames {
 /** The entry of one webhook in manifests.yaml (a list item under `webhooks:`), as controller-gen writes it. */
 export function webhookEntry(n: ApiNames, kind: 'mutating' | 'validating'): string {
   const w = webhookNames(n);
-  const operations = kind === 'mutating' ? '[CREATE, UPDATE]' : '[CREATE, UPDATE]';
   return `- name: ${kind === 'mutating' ? w.mutatingName : w.validatingName}
   admissionReviewVersions: [v1]
   clientConfig:
@@ -68,7 +80,7 @@ export function webhookEntry(n: ApiNames, kind: 'mutating' | 'validating'): stri
   rules:
     - apiGroups: [${n.fullGroup}]
       apiVersions: [${n.version}]
-      operations: ${operations}
+      operations: [CREATE, UPDATE]
       resources: [${n.plural}]
       scope: Namespaced
 `;
@@ -124,21 +136,10 @@ ${labels}spec:
       protocol: TCP
       targetPort: 9443
 `,
-    'config/webhook/manifests.yaml': `# One entry per webhook; \`ts-controller-manager create webhook\` adds them above the markers. The paths are the
-# ones mgr.webhook(type).withDefaulter/withValidator registers (kubebuilder's: /mutate-<group>-<version>-<kind>).
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: mutating-webhook-configuration
-webhooks:
-  ${webhookMarkers.mutating}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: validating-webhook-configuration
-webhooks:
-  ${webhookMarkers.validating}
+    'config/webhook/manifests.yaml': `# The webhook configurations; \`ts-controller-manager create webhook\` adds each (once, when its first webhook
+# comes) above the marker, and each webhook above the marker in its list. The paths are the ones
+# mgr.webhook(type).withDefaulter/withValidator registers (kubebuilder's: /mutate-<group>-<version>-<kind>).
+${webhookMarkers.configurations}
 `,
     'config/certmanager/kustomization.yaml': `# [CERTMANAGER] The webhook Service's serving certificate, issued by cert-manager into Secret webhook-server-cert.
 apiVersion: kustomize.config.k8s.io/v1beta1
