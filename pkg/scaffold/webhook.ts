@@ -353,8 +353,8 @@ export function webhookTs(n: ApiNames, f: WebhookFlags): string {
   }
   if (f.conversion) {
     const hub = f.conversion.hub;
-    doc.push(` *  - conversion (${convertPath}): hub ${hub} (the storage version); ${f.conversion.spokes.join(', ')} convert to and from
- *    it. The functions below copy the object and only change apiVersion — write the field mapping of your versions.`);
+    doc.push(` *  - conversion (${convertPath}): hub ${hub} (the storage version); ${f.conversion.spokes.join(', ')} ${f.conversion.spokes.length === 1 ? 'converts' : 'convert'} to
+ *    and from it. The functions below copy the object (the library sets apiVersion) — write your versions' field mapping.`);
     const spokes = f.conversion.spokes.map((v) => `        ${v}: {
           // ${v} → ${hub}: map the fields that differ (the library sets apiVersion and keeps metadata).
           toHub: (obj) => structuredClone(obj),
@@ -377,7 +377,7 @@ ${spokes}
 ${doc.join('\n')}
  * The API server calls them as config/webhook/manifests.yaml says (kubebuilder's paths, which the builder registers).
  */
-import { ${imports.join(', ')} } from 'ts-controller-manager';
+import ${f.validation ? `{ ${imports.join(', ')} }` : 'type { ControllerManager }'} from 'ts-controller-manager';
 import { ${c}Kind, type ${K} } from '../${n.typesPath}';
 ${f.defaulting ? `
 /** What the defaulter puts in an empty spec.foo. */
