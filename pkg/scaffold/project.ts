@@ -390,6 +390,7 @@ test('--help lists the flags and exits 0', () => {
   assert.equal(res.status, 0, res.stderr);
   assert.match(res.stdout, /--metrics-bind-address/);
   assert.match(res.stdout, /--leader-elect/);
+  assert.match(res.stdout, /--webhook-cert-path/);
 });
 
 test('a bad invocation exits 2 with one line', () => {
@@ -635,6 +636,7 @@ Kubernetes controllers for \`${o.domain}\`, in TypeScript on Node.js 24, built o
 \`\`\`sh
 npm install
 npx ts-controller-manager create api --group webapp --version v1 --kind Guestbook   # a CRD, its types, a controller, a test
+npx ts-controller-manager create webhook --group webapp --version v1 --kind Guestbook --defaulting --programmatic-validation
 npm test            # each controller against a real etcd + kube-apiserver (ts-controller-manager/testing)
 npm run typecheck
 \`\`\`
@@ -648,6 +650,8 @@ cache ts-controller-manager's \`make tools\` builds (\`~/.cache/ts-controller-ma
 |---|---|
 | \`main.ts\` | the manager: flags, then every controller registered at the \`+scaffold:controllers\` marker |
 | \`controllers/<kind>.ts\`, \`controllers/<kind>.test.ts\` | a controller (finalizer, owned ConfigMap, \`Ready\` condition) and its test |
+| \`webhooks/<kind>_webhook.ts\`, \`webhooks/<kind>_webhook.test.ts\` | a kind's defaulting/validating/conversion webhooks (\`create webhook\`; registered unless \`ENABLE_WEBHOOKS=false\`) and their test |
+| \`config/webhook\`, \`config/certmanager\` | the webhook configurations and Service; the serving certificate from cert-manager (\`create webhook\`) |
 | \`api/<group>/<version>/zz_generated.types.ts\` | TypeScript types generated from the CRDs (\`npm run generate\` after editing one) |
 | \`config/crd/bases\` | the CRDs (the schema is the source of truth: edit it, then \`npm run generate\`) |
 | \`config/rbac\` | ServiceAccount, the manager's ClusterRole (one block of rules per kind), leader election and metrics roles |
@@ -659,6 +663,7 @@ cache ts-controller-manager's \`make tools\` builds (\`~/.cache/ts-controller-ma
 
 \`\`\`sh
 make install && make run                         # CRDs into KUBECONFIG's cluster, then the manager here
+ENABLE_WEBHOOKS=false make run                   # the same without the webhooks (no serving certificate needed)
 make docker-build IMG=registry.example.com/${o.repo}:v0.1.0   # CONTAINER_TOOL=podman for podman
 make docker-push deploy IMG=registry.example.com/${o.repo}:v0.1.0
 \`\`\`
