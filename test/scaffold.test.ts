@@ -153,8 +153,8 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const rendered = (await kubectl('kustomize', 'config/default')).replaceAll('image: controller:latest', 'image: registry.example.com/guestbook-operator:v0.1.0');
     const docs = loadAll(rendered) as KubeObject[];
     assert.deepEqual(docs.map((d) => `${d.kind}/${d.metadata?.name}`).sort(), [
-      'ClusterRole/guestbook-operator-manager-role', 'ClusterRole/guestbook-operator-metrics-auth-role', 'ClusterRole/guestbook-operator-metrics-reader',
       'Certificate/guestbook-operator-serving-cert',
+      'ClusterRole/guestbook-operator-manager-role', 'ClusterRole/guestbook-operator-metrics-auth-role', 'ClusterRole/guestbook-operator-metrics-reader',
       'ClusterRoleBinding/guestbook-operator-manager-rolebinding', 'ClusterRoleBinding/guestbook-operator-metrics-auth-rolebinding',
       'CustomResourceDefinition/accesspolicies.policy.example.com', 'CustomResourceDefinition/guestbooks.webapp.example.com', 'Deployment/guestbook-operator-controller-manager',
       'Issuer/guestbook-operator-selfsigned-issuer', 'MutatingWebhookConfiguration/guestbook-operator-mutating-webhook-configuration', 'Namespace/guestbook-operator-system',
