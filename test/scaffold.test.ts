@@ -190,7 +190,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.equal(pod?.containers?.[0]?.image, 'registry.example.com/guestbook-operator:v0.1.0');
     assert.deepEqual(pod?.containers?.[0]?.args, ['--leader-elect', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081', '--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs']);
     assert.deepEqual(pod?.containers?.[0]?.volumeMounts?.find((m) => m.name === 'webhook-certs')?.mountPath, '/tmp/k8s-webhook-server/serving-certs');
-    assert.deepEqual(pod?.volumes?.find((v) => v.name === 'webhook-certs')?.secret, { secretName: 'webhook-server-cert' });
+    assert.equal(pod?.volumes?.find((v) => v.name === 'webhook-certs')?.secret?.secretName, 'webhook-server-cert');
     // The sample is valid against the CRD's schema (server-side validation), and so is an invalid one refused.
     await kubectl('apply', '--server-side', '-n', 'default', '-k', 'config/samples');
     const sample = await kubectl('get', '-n', 'default', 'guestbooks.webapp.example.com', 'guestbook-sample', '-o', 'jsonpath={.spec.foo}');
