@@ -2,8 +2,9 @@
  * The scaffolding as a new user meets it (issue 33, docs/scaffolding.md): this repository's files as a fresh clone
  * has them are packed (`npm pack`: `prepack` builds dist/), the packed build's `ts-controller-manager init --library
  * <tarball>` and `create api` write a project into an empty directory, and in that project, with no edit:
- * `npm install` (the npm registry; npm's cache makes it quick when warm), `npm test` (main.test.ts and the kind's
- * controller test on a control plane from the packed `ts-controller-manager/testing`, i.e. the cached binaries in
+ * `npm install` (the npm registry; npm's cache makes it quick when warm), `npm test` (main.test.ts, the kinds'
+ * controller tests and the webhook test of `create webhook` on a control plane from the packed
+ * `ts-controller-manager/testing`, i.e. the cached binaries in
  * ~/.cache/ts-controller-manager), `npm run typecheck`, `npm run build` (and the built manager answers --help), and
  * the checked-in types equal what `npm run generate` makes. Each step's time is printed (the issue's goal, init →
  * green test in ≤ 5 min, is a bench figure, not asserted).
@@ -11,12 +12,15 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { dump, load, loadAll } from 'js-yaml';
 import { coreResources, type KubeObject } from '../pkg/index.ts';
+import { selfSignedCertificate } from '../pkg/manager/selfsigned.ts';
 import { startTestEnv } from '../pkg/testing/index.ts';
 import { repoRoot } from './helpers/crds.ts';
 
@@ -61,7 +65,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
   after(() => {
     const total = times.reduce((s, [, ms]) => s + ms, 0);
     // The issue's figure: from init to a green `npm test` (init, create api, npm install, npm test), packing excluded.
-    const toGreen = times.filter(([n]) => /^(init|create api|npm install|npm test)/.test(n)).reduce((sum, [, ms]) => sum + ms, 0);
+    const toGreen = times.filter(([n]) => /^(init|create api|create webhook|npm install|npm test)/.test(n)).reduce((sum, [, ms]) => sum + ms, 0);
     console.log(`[scaffold] ${times.map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(', ')}; total ${(total / 1000).toFixed(1)} s; init → green npm test ${(toGreen / 1000).toFixed(1)} s`);
     rmSync(tmp, { recursive: true, force: true });
   });
@@ -92,6 +96,12 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     await step(t, 'create api', node, [bin, 'create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], project);
     // A second kind in another group: two controllers in main.ts, two types files, two test files in npm test.
     await step(t, 'create api (2nd kind)', node, [bin, 'create', 'api', '--group', 'policy', '--version', 'v1alpha1', '--kind', 'AccessPolicy'], project);
+    // Webhooks for the first kind: a defaulter and a validator, their test, config/webhook, config/certmanager.
+    await step(t, 'create webhook', node, [bin, 'create', 'webhook', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook', '--defaulting', '--programmatic-validation'], project);
+    assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^ {2}setupGuestbookWebhook\(mgr\);$/m);
+    const conversion = await runCmd(node, [bin, 'create', 'webhook', '--group', 'policy', '--version', 'v1alpha1', '--kind', 'AccessPolicy', '--conversion'], project);
+    assert.deepEqual([conversion.code, conversion.out.trim().split('\n').length], [2, 1], conversion.out);
+    assert.match(conversion.out, /^error: --conversion needs two or more versions of AccessPolicy/);
     const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string>; optionalDependencies: Record<string, string> };
     const ours = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
     assert.equal(pkg.dependencies['ts-controller-manager'], `file:vendor/${packed(tarball)}`);
@@ -111,11 +121,11 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.deepEqual([bad.code, bad.out.trim()], [2, 'error: invalid --kind "guest_book": must be PascalCase (an upper-case letter, then letters and digits), e.g. Memcached']);
   });
 
-  test('npm install, then npm test passes in the generated project (each controller\'s test on a real API server)', async (t) => {
+  test('npm install, then npm test passes in the generated project (each controller\'s test and the webhook test on a real API server)', async (t) => {
     await step(t, 'npm install', 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], project);
     const res = await step(t, 'npm test', 'npm', ['test'], project);
     for (const line of res.out.split('\n').filter((l) => /control plane ready in|✔|✖/.test(l))) t.diagnostic(line.trim());
-    assert.match(res.out, /ℹ pass 8\n/, res.out.slice(-3000)); // main.test.ts 2, each controller's 3
+    assert.match(res.out, /ℹ pass 10\n/, res.out.slice(-3000)); // main.test.ts 2, each controller's 3, the webhooks' 2
     assert.match(res.out, /ℹ fail 0\n/);
   });
 
@@ -143,21 +153,44 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const rendered = (await kubectl('kustomize', 'config/default')).replaceAll('image: controller:latest', 'image: registry.example.com/guestbook-operator:v0.1.0');
     const docs = loadAll(rendered) as KubeObject[];
     assert.deepEqual(docs.map((d) => `${d.kind}/${d.metadata?.name}`).sort(), [
+      'Certificate/guestbook-operator-serving-cert',
       'ClusterRole/guestbook-operator-manager-role', 'ClusterRole/guestbook-operator-metrics-auth-role', 'ClusterRole/guestbook-operator-metrics-reader',
       'ClusterRoleBinding/guestbook-operator-manager-rolebinding', 'ClusterRoleBinding/guestbook-operator-metrics-auth-rolebinding',
-      'CustomResourceDefinition/accesspolicies.policy.example.com', 'CustomResourceDefinition/guestbooks.webapp.example.com', 'Deployment/guestbook-operator-controller-manager', 'Namespace/guestbook-operator-system',
+      'CustomResourceDefinition/accesspolicies.policy.example.com', 'CustomResourceDefinition/guestbooks.webapp.example.com', 'Deployment/guestbook-operator-controller-manager',
+      'Issuer/guestbook-operator-selfsigned-issuer', 'MutatingWebhookConfiguration/guestbook-operator-mutating-webhook-configuration', 'Namespace/guestbook-operator-system',
       'Role/guestbook-operator-leader-election-role', 'RoleBinding/guestbook-operator-leader-election-rolebinding',
-      'Service/guestbook-operator-controller-manager-metrics-service', 'ServiceAccount/guestbook-operator-controller-manager',
+      'Service/guestbook-operator-controller-manager-metrics-service', 'Service/guestbook-operator-webhook-service', 'ServiceAccount/guestbook-operator-controller-manager',
+      'ValidatingWebhookConfiguration/guestbook-operator-validating-webhook-configuration',
     ]);
-    writeFileSync(join(tmp, 'deploy.yaml'), rendered);
+    // create webhook's sections ([WEBHOOK], [CERTMANAGER]): the configurations call the prefixed Service in the
+    // namespace on kubebuilder's paths, cert-manager injects the CA of the Certificate issued for that Service.
+    interface WebhookConfiguration extends KubeObject { webhooks: { name: string; clientConfig: { service: { name: string; namespace: string; path: string } } }[] }
+    const find = <T extends KubeObject>(kind: string): T => docs.find((d) => d.kind === kind) as T;
+    for (const [kind, name, path] of [
+      ['MutatingWebhookConfiguration', 'mguestbook-v1.webapp.example.com', '/mutate-webapp-example-com-v1-guestbook'],
+      ['ValidatingWebhookConfiguration', 'vguestbook-v1.webapp.example.com', '/validate-webapp-example-com-v1-guestbook'],
+    ] as const) {
+      const config = find<WebhookConfiguration>(kind);
+      assert.equal(config.metadata?.annotations?.['cert-manager.io/inject-ca-from'], 'guestbook-operator-system/guestbook-operator-serving-cert', kind);
+      assert.deepEqual(config.webhooks.map((w) => [w.name, w.clientConfig.service]), [[name, { name: 'guestbook-operator-webhook-service', namespace: 'guestbook-operator-system', path }]]);
+    }
+    const certificate = find<KubeObject & { spec: { dnsNames: string[]; issuerRef: { name: string }; secretName: string } }>('Certificate');
+    assert.deepEqual(certificate.spec, {
+      dnsNames: ['guestbook-operator-webhook-service.guestbook-operator-system.svc', 'guestbook-operator-webhook-service.guestbook-operator-system.svc.cluster.local'],
+      issuerRef: { kind: 'Issuer', name: 'guestbook-operator-selfsigned-issuer' }, secretName: 'webhook-server-cert',
+    });
+    // Applied without them: this API server has no cert-manager, and no Pod answers behind the webhook Service.
+    writeFileSync(join(tmp, 'deploy.yaml'), docs.filter((d) => !/^cert-manager\.io\//.test(d.apiVersion ?? '') && !/WebhookConfiguration$/.test(d.kind ?? '')).map((d) => dump(d)).join('---\n'));
     await kubectl('apply', '--server-side', '-f', join(tmp, 'deploy.yaml'));
     await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/guestbooks.webapp.example.com');
-    interface Deployment extends KubeObject { spec?: { template?: { spec?: { serviceAccountName?: string; containers?: { image?: string; args?: string[] }[] } } } }
+    interface Deployment extends KubeObject { spec?: { template?: { spec?: { serviceAccountName?: string; containers?: { image?: string; args?: string[]; volumeMounts?: { name: string; mountPath: string }[] }[]; volumes?: { name: string; secret?: { secretName: string } }[] } } } }
     const deployment = await env.client.resource<Deployment>(coreResources.deployments).namespace('guestbook-operator-system').get('guestbook-operator-controller-manager');
     const pod = deployment.spec?.template?.spec;
     assert.equal(pod?.serviceAccountName, 'guestbook-operator-controller-manager');
     assert.equal(pod?.containers?.[0]?.image, 'registry.example.com/guestbook-operator:v0.1.0');
-    assert.deepEqual(pod?.containers?.[0]?.args, ['--leader-elect', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081']);
+    assert.deepEqual(pod?.containers?.[0]?.args, ['--leader-elect', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081', '--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs']);
+    assert.deepEqual(pod?.containers?.[0]?.volumeMounts?.find((m) => m.name === 'webhook-certs')?.mountPath, '/tmp/k8s-webhook-server/serving-certs');
+    assert.equal(pod?.volumes?.find((v) => v.name === 'webhook-certs')?.secret?.secretName, 'webhook-server-cert');
     // The sample is valid against the CRD's schema (server-side validation), and so is an invalid one refused.
     await kubectl('apply', '--server-side', '-n', 'default', '-k', 'config/samples');
     const sample = await kubectl('get', '-n', 'default', 'guestbooks.webapp.example.com', 'guestbook-sample', '-o', 'jsonpath={.spec.foo}');
@@ -175,8 +208,17 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const admin = load(readFileSync(env.kubeconfigPath, 'utf8')) as { users: { name: string; user: unknown }[] };
     for (const u of admin.users) u.user = { token };
     writeFileSync(join(tmp, 'sa.kubeconfig'), dump(admin));
+    // Its webhook server too (registered by main.ts as ENABLE_WEBHOOKS is not "false"): a certificate where
+    // --webhook-cert-path points, as cert-manager's Secret would be mounted, on a free port.
+    const certDir = join(tmp, 'serving-certs');
+    mkdirSync(certDir);
+    const serving = await selfSignedCertificate({ commonName: 'guestbook-operator-webhook', ips: ['127.0.0.1'] });
+    writeFileSync(join(certDir, 'tls.crt'), serving.cert);
+    writeFileSync(join(certDir, 'tls.key'), serving.key);
+    const webhookPort = await freePort();
     const manager = spawn(join(project, 'node_modules', '.bin', 'node'), [
       'dist/main.js', '--leader-elect', '--metrics-bind-address=0', '--health-probe-bind-address=0',
+      `--webhook-bind-address=127.0.0.1:${webhookPort}`, `--webhook-cert-path=${certDir}`,
     ], { cwd: project, env: { ...userEnv(), KUBECONFIG: join(tmp, 'sa.kubeconfig'), POD_NAMESPACE: 'guestbook-operator-system' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let logs = '';
     manager.stdout.on('data', (d: Buffer) => (logs += d.toString()));
@@ -194,10 +236,43 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const cm = await env.client.resource<KubeObject & { data?: Record<string, string> }>(coreResources.configMaps).namespace('default').get('guestbook-sample');
     assert.deepEqual(cm.data, { foo: 'bar' });
     assert.doesNotMatch(logs, /forbidden/i, 'no request refused');
+    // The built manager's validating webhook answers an AdmissionReview as the API server would send it.
+    const review = await postJson(`https://127.0.0.1:${webhookPort}/validate-webapp-example-com-v1-guestbook`, serving.cert, {
+      apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: {
+        uid: 'u1', operation: 'CREATE', kind: { group: 'webapp.example.com', version: 'v1', kind: 'Guestbook' },
+        resource: { group: 'webapp.example.com', version: 'v1', resource: 'guestbooks' }, namespace: 'default', name: 'x',
+        object: { apiVersion: 'webapp.example.com/v1', kind: 'Guestbook', metadata: { name: 'x' }, spec: { foo: 'Not_Valid' } },
+      },
+    }) as { response: { uid: string; allowed: boolean; status?: { message?: string } } };
+    assert.deepEqual([review.response.uid, review.response.allowed], ['u1', false]);
+    assert.match(review.response.status?.message ?? '', /^spec\.foo "Not_Valid" must consist of lower-case letters/);
     manager.kill('SIGTERM');
     assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-3000)}`);
   });
 });
+
+/** A TCP port free on 127.0.0.1 a moment ago (the manager binds it next). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** POSTs JSON over HTTPS trusting only `ca`; resolves with the JSON answer of a 200. */
+function postJson(url: string, ca: string, body: unknown): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method: 'POST', ca, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text)) : reject(new Error(`HTTP ${res.statusCode}: ${text}`))));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
 
 /** The file name of a tarball path. */
 function packed(path: string): string {

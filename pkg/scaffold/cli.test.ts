@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseCRDs } from '../codegen/crd.ts';
 import { planTypes } from '../codegen/cli.ts';
+import { load, loadAll } from 'js-yaml';
 import { insertAbove } from './api.ts';
 import { parseFlags, scaffoldMain, ScaffoldUsageError, type ScaffoldIO } from './cli.ts';
 import { pluralize, validateGroup, validateKind, validateVersion } from './names.ts';
@@ -205,7 +206,7 @@ describe('create api', () => {
     assert.deepEqual(['main.ts', 'PROJECT', 'config/rbac/role.yaml'].map((f) => read(dir, f)), before);
     const r = io(dir);
     assert.equal(scaffoldMain(['create', 'nope'], r.io), 2);
-    assert.match(r.err.join(''), /^error: unknown create command "nope" \(known: api\)\n$/);
+    assert.match(r.err.join(''), /^error: unknown create command "nope" \(known: api, webhook\)\n$/);
   });
 
   it('a removed marker fails before anything is written (exit 1, naming file and marker)', () => {
@@ -216,6 +217,97 @@ describe('create api', () => {
     assert.match(r.err.join(''), /^error: main\.ts: marker line "\/\/ \+scaffold:controllers" not found/);
     assert.equal(existsSync(join(dir, 'controllers')), false);
     assert.equal(existsSync(join(dir, 'config/crd/bases')), false);
+  });
+});
+
+describe('create webhook', () => {
+  const webhook = (dir: string, ...argv: string[]): { code: number; err: string } => {
+    const r = io(dir);
+    return { code: scaffoldMain(['create', 'webhook', ...argv], r.io), err: r.err.join('') };
+  };
+  const gb = ['--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'];
+
+  it('writes the webhook, its test, config/webhook, config/certmanager, config/default sections; registers it in main.ts (idempotent markers)', () => {
+    const dir = initProject();
+    assert.equal(scaffoldMain(['create', 'api', ...gb], io(dir).io), 0);
+    assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Shelf'], io(dir).io), 0);
+    assert.deepEqual(webhook(dir, ...gb, '--defaulting', '--programmatic-validation'), { code: 0, err: '' });
+    const ts = read(dir, 'webhooks/guestbook_webhook.ts');
+    assert.match(ts, /mgr\.webhook<Guestbook>\(\{ group: 'webapp\.example\.com', version: 'v1', kind: guestbookKind \}\)/);
+    for (const s of ['.withDefaulter(', '.withValidator(', 'denied(', '.complete()']) assert.ok(ts.includes(s), s);
+    assert.ok(!ts.includes('withConversion'));
+    assert.match(read(dir, 'webhooks/guestbook_webhook.test.ts'), /startTestEnv\(/);
+    const main = read(dir, 'main.ts');
+    assert.match(main, /^import \{ setupGuestbookWebhook \} from '\.\/webhooks\/guestbook_webhook\.ts';$/m);
+    assert.match(main, /^if \(process\.env\['ENABLE_WEBHOOKS'\] !== 'false' && mgr\.webhooksEnabled\(\)\) \{\n {2}setupGuestbookWebhook\(mgr\);\n {2}\/\/ \+scaffold:webhooks\n\}$/m);
+    assert.match(read(dir, 'Dockerfile'), /^COPY controllers \.\/controllers\nCOPY webhooks \.\/webhooks\nRUN npm run build$/m);
+    const [mutating, validating] = loadAll(read(dir, 'config/webhook/manifests.yaml')) as { kind: string; webhooks: { name: string; clientConfig: { service: { path: string } } }[] }[];
+    assert.deepEqual([mutating?.kind, mutating?.webhooks.map((w) => [w.name, w.clientConfig.service.path])],
+      ['MutatingWebhookConfiguration', [['mguestbook-v1.webapp.example.com', '/mutate-webapp-example-com-v1-guestbook']]]);
+    assert.deepEqual([validating?.kind, validating?.webhooks.map((w) => [w.name, w.clientConfig.service.path])],
+      ['ValidatingWebhookConfiguration', [['vguestbook-v1.webapp.example.com', '/validate-webapp-example-com-v1-guestbook']]]);
+    for (const f of ['config/webhook/service.yaml', 'config/certmanager/certificate.yaml', 'config/certmanager/issuer.yaml', 'config/default/manager_webhook_patch.yaml']) assert.ok(existsSync(join(dir, f)), f);
+    const defaults = load(read(dir, 'config/default/kustomization.yaml')) as { resources: string[]; patches: unknown[]; replacements: unknown[] };
+    assert.deepEqual(defaults.resources.slice(-2), ['../webhook', '../certmanager']);
+    assert.equal(defaults.patches.length, 1);
+    assert.equal(defaults.replacements.length, 6, 'DNS names (2), CA injection for both configurations (4)');
+    assert.match(read(dir, 'PROJECT'), /kind: Guestbook\n {4}plural: guestbooks\n {4}webhooks:\n {6}defaulting: true\n {6}validation: true\n/);
+
+    // A second kind: its entries are added, the shared files and sections are not repeated.
+    const before = read(dir, 'config/default/kustomization.yaml');
+    assert.deepEqual(webhook(dir, '--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--programmatic-validation'), { code: 0, err: '' });
+    assert.equal(read(dir, 'config/default/kustomization.yaml'), before);
+    const [m2, v2] = loadAll(read(dir, 'config/webhook/manifests.yaml')) as { webhooks: { name: string }[] }[];
+    assert.deepEqual([m2?.webhooks.length, v2?.webhooks.map((w) => w.name)], [1, ['vguestbook-v1.webapp.example.com', 'vshelf-v1.webapp.example.com']]);
+    assert.equal(read(dir, 'Dockerfile').split('COPY webhooks ./webhooks').length, 2);
+    assert.ok(!existsSync(join(dir, 'webhooks/shelf_webhook.ts')) || !read(dir, 'webhooks/shelf_webhook.ts').includes('withDefaulter'));
+  });
+
+  it('refuses: no flag, a kind create api did not make, a second run, --conversion with one version — exit 2, one line, nothing changed', () => {
+    const dir = initProject();
+    assert.equal(scaffoldMain(['create', 'api', ...gb], io(dir).io), 0);
+    const files = ['main.ts', 'PROJECT', 'Dockerfile', 'config/default/kustomization.yaml'];
+    const before = files.map((f) => read(dir, f));
+    for (const [argv, message] of [
+      [gb, /^error: create webhook needs at least one of --defaulting, --programmatic-validation, --conversion\n$/],
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--defaulting'], /^error: no kind Shelf in webapp\.example\.com\/v1 in PROJECT: create webhook needs a kind made by create api/],
+      [['--group', 'webapp', '--version', 'v2', '--kind', 'Guestbook', '--defaulting'], /^error: no kind Guestbook in webapp\.example\.com\/v2/],
+      [[...gb, '--conversion'], /^error: --conversion needs two or more versions of Guestbook in config\/crd\/bases\/webapp\.example\.com_guestbooks\.yaml \(it has 1\)/],
+      [[...gb, '--defaulting=yes'], /^error: flag --defaulting takes true or false/],
+    ] as const) {
+      const r = webhook(dir, ...argv);
+      assert.equal(r.code, 2, JSON.stringify(argv));
+      assert.equal(r.err.split('\n').length, 2, r.err);
+      assert.match(r.err, message);
+    }
+    assert.deepEqual(files.map((f) => read(dir, f)), before);
+    assert.equal(existsSync(join(dir, 'webhooks')), false);
+    assert.equal(webhook(dir, ...gb, '--defaulting').code, 0);
+    const again = webhook(dir, ...gb, '--programmatic-validation');
+    assert.equal(again.code, 2);
+    assert.match(again.err, /^error: kind Guestbook \(webapp\.example\.com\/v1\) already has webhooks/);
+  });
+
+  it('--conversion with a second version in the CRD: the storage version is the hub; the CRD patch and its CA injection are added', () => {
+    const dir = initProject();
+    assert.equal(scaffoldMain(['create', 'api', ...gb], io(dir).io), 0);
+    // The user adds v2 (served, storage) to the CRD by hand; v1 stays served.
+    const crdPath = 'config/crd/bases/webapp.example.com_guestbooks.yaml';
+    const crd = read(dir, crdPath);
+    const v1 = crd.slice(crd.indexOf('    - name: v1\n'));
+    writeFileSync(join(dir, crdPath), crd.replace('      storage: true\n', '      storage: false\n') + v1.replace('- name: v1', '- name: v2'));
+    assert.deepEqual(webhook(dir, ...gb, '--conversion'), { code: 0, err: '' });
+    const ts = read(dir, 'webhooks/guestbook_webhook.ts');
+    assert.match(ts, /\.withConversion\(\{\n\s+hub: 'v2',\n\s+spokes: \{\n\s+v1: \{/);
+    assert.equal(existsSync(join(dir, 'webhooks/guestbook_webhook.test.ts')), false, 'no admission webhook: no admission test');
+    assert.deepEqual(loadAll(read(dir, 'config/webhook/manifests.yaml')), [], 'no admission webhook: no configuration (kustomize refuses an empty one)');
+    const patch = load(read(dir, 'config/crd/patches/webhook_in_guestbooks.yaml')) as { spec: { conversion: { strategy: string; webhook: { clientConfig: { service: { path: string } } } } } };
+    assert.deepEqual([patch.spec.conversion.strategy, patch.spec.conversion.webhook.clientConfig.service.path], ['Webhook', '/convert']);
+    assert.match(read(dir, 'config/crd/kustomization.yaml'), /^patches:\n {2}- path: patches\/webhook_in_guestbooks\.yaml\n/m);
+    const defaults = load(read(dir, 'config/default/kustomization.yaml')) as { replacements: { targets: { select: { kind: string; name?: string } }[] }[] };
+    assert.deepEqual(defaults.replacements.slice(-2).map((r) => r.targets[0]?.select), [
+      { kind: 'CustomResourceDefinition', name: 'guestbooks.webapp.example.com' }, { kind: 'CustomResourceDefinition', name: 'guestbooks.webapp.example.com' },
+    ]);
   });
 });
 

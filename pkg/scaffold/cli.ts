@@ -17,6 +17,10 @@ import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/ty
 import { apiNames, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
 import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
 import { layout, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
+import {
+  conversionPatch, crdCaInjection, defaultInsertions, mainWebhookInsertions, webhookConfigFiles, webhookEntry, webhookMarkers,
+  webhookConfiguration, webhookNames, webhookTestTs, webhookTs, type WebhookFlags,
+} from './webhook.ts';
 
 export class ScaffoldUsageError extends Error {}
 
@@ -66,6 +70,26 @@ Flags:
   --plural=NAME      The resource name. Default: the English plural of the kind in lower case (guestbooks).
   --dir=DIR          The project. Default: the current directory.
   -h, --help         This text.
+`;
+
+export const createWebhookUsage = `Usage: ts-controller-manager create webhook --group GROUP --version VERSION --kind KIND [--defaulting] [--programmatic-validation] [--conversion]
+
+Adds webhooks for a kind made by create api (at least one of the three): webhooks/<kind>_webhook.ts (a defaulter
+and/or a validator, and/or a conversion, on mgr.webhook(type)) registered in main.ts (unless ENABLE_WEBHOOKS=false),
+its test against a real API server (webhooks/<kind>_webhook.test.ts), config/webhook (Service, the webhook
+configurations on kubebuilder's paths), config/certmanager (Issuer, Certificate) and config/default's [WEBHOOK] and
+[CERTMANAGER] sections. --conversion needs a CRD with two or more versions (the storage version is the hub) and adds
+the CRD's conversion patch.
+
+Flags:
+  --group=GROUP                The kind's group (as given to create api).
+  --version=VERSION            The version the admission webhooks are registered for.
+  --kind=KIND                  The kind.
+  --defaulting                 A mutating webhook (withDefaulter).
+  --programmatic-validation    A validating webhook (withValidator).
+  --conversion                 The CRD's conversion webhook (withConversion).
+  --dir=DIR                    The project. Default: the current directory.
+  -h, --help                   This text.
 `;
 
 /** Parses `--name=value`, `--name value` and booleans (`--b`, `--b=true|false`). Throws ScaffoldUsageError. */
@@ -252,6 +276,95 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
   return 0;
 }
 
+/** Reads a project file that a create command edits; a missing one is a usage error naming it. */
+function readEdited(dir: string, path: string, command: string): string {
+  try {
+    return readFileSync(join(dir, path), 'utf8');
+  } catch {
+    throw new ScaffoldUsageError(`${path} is missing (${command} edits it)`);
+  }
+}
+
+function createWebhook(argv: readonly string[], io: ScaffoldIO): number {
+  const flags = parseFlags(argv, ['group', 'version', 'kind', 'dir'], ['defaulting', 'programmatic-validation', 'conversion']);
+  if (flags.get('help')) {
+    io.stdout(createWebhookUsage);
+    return 0;
+  }
+  const [group, version, kind] = ['group', 'version', 'kind'].map((f) => {
+    const v = str(flags, f);
+    if (v === undefined) throw new ScaffoldUsageError(`create webhook needs --group, --version and --kind (missing --${f})`);
+    return v;
+  }) as [string, string, string];
+  const wanted = { defaulting: flags.get('defaulting') === true, validation: flags.get('programmatic-validation') === true, conversion: flags.get('conversion') === true };
+  if (!wanted.defaulting && !wanted.validation && !wanted.conversion) {
+    throw new ScaffoldUsageError('create webhook needs at least one of --defaulting, --programmatic-validation, --conversion');
+  }
+  const dir = resolve(io.cwd, str(flags, 'dir') ?? '.');
+  const project = readProject(dir);
+  const resource = project.resources.find((r) => r.group === group && r.kind === kind && r.version === version);
+  if (!resource) {
+    throw new ScaffoldUsageError(`no kind ${kind} in ${group}.${project.domain}/${version} in PROJECT: create webhook needs a kind made by create api (create api --group ${group} --version ${version} --kind ${kind})`);
+  }
+  if (resource.webhooks) throw new ScaffoldUsageError(`kind ${kind} (${group}.${project.domain}/${version}) already has webhooks (${webhookNames(apiNames(resource)).webhookPath})`);
+  const n = apiNames(resource);
+  const w = webhookNames(n);
+
+  const f: WebhookFlags = { defaulting: wanted.defaulting, validation: wanted.validation };
+  if (wanted.conversion) {
+    const crd = load(readEdited(dir, n.crdPath, 'create webhook --conversion')) as { spec?: { versions?: { name?: string; storage?: boolean }[] } } | null;
+    const versions = crd?.spec?.versions ?? [];
+    if (versions.length < 2) {
+      throw new ScaffoldUsageError(`--conversion needs two or more versions of ${kind} in ${n.crdPath} (it has ${versions.length}); add the other version to the CRD first (the storage version is the hub)`);
+    }
+    const hub = versions.find((v) => v.storage)?.name;
+    if (!hub) throw new ScaffoldUsageError(`${n.crdPath}: no storage version (the conversion hub)`);
+    f.conversion = { hub, spokes: versions.map((v) => v.name ?? '').filter((v) => v !== hub) };
+  }
+
+  const created: Record<string, string> = { [w.webhookPath]: webhookTs(n, f) };
+  if (f.defaulting || f.validation) created[w.testPath] = webhookTestTs(n, f);
+  if (f.conversion) created[w.conversionPatchPath] = conversionPatch(n, [f.conversion.hub, ...f.conversion.spokes]);
+  const existing = Object.keys(created).filter((p) => existsSync(join(dir, p)));
+  if (existing.length > 0) throw new ScaffoldUsageError(`refusing to overwrite ${existing.join(', ')}`);
+  // The first webhook of the project writes config/webhook, config/certmanager and the manager patch.
+  const edited: Record<string, string> = {};
+  for (const [path, content] of Object.entries(webhookConfigFiles(project.projectName))) {
+    if (!existsSync(join(dir, path))) created[path] = content;
+  }
+  const current = (path: string): string => edited[path] ?? created[path] ?? readEdited(dir, path, 'create webhook');
+  const put = (path: string, text: string): void => {
+    if (path in created) created[path] = text;
+    else edited[path] = text;
+  };
+  const main = mainWebhookInsertions(n);
+  put('main.ts', insertAbove(insertAbove(current('main.ts'), markers.imports, main.imports, 'main.ts'), markers.webhooks, main.webhooks, 'main.ts'));
+  put('Dockerfile', insertAbove(current('Dockerfile'), 'RUN npm run build', 'COPY webhooks ./webhooks', 'Dockerfile'));
+  const manifests = 'config/webhook/manifests.yaml';
+  for (const kind of [...(f.defaulting ? ['mutating' as const] : []), ...(f.validation ? ['validating' as const] : [])]) {
+    // The configuration document comes with its first webhook (kustomize refuses one with no webhooks).
+    if (!current(manifests).split('\n').some((l) => l.trim() === webhookMarkers[kind])) {
+      put(manifests, insertAbove(current(manifests), webhookMarkers.configurations, webhookConfiguration(kind), manifests));
+    }
+    put(manifests, insertAbove(current(manifests), webhookMarkers[kind], webhookEntry(n, kind), manifests));
+  }
+  const defaults = 'config/default/kustomization.yaml';
+  const d = defaultInsertions();
+  put(defaults, insertAbove(insertAbove(current(defaults), webhookMarkers.defaultResources, d.resources, defaults), webhookMarkers.defaultSections, d.sections, defaults));
+  if (f.conversion) {
+    put(defaults, insertAbove(current(defaults), webhookMarkers.crdCaInjection, crdCaInjection(n), defaults));
+    const crdKustomization = 'config/crd/kustomization.yaml';
+    put(crdKustomization, insertAbove(current(crdKustomization), markers.crdWebhookPatches, `- path: ${w.conversionPatchPath.slice('config/crd/'.length)}`, crdKustomization));
+  }
+  resource.webhooks = { ...(f.defaulting ? { defaulting: true } : {}), ...(f.validation ? { validation: true } : {}), ...(f.conversion ? { conversion: true } : {}) };
+  edited['PROJECT'] = projectYaml(project);
+
+  writeAll(dir, created, io, 'wrote');
+  writeAll(dir, edited, io, 'updated');
+  io.stdout(`\nNext: edit ${w.webhookPath}; npm test. Deploying needs cert-manager (config/certmanager); ENABLE_WEBHOOKS=false make run runs without certificates\n`);
+  return 0;
+}
+
 /**
  * The types of every CRD in config/crd/bases plus the new one (`crdPath`, not written yet), exactly as `npm run
  * generate` (`gen types --out api config/crd/bases`: files in name order) will make them once it is.
@@ -278,13 +391,14 @@ export function scaffoldMain(argv: readonly string[], io: ScaffoldIO = processIO
     if (command === 'create') {
       const [what, ...flags] = rest;
       if (what === 'api') return createApi(flags, io);
+      if (what === 'webhook') return createWebhook(flags, io);
       if (what === '-h' || what === '--help') {
-        io.stdout(createApiUsage);
+        io.stdout(`${createApiUsage}\n${createWebhookUsage}`);
         return 0;
       }
-      throw new ScaffoldUsageError(`${what === undefined ? 'create needs a command' : `unknown create command ${JSON.stringify(what)}`} (known: api)`);
+      throw new ScaffoldUsageError(`${what === undefined ? 'create needs a command' : `unknown create command ${JSON.stringify(what)}`} (known: api, webhook)`);
     }
-    throw new ScaffoldUsageError(`unknown command ${JSON.stringify(command)} (known: init, create api)`);
+    throw new ScaffoldUsageError(`unknown command ${JSON.stringify(command)} (known: init, create api, create webhook)`);
   } catch (err) {
     if (err instanceof ScaffoldUsageError) {
       io.stderr(`error: ${err.message}\n`);

@@ -11,6 +11,8 @@ export const markers = {
   crdResources: '# +scaffold:crdkustomizeresource',
   samples: '# +scaffold:manifestskustomizesamples',
   rules: '# +scaffold:rules',
+  webhooks: '// +scaffold:webhooks',
+  crdWebhookPatches: '# +scaffold:crdkustomizewebhookpatch',
 } as const;
 
 export interface ProjectOptions {
@@ -30,7 +32,11 @@ export interface ProjectFile {
   layout: string;
   domain: string;
   projectName: string;
-  resources: { group: string; version: string; kind: string; plural: string; domain: string }[];
+  resources: {
+    group: string; version: string; kind: string; plural: string; domain: string;
+    /** What create webhook added for this kind (absent: none yet). */
+    webhooks?: { defaulting?: boolean; validation?: boolean; conversion?: boolean };
+  }[];
 }
 
 export const layout = 'ts-controller-manager.io/v1';
@@ -54,7 +60,7 @@ export function projectFiles(o: ProjectOptions): Record<string, string> {
         build: 'tsc -p tsconfig.build.json',
         typecheck: 'tsc --noEmit -p tsconfig.json',
         generate: 'ts-controller-manager gen types --out api config/crd/bases',
-        test: 'node --test --test-reporter=spec "*.test.ts" "controllers/*.test.ts"',
+        test: 'node --test --test-reporter=spec "*.test.ts" "controllers/*.test.ts" "webhooks/*.test.ts"',
       },
       dependencies: { 'ts-controller-manager': o.librarySpec },
       devDependencies,
@@ -89,12 +95,12 @@ export function projectFiles(o: ProjectOptions): Record<string, string> {
     "rootDir": ".",
     "outDir": "dist"
   },
-  "include": ["*.ts", "api", "controllers"]
+  "include": ["*.ts", "api", "controllers", "webhooks"]
 }
 `,
     'tsconfig.build.json': json({ extends: './tsconfig.json', exclude: ['**/*.test.ts', 'dist', 'node_modules'] }),
     '.gitignore': 'node_modules/\ndist/\n',
-    '.dockerignore': `# Build context: only what the image is built from.\n*\n!package.json\n!package-lock.json\n!tsconfig.json\n!tsconfig.build.json\n!main.ts\n!api/\n!controllers/\n${o.vendoredTarball ? '!vendor/\n' : ''}**/*.test.ts\n`,
+    '.dockerignore': `# Build context: only what the image is built from.\n*\n!package.json\n!package-lock.json\n!tsconfig.json\n!tsconfig.build.json\n!main.ts\n!api/\n!controllers/\n!webhooks/\n${o.vendoredTarball ? '!vendor/\n' : ''}**/*.test.ts\n`,
     'main.ts': mainTs(o),
     'main.test.ts': mainTestTs(),
     'Makefile': makefile(o),
@@ -115,6 +121,9 @@ resources:
   - ../rbac
   - ../manager
   - metrics_service.yaml
+  # +scaffold:defaultresources
+# create webhook adds the [WEBHOOK] and [CERTMANAGER] sections here (the manager patch, cert-manager's CA injection).
+# +scaffold:defaultsections
 `,
     'config/default/metrics_service.yaml': `# The secure metrics endpoint (--metrics-secure on :8443: scrapers need a token allowed to GET /metrics).
 apiVersion: v1
@@ -211,6 +220,27 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   ${markers.crdResources}
+# create webhook --conversion: each kind's patch pointing its CRD's conversion at the webhook Service.
+patches:
+  ${markers.crdWebhookPatches}
+configurations:
+  - kustomizeconfig.yaml
+`,
+    'config/crd/kustomizeconfig.yaml': `# Teaches kustomize the CRD's conversion webhook Service reference (name prefix and namespace follow the Service).
+nameReference:
+  - kind: Service
+    version: v1
+    fieldSpecs:
+      - kind: CustomResourceDefinition
+        version: v1
+        group: apiextensions.k8s.io
+        path: spec/conversion/webhook/clientConfig/service/name
+namespace:
+  - kind: CustomResourceDefinition
+    version: v1
+    group: apiextensions.k8s.io
+    path: spec/conversion/webhook/clientConfig/service/namespace
+    create: false
 `,
     'config/samples/kustomization.yaml': `# One sample object per kind: kubectl apply -k config/samples
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -225,12 +255,18 @@ resources:
 export function projectYaml(p: ProjectFile): string {
   const resources = p.resources.length === 0
     ? 'resources: []\n'
-    : `resources:\n${p.resources.map((x) => `  - group: ${x.group}\n    domain: ${x.domain}\n    version: ${x.version}\n    kind: ${x.kind}\n    plural: ${x.plural}\n`).join('')}`;
+    : `resources:\n${p.resources.map((x) => `  - group: ${x.group}\n    domain: ${x.domain}\n    version: ${x.version}\n    kind: ${x.kind}\n    plural: ${x.plural}\n${webhooksYaml(x.webhooks)}`).join('')}`;
   return `# Written by ts-controller-manager init / create api, which read it back. Do not edit by hand.
 layout: ${p.layout}
 domain: ${p.domain}
 projectName: ${p.projectName}
 ${resources}`;
+}
+
+function webhooksYaml(w: ProjectFile['resources'][number]['webhooks']): string {
+  if (!w) return '';
+  const set = (['defaulting', 'validation', 'conversion'] as const).filter((k) => w[k]);
+  return `    webhooks:\n${set.map((k) => `      ${k}: true\n`).join('')}`;
 }
 
 function binding(kind: string, name: string, roleKind: string, role: string, labels: string): string {
@@ -257,7 +293,9 @@ function mainTs(o: ProjectOptions): string {
  *   node main.ts [--metrics-bind-address=:8443] [--health-probe-bind-address=:8081] [--leader-elect] …   (--help)
  *
  * Credentials: $KUBECONFIG, else the Pod's ServiceAccount, else ~/.kube/config. WATCH_NAMESPACE (empty = all, or
- * a comma list) limits what the informers watch. Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 failure (lost
+ * a comma list) limits what the informers watch. Webhooks (\`create webhook\`) are registered unless
+ * ENABLE_WEBHOOKS=false (kubebuilder's switch: e.g. \`ENABLE_WEBHOOKS=false make run\` without serving certificates);
+ * they are served on --webhook-bind-address with tls.crt/tls.key from --webhook-cert-path. Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 failure (lost
  * leadership, caches not synced in time), 2 bad flags.
  */
 import { parseArgs } from 'node:util';
@@ -272,6 +310,10 @@ Flags:
   --health-probe-bind-address=ADDR    Serve /healthz and /readyz on ADDR; "0" turns it off. Default ":8081".
   --leader-elect                      Run the controllers only while holding the Lease ${o.repo}.${o.domain}.
   --leader-election-namespace=NS      Where the Lease lives. Default $POD_NAMESPACE (set by config/manager).
+  --webhook-bind-address=ADDR         Serve the webhooks on ADDR; "0" turns them off. Default ":9443".
+  --webhook-cert-path=DIR             The webhook server's tls.crt and tls.key (re-read when they change).
+                                      Default "/tmp/k8s-webhook-server/serving-certs".
+Environment: ENABLE_WEBHOOKS=false registers no webhook (and opens no webhook port).
   -h, --help                          This text.
 \`;
 
@@ -291,6 +333,8 @@ function parseFlags(argv: string[]) {
       'health-probe-bind-address': { type: 'string', default: ':8081' },
       'leader-elect': { type: 'boolean', default: false },
       'leader-election-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] ?? '' },
+      'webhook-bind-address': { type: 'string', default: ':9443' },
+      'webhook-cert-path': { type: 'string', default: '/tmp/k8s-webhook-server/serving-certs' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }).values;
@@ -314,10 +358,17 @@ const mgr = new ControllerManager({
   healthProbeBindAddress: flags['health-probe-bind-address'],
   metrics: { bindAddress: flags['metrics-bind-address'], secure: flags['metrics-secure'] },
   ...(flags['leader-elect'] ? { leaderElection: { id: '${o.repo}.${o.domain}', namespace: flags['leader-election-namespace'] } } : {}),
+  // The webhook server starts (on every replica) only once a webhook is registered below.
+  webhook: { bindAddress: flags['webhook-bind-address'], certDir: flags['webhook-cert-path'] },
 });
 
 // Each controller registers itself with the manager (informers, work queue, reconciler) before it starts.
 ${markers.controllers}
+
+// Each webhook (create webhook) registers its paths; ENABLE_WEBHOOKS=false or --webhook-bind-address=0 skips them.
+if (process.env['ENABLE_WEBHOOKS'] !== 'false' && mgr.webhooksEnabled()) {
+  ${markers.webhooks}
+}
 
 process.exitCode = await mgr.run(); // until SIGTERM/SIGINT: graceful shutdown, then 0
 `;
@@ -339,6 +390,7 @@ test('--help lists the flags and exits 0', () => {
   assert.equal(res.status, 0, res.stderr);
   assert.match(res.stdout, /--metrics-bind-address/);
   assert.match(res.stdout, /--leader-elect/);
+  assert.match(res.stdout, /--webhook-cert-path/);
 });
 
 test('a bad invocation exits 2 with one line', () => {
@@ -584,6 +636,7 @@ Kubernetes controllers for \`${o.domain}\`, in TypeScript on Node.js 24, built o
 \`\`\`sh
 npm install
 npx ts-controller-manager create api --group webapp --version v1 --kind Guestbook   # a CRD, its types, a controller, a test
+npx ts-controller-manager create webhook --group webapp --version v1 --kind Guestbook --defaulting --programmatic-validation
 npm test            # each controller against a real etcd + kube-apiserver (ts-controller-manager/testing)
 npm run typecheck
 \`\`\`
@@ -597,6 +650,8 @@ cache ts-controller-manager's \`make tools\` builds (\`~/.cache/ts-controller-ma
 |---|---|
 | \`main.ts\` | the manager: flags, then every controller registered at the \`+scaffold:controllers\` marker |
 | \`controllers/<kind>.ts\`, \`controllers/<kind>.test.ts\` | a controller (finalizer, owned ConfigMap, \`Ready\` condition) and its test |
+| \`webhooks/<kind>_webhook.ts\`, \`webhooks/<kind>_webhook.test.ts\` | a kind's defaulting/validating/conversion webhooks (\`create webhook\`; registered unless \`ENABLE_WEBHOOKS=false\`) and their test |
+| \`config/webhook\`, \`config/certmanager\` | the webhook configurations and Service; the serving certificate from cert-manager (\`create webhook\`) |
 | \`api/<group>/<version>/zz_generated.types.ts\` | TypeScript types generated from the CRDs (\`npm run generate\` after editing one) |
 | \`config/crd/bases\` | the CRDs (the schema is the source of truth: edit it, then \`npm run generate\`) |
 | \`config/rbac\` | ServiceAccount, the manager's ClusterRole (one block of rules per kind), leader election and metrics roles |
@@ -608,6 +663,7 @@ cache ts-controller-manager's \`make tools\` builds (\`~/.cache/ts-controller-ma
 
 \`\`\`sh
 make install && make run                         # CRDs into KUBECONFIG's cluster, then the manager here
+ENABLE_WEBHOOKS=false make run                   # the same without the webhooks (no serving certificate needed)
 make docker-build IMG=registry.example.com/${o.repo}:v0.1.0   # CONTAINER_TOOL=podman for podman
 make docker-push deploy IMG=registry.example.com/${o.repo}:v0.1.0
 \`\`\`
