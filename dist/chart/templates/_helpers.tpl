@@ -1,0 +1,37 @@
+{{/*
+The release's full name: fullnameOverride, else the release name when it contains the chart's name, else
+"<release>-<chart>". Every object's name is config/'s with its prefix "ts-controller-manager-" replaced by
+"<full name>-": release "ts-controller-manager" gives config/default's names exactly.
+*/}}
+{{- define "tscm.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tscm.prefix" -}}
+{{- printf "%s-" (include "tscm.fullname" .) -}}
+{{- end -}}
+
+{{/* Labels Helm's form adds to config/'s on every object's metadata (never on selectors or Pod templates). */}}
+{{- define "tscm.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The watched namespaces, comma-separated: the release's first, then watch.namespaces (namespaced scope). */}}
+{{- define "tscm.watchNamespaceList" -}}
+{{- prepend .Values.watch.namespaces .Release.Namespace | uniq | join "," -}}
+{{- end -}}
+
+{{/* WATCH_NAMESPACE: "" (every namespace) for scope cluster, else the list above. */}}
+{{- define "tscm.watchNamespaces" -}}
+{{- if eq .Values.watch.scope "namespaced" -}}
+{{- include "tscm.watchNamespaceList" . -}}
+{{- end -}}
+{{- end -}}
