@@ -116,7 +116,7 @@ function deploymentTemplate(base: Deployment, others: { variant: Variant; d: Dep
     if (diff.length > 0) throw new Error(`gen-chart: variant ${variant.name} changes the Deployment where the chart has no template for it:\n  ${diff.join('\n  ')}`);
     const c = d.spec.template.spec.containers[0]!;
     const lists: [keyof typeof added, unknown[] | undefined, unknown[] | undefined][] = [
-      ...listFields.map((f): [keyof typeof added, unknown[] | undefined, unknown[] | undefined] => [f, baseC[f] as unknown[] | undefined, c[f] as unknown[] | undefined]),
+      ...listFields.map((f): [keyof typeof added, unknown[] | undefined, unknown[] | undefined] => [f, baseC[f], c[f]]),
       ['volumes', base.spec.template.spec.volumes, d.spec.template.spec.volumes],
     ];
     for (const [field, b, v] of lists) {
@@ -140,7 +140,7 @@ function deploymentTemplate(base: Deployment, others: { variant: Variant; d: Dep
   const conditional = (field: keyof typeof added): string[] =>
     added[field].map(({ flags, items }) => blocks.add(`{{- if ${and(flags.map((f) => flagConditions[f]))} }}\n${yaml(items).trimEnd()}\n{{- end }}`));
 
-  const d = withHelmLabels(base, blocks);
+  const d = withHelmLabels(base, blocks) as Deployment;
   d.spec = { ...d.spec, replicas: '__REPLICAS__' as unknown as number };
   const pod = d.spec.template.spec;
   const metricsSecure = 'eq $.Values.metrics.mode "secure"';
@@ -181,7 +181,7 @@ function deploymentTemplate(base: Deployment, others: { variant: Variant; d: Dep
     else if (k === 'ports' || k === 'volumeMounts') container[k] = [...(v as unknown[]), ...conditional(k)];
     else container[k] = v;
   }
-  pod.containers = [container as unknown as Container, ...pod.containers.slice(1)];
+  pod.containers = [container as Container, ...pod.containers.slice(1)];
   pod.volumes = [...(pod.volumes ?? []), ...conditional('volumes')];
   let text = templateText(yaml(d));
   text = text.replace(/^( *)replicas: __REPLICAS__$/m, '$1replicas: {{ $.Values.replicas }}')
