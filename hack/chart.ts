@@ -77,10 +77,10 @@ export const variants: Variant[] = [
 
 /**
  * The cached tool directories of hack/build-tools.sh (never builds: run `make tools` first); `controlPlaneOnly`: only
- * the control plane's (kubectl), not helm.
+ * the control plane's (kubectl), not helm; `node`: also the real node's (NODE_BIN_DIR).
  */
-export async function toolDirs(controlPlaneOnly = false): Promise<Record<string, string>> {
-  const args = ['--print-env', '--no-build', ...(controlPlaneOnly ? ['--control-plane'] : [])];
+export async function toolDirs(opts: { controlPlaneOnly?: boolean; node?: boolean } = {}): Promise<Record<string, string>> {
+  const args = ['--print-env', '--no-build', ...(opts.controlPlaneOnly ? ['--control-plane'] : []), ...(opts.node ? ['--node'] : [])];
   const { stdout } = await run('bash', [join(repoRoot, 'hack', 'build-tools.sh'), ...args], { cwd: repoRoot });
   return Object.fromEntries(stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
 }

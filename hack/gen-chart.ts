@@ -198,7 +198,7 @@ function chartOnlyConditions(o: K8sObject): string[] {
 
 /** The files the generator owns, by path relative to dist/chart. */
 export async function generate(): Promise<Map<string, string>> {
-  const tools = await toolDirs(true);
+  const tools = await toolDirs({ controlPlaneOnly: true });
   const kubectl = join(tools['K8S_BIN_DIR'] ?? '', 'kubectl');
   const builds = await Promise.all(variants.map(async (v) => ({ variant: v, objects: await kustomizeBuild(v, kubectl) })));
   const files = new Map<string, string>();

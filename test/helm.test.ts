@@ -161,12 +161,12 @@ describe('Helm chart dist/chart = config/', () => {
     const c = managerContainer(objects);
     assert.ok(c.args.includes('--metrics-bind-address=0') && !c.args.includes('--metrics-secure') && !c.args.includes('--leader-elect'), c.args.join(' '));
     assert.equal(objects.filter((o) => o.kind === 'Service').length, 0, 'no metrics Service');
-    assert.ok(find(objects, 'Deployment', 'ops-ts-controller-manager-controller-manager'), 'names prefixed by the release');
-    const binding = find(objects, 'ClusterRoleBinding', 'ops-ts-controller-manager-manager-rolebinding') as unknown as { subjects: { name: string; namespace: string }[]; roleRef: { name: string } };
-    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'ops-ts-controller-manager-controller-manager', namespace: 'ops-system' }]);
-    assert.equal(binding.roleRef.name, 'ops-ts-controller-manager-manager-role');
+    assert.ok(find(objects, 'Deployment', 'ops-controller-manager'), 'names prefixed by the release');
+    const binding = find(objects, 'ClusterRoleBinding', 'ops-manager-rolebinding') as unknown as { subjects: { name: string; namespace: string }[]; roleRef: { name: string } };
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'ops-controller-manager', namespace: 'ops-system' }]);
+    assert.equal(binding.roleRef.name, 'ops-manager-role');
     const dashboards = objects.filter((o) => o.kind === 'ConfigMap');
-    assert.deepEqual(dashboards.map((o) => o.metadata.name).sort(), ['ops-ts-controller-manager-dashboard-networks', 'ops-ts-controller-manager-dashboard-runtime']);
+    assert.deepEqual(dashboards.map((o) => o.metadata.name).sort(), ['ops-dashboard-networks', 'ops-dashboard-runtime']);
     for (const cm of dashboards) {
       assert.equal(cm.metadata.labels?.['grafana_dashboard'], '1');
       const [file, json] = Object.entries(cm['data'] as Record<string, string>)[0]!;

@@ -1,16 +1,11 @@
 {{/*
-The release's full name: fullnameOverride, else the release name when it contains the chart's name, else
-"<release>-<chart>". Every object's name is config/'s with its prefix "ts-controller-manager-" replaced by
-"<full name>-": release "ts-controller-manager" gives config/default's names exactly.
+The release's full name: fullnameOverride, else the release name. Every object's name is config/'s with its prefix
+"ts-controller-manager-" replaced by "<full name>-": release "ts-controller-manager" gives config/default's names
+exactly; release "ops" gives "ops-controller-manager" (the metrics Service's name, the longest, must stay within 63
+characters: release names up to 29 characters).
 */}}
 {{- define "tscm.fullname" -}}
-{{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride -}}
-{{- else if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name -}}
-{{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name -}}
-{{- end -}}
+{{- .Values.fullnameOverride | default .Release.Name -}}
 {{- end -}}
 
 {{- define "tscm.prefix" -}}
