@@ -18,9 +18,10 @@ KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-pla
 
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"
-# The real-node suite (docs/real-node.md): its own node-mode control plane, root, one per machine; named .e2e.ts so
-# the integration glob misses it. ~12 min (the token-rotation proof waits for a 600 s token to be rotated and expire).
-NODE_TESTS := test/node.e2e.ts
+# The real-node suite (docs/real-node.md): its own node-mode control plane per file, root, one per machine; named
+# .e2e.ts so the integration glob misses it. ~12 min (the token-rotation proof waits for a 600 s token to be rotated
+# and expire), then the Helm chart's install/upgrade/uninstall (test/helm.e2e.ts, docs/helm.md).
+NODE_TESTS := test/node.e2e.ts test/helm.e2e.ts
 NODE_TEST_FLAGS := --test --test-reporter=spec --test-concurrency=1 --test-timeout=1200000
 # Where `make test` writes the node suite's output while it runs in the background (printed when it ends).
 NODE_TEST_LOG ?= $(CURDIR)/.test-node.log
@@ -154,6 +155,10 @@ uninstall: ## Remove the CRDs (and every Foo and Network!) from the cluster of K
 deploy: ## kubectl apply -k config/default with image IMG (default ts-controller-manager:dev).
 	$(KUBECTL) kustomize config/default | sed 's|image: ts-controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
 
+.PHONY: chart
+chart: deps ## Regenerate the Helm chart's generated parts (dist/chart: crds/, templates/generated/) from config/ (docs/helm.md).
+	$(NODE) hack/gen-chart.ts
+
 .PHONY: undeploy
 undeploy: ## kubectl delete -k config/default.
 	$(KUBECTL) delete --ignore-not-found -k config/default
@@ -161,7 +166,7 @@ undeploy: ## kubectl delete -k config/default.
 ##@ Local control plane (built from upstream Go modules)
 
 .PHONY: tools
-tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, cert-manager.
+tools: ## Build (first time) or find (cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, cert-manager, helm.
 	bash hack/build-tools.sh
 
 .PHONY: node-tools

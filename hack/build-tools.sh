@@ -2,7 +2,8 @@
 # Builds the local control plane's binaries from upstream Go modules (never downloaded release binaries):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok — and cert-manager's controllers
 # (hack/tools/cert-manager/main.go over the pinned github.com/cert-manager/cert-manager module) for the metrics
-# certificate tests — and, with --bench, the controller-runtime Foo controller the benchmarks compare against
+# certificate tests — and helm (hack/tools/helm: the pinned helm.sh/helm/v4 module's cmd/helm) for the chart in
+# dist/chart (test/helm.test.ts, docs/helm.md) — and, with --bench, the controller-runtime Foo controller the benchmarks compare against
 # (bench/cr-anchor over the pinned sigs.k8s.io/controller-runtime module; bench/README.md "vs controller-runtime").
 #
 # Binaries are cached OUTSIDE the git clone, keyed by component, version and a hash of the tools module's go.sum,
@@ -11,11 +12,11 @@
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
 # Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane] [--node] [--bench]
-#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, NODE_BIN_DIR)
-#                    on stdout
+#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, HELM_BIN_DIR,
+#                    NODE_BIN_DIR) on stdout
 #   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
-#   --control-plane  only the local control plane's binaries, not cert-manager (what `make run` and
-#                    `make cluster-up` need; `make tools`, and so `make test`, builds cert-manager too)
+#   --control-plane  only the local control plane's binaries, not cert-manager nor helm (what `make run` and
+#                    `make cluster-up` need; `make tools`, and so `make test`, builds cert-manager and helm too)
 #   --node           also the real node's binaries (CLUSTER_MODE=node, docs/real-node.md): kubelet and kube-proxy
 #                    from the k8s module, containerd, its shim, ctr, the CNI plugins and pause from hack/tools/node
 #   --bench          also bench/cr-anchor's cr-anchor binary (CR_ANCHOR_BIN_DIR)
@@ -70,6 +71,8 @@ build() {
     ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   elif [ "$mod" = cert-manager ]; then
     ldflags="-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$version"
+  elif [ "$mod" = helm ]; then
+    ldflags="-X helm.sh/helm/v4/internal/version.version=$version -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   elif [ "$mod" = node ]; then
     ldflags="-X github.com/containerd/containerd/v2/version.Version=$version"
   fi
@@ -91,6 +94,7 @@ k8s_version=$(modversion k8s k8s.io/kubernetes)
 etcd_version=$(modversion etcd go.etcd.io/etcd/server/v3)
 kwok_version=$(modversion kwok sigs.k8s.io/kwok)
 cert_manager_version=$(modversion cert-manager github.com/cert-manager/cert-manager)
+helm_version=$(modversion helm helm.sh/helm/v4)
 
 etcd_dir=$(build etcd "$etcd_version" etcd=go.etcd.io/etcd/server/v3)
 k8s_bins=(
@@ -133,6 +137,9 @@ if [ -n "$cert_manager_dir" ] && [ ! -s "$cert_manager_dir/crds.yaml" ]; then
   for f in "$cm_src"/deploy/crds/*.yaml; do echo '---'; cat "$f"; done > "$cert_manager_dir/crds.yaml.tmp"
   mv "$cert_manager_dir/crds.yaml.tmp" "$cert_manager_dir/crds.yaml"
 fi
+# helm, for the chart (dist/chart): rendered against kustomize's output, linted and installed by the tests.
+helm_dir=""
+[ "$control_plane_only" = 1 ] || helm_dir=$(build helm "$helm_version" helm=helm.sh/helm/v4/cmd/helm)
 # The bench's controller-runtime anchor (bench/cr-anchor): its main package is the module itself.
 cr_anchor_dir=""
 [ "$bench" = 0 ] || cr_anchor_dir=$(build cr-anchor "$(modversion cr-anchor sigs.k8s.io/controller-runtime)" cr-anchor=.)
@@ -143,6 +150,7 @@ if [ "$print_env" = 1 ]; then
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
   [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
+  [ -z "$helm_dir" ] || echo "HELM_BIN_DIR=$helm_dir"
   [ -z "$node_dir" ] || echo "NODE_BIN_DIR=$node_dir"
   [ -z "$cr_anchor_dir" ] || echo "CR_ANCHOR_BIN_DIR=$cr_anchor_dir"
 fi

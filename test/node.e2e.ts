@@ -40,6 +40,7 @@ import { HOST_IP, NODE_NETNS } from './cluster/node.ts';
 import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
 import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
+import { assertHandOver } from './helpers/handover.ts';
 import {
   isReady, MANAGER_DEPLOYMENT as deployment, NODE_TEST_IMAGE, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, startNodeEnv, type NodeEnv, type Pod,
 } from './helpers/nodeenv.ts';
@@ -356,33 +357,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // Zero overlap, judged by the API server (audit log, blocking mode, microsecond timestamps): every successful write
     // of the old process (Lease, Foo, Deployment) completed before the new process's first successful Lease write
     // (its acquisition), and the new process wrote nothing before that acquisition.
-    const events = readAuditLog(auditLog).filter(succeeded);
-    const byId = (id: string): AuditEvent[] => events.filter((e) => identityOf(e) === id);
-    const isLease = (e: AuditEvent): boolean => e.objectRef?.resource === 'leases' && e.objectRef.name === lease;
-    const oldWrites = byId(oldHolder);
-    const newWrites = byId(next);
-    const acquire = newWrites.filter(isLease).sort((a, b) => micros(a.requestReceivedTimestamp) - micros(b.requestReceivedTimestamp))[0];
-    assert.ok(acquire, `the new leader's Lease acquisition is in the audit log (${newWrites.length} writes by ${next})`);
-    assert.ok(oldWrites.length > 0, `the old leader's writes are in the audit log (identity ${oldHolder})`);
-    const oldLast = oldWrites.reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
-    const acquiredAt = micros(acquire.requestReceivedTimestamp);
-    assert.ok(micros(oldLast.stageTimestamp) < acquiredAt,
-      `the old leader's last write (${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name}, completed ${oldLast.stageTimestamp}) precedes the new leader's acquisition (${acquire.requestReceivedTimestamp})`);
-    const early = newWrites.filter((e) => micros(e.requestReceivedTimestamp) < acquiredAt);
-    assert.deepEqual(early.map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`), [], 'the new process wrote nothing before it acquired the Lease');
-    // The old leader's last Lease write was its release (the request body: holderIdentity "", leaseDurationSeconds 1, as
-    // pkg/manager/leaderelection.ts `release` writes it), and the new leader acquired within 3 s of it (asserted; a
-    // poll only by chance: see the flags above). Reported: the container's finishedAt (second precision) → acquisition.
-    const oldLease = oldWrites.filter(isLease).reduce((a, b) => (micros(a.stageTimestamp) >= micros(b.stageTimestamp) ? a : b));
-    const body = (oldLease.requestObject as { spec?: { holderIdentity?: string; leaseDurationSeconds?: number } } | undefined)?.spec;
-    const released = (body?.holderIdentity ?? '') === '' && body?.leaseDurationSeconds === 1;
-    const handOverS = (acquiredAt - micros(oldLease.stageTimestamp)) / 1e6;
-    t.diagnostic(`audit: old leader's last Lease write (${oldLease.verb}, ${released ? 'a release' : 'NOT a release'}) at ${oldLease.stageTimestamp}; ` +
-      `new leader's acquisition (${acquire.verb}) at ${acquire.requestReceivedTimestamp}: hand-over ${handOverS.toFixed(6)} s`);
-    assert.ok(released, `the old leader's last Lease write was a release (holderIdentity "", leaseDurationSeconds 1): ${oldLease.verb} ${JSON.stringify(body)}`);
-    assert.ok(handOverS <= 3, `hand-over ${handOverS.toFixed(3)} s from the release to the acquisition (bound 3 s; the new Pod polls every 20 s)`);
+    const { acquiredAt } = assertHandOver(t, auditLog, lease, oldHolder, next);
     if (exit.finishedAt) t.diagnostic(`old container finishedAt ${exit.finishedAt} → acquisition ${((acquiredAt - micros(exit.finishedAt)) / 1e6).toFixed(3)} s (second precision)`);
-    t.diagnostic(`old leader's last write of any kind: ${oldLast.verb} ${oldLast.objectRef?.resource}/${oldLast.objectRef?.name} completed ${oldLast.stageTimestamp}`);
   });
 
   test('a Network converges from the Pod: Ready, and one Neutron network tagged with its uid (neutron-server reached from the Pod)', async (t) => {

@@ -1,0 +1,212 @@
+/**
+ * The Helm chart (dist/chart, docs/helm.md) on a REAL node (issue 34; docs/real-node.md): a node-mode control plane of
+ * its own, the project's image built with podman and imported into the node's containerd (startNodeEnv), then:
+ *  - `helm install` → the manager Pod Ready through the kubelet's probes, the Lease held, a Foo reconciled;
+ *  - `helm upgrade` to a new image tag (the same image tagged again in containerd) → the new Pod runs the new tag,
+ *    the old one released the Lease, zero leader overlap and a hand-over ≤ 3 s in the API server's audit log (the
+ *    assertions of test/node.e2e.ts's rollout, test/helpers/handover.ts; the new Pod polls only every 20 s);
+ *  - `helm upgrade --set watch.scope=namespaced` (+ one more watched namespace) → the ClusterRole and its binding are
+ *    gone, a Role + RoleBinding exist in each watched namespace, and a Foo created afterwards is reconciled by the
+ *    manager through them (WATCH_NAMESPACE lists both);
+ *  - `helm uninstall` → every object the release rendered is gone, the Pods too; the CRDs and the Foos stay (Helm
+ *    never deletes crds/); what is left in the namespace is only what the manager or the API server made (the
+ *    Lease, kube-root-ca.crt, the default ServiceAccount). The Lease is not released: Helm deletes the RBAC and the
+ *    ServiceAccount while the last Pod is still stopping, so its release is refused (403, asserted from its log).
+ * Needs root, as test/node.e2e.ts (`make test-node` runs both); ~2–3 min warm.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { loadAll } from 'js-yaml';
+import { chartDir, releaseName, repoRoot, toolDirs, type K8sObject } from '../hack/chart.ts';
+import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { assertHandOver } from './helpers/handover.ts';
+import {
+  isReady, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, NODE_TEST_IMAGE, startNodeEnv, type NodeEnv, type Pod,
+} from './helpers/nodeenv.ts';
+
+const run = promisify(execFile);
+const [imageRepository = '', imageTag = ''] = NODE_TEST_IMAGE.split(':');
+const newTag = `${imageTag}-2`;
+const fooNs = 'helm-e2e';
+
+/** The manager container of a Pod (the fields this test reads; nodeenv's Pod type leaves them out). */
+function containerOf(p: Pod): { image?: string; env?: { name: string; value?: string }[] } {
+  const spec = p.spec as Pod['spec'] & { containers?: { image?: string; env?: { name: string; value?: string }[] }[] };
+  return spec.containers?.[0] ?? {};
+}
+
+/** The audit policy of test/node.e2e.ts's rollout: the Lease with request bodies, Foo and Deployment writes. */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  namespaces: ["${ns}"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "samplecontroller.k8s.io", resources: ["foos", "foos/status"]}, {group: "apps", resources: ["deployments", "deployments/status"]}]
+- level: None
+`;
+
+describe('real node: helm install, upgrade (image, then namespaced RBAC) and uninstall of dist/chart', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'tscm-helm-e2e-'));
+  const auditLog = join(scratch, 'audit.log');
+  let env: NodeEnv;
+  let helmBin = '';
+  let ctr: (...args: string[]) => Promise<string>;
+  const helm = async (...args: string[]): Promise<string> => (await run(helmBin, ['--kubeconfig', env.cp.kubeconfig, ...args], {
+    cwd: repoRoot, maxBuffer: 64 << 20,
+    env: { ...process.env, HELM_CACHE_HOME: join(scratch, 'cache'), HELM_CONFIG_HOME: join(scratch, 'config'), HELM_DATA_HOME: join(scratch, 'data') },
+  })).stdout;
+  const pods = async (): Promise<Pod[]> => (await env.managerPods()).filter((p) => !p.metadata.deletionTimestamp);
+  /** The one Ready manager Pod holding the Lease, once there is exactly one manager Pod. */
+  const leader = async (): Promise<Pod | undefined> => {
+    const all = await env.managerPods();
+    const [p] = all;
+    return all.length === 1 && p && isReady(p) && (await env.leaseHolder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
+  };
+  const fooReconciled = (name: string) => async (): Promise<boolean> => {
+    const d = await env.cp.get(`/apis/apps/v1/namespaces/${fooNs}/deployments/${name}`);
+    const f = await env.cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos/${name}`);
+    if (d.status !== 200 || f.status !== 200) return false;
+    const owner = (JSON.parse(d.body) as { metadata: { ownerReferences?: { kind: string; name: string }[] } }).metadata.ownerReferences?.[0];
+    const st = (JSON.parse(f.body) as { status?: { availableReplicas?: number } }).status;
+    return owner?.kind === 'Foo' && owner.name === name && st?.availableReplicas === 0;
+  };
+  const createFoo = async (name: string): Promise<void> => {
+    expectStatus(await env.cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos`, {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name }, spec: { deploymentName: name, replicas: 1 },
+    }), 201, `Foo ${name}`);
+  };
+
+  before(async () => {
+    const policy = join(scratch, 'policy.yaml');
+    writeFileSync(policy, auditPolicy);
+    env = await startNodeEnv({
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
+    });
+    const tools = await toolDirs({ node: true });
+    helmBin = join(tools['HELM_BIN_DIR'] ?? '', 'helm');
+    const sock = join(env.cp.state.dir, 'containerd', 'containerd.sock');
+    ctr = async (...args: string[]) => (await run(join(tools['NODE_BIN_DIR'] ?? '', 'ctr'), ['--address', sock, '-n', 'k8s.io', ...args])).stdout;
+  }, { timeout: 30 * 60_000 });
+
+  after(async () => {
+    await env?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  test('helm install: the manager Pod Ready, the Lease held, a Foo reconciled', async (t) => {
+    const t0 = Date.now();
+    await helm('install', releaseName, chartDir, '--namespace', ns, '--create-namespace',
+      '--set', `image.repository=${imageRepository}`, '--set', `image.tag=${imageTag}`);
+    const pod = await waitFor('the manager Pod Ready and holding the Lease', leader, { timeoutMs: 90_000, intervalMs: 250 });
+    for (const line of env.timings) t.diagnostic(line);
+    t.diagnostic(`Pod ${pod.metadata.name} Ready and leading ${Date.now() - t0} ms after helm install`);
+    // A quota of 0 Pods keeps the Foo's nginx Pod from being created (no registry may be contacted).
+    expectStatus(await env.cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fooNs } }), 201, 'namespace');
+    expectStatus(await env.cp.request('POST', `/api/v1/namespaces/${fooNs}/resourcequotas`, {
+      apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } },
+    }), 201, 'ResourceQuota');
+    await createFoo('foo');
+    await waitFor('the Foo reconciled (its Deployment owned by it, status written)', fooReconciled('foo'), { timeoutMs: 60_000 });
+  });
+
+  test('helm upgrade to a new image tag: the new Pod runs it, zero leader overlap, hand-over ≤ 3 s (audit log)', async (t) => {
+    await ctr('images', 'tag', '--force', `docker.io/library/${NODE_TEST_IMAGE}`, `docker.io/library/${imageRepository}:${newTag}`);
+    const [old] = await pods();
+    assert.ok(old);
+    const oldHolder = await env.leaseHolder();
+    assert.ok(oldHolder.startsWith(`${old.metadata.name}_`), oldHolder);
+    const t0 = Date.now();
+    // The new Pod polls the Lease every 20 s: a take-over within 3 s of the release is its Lease watch (test/node.e2e.ts).
+    const slowPolls = ['--leader-elect-lease-duration=60s', '--leader-elect-renew-deadline=30s', '--leader-elect-retry-period=20s'];
+    await helm('upgrade', releaseName, chartDir, '--namespace', ns, '--reuse-values', '--set', `image.tag=${newTag}`, '--set-json', `extraArgs=${JSON.stringify(slowPolls)}`);
+    const next = await waitFor('a new Pod holding the Lease', async () => {
+      const h = await env.leaseHolder();
+      return h && h !== oldHolder ? h : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 100 });
+    t.diagnostic(`Lease handed from ${oldHolder} to ${next} ${Date.now() - t0} ms after helm upgrade`);
+    const pod = await waitFor('the old Pod gone, the new one leading', leader, { timeoutMs: 90_000, intervalMs: 250 });
+    assert.equal(containerOf(pod).image, `${imageRepository}:${newTag}`);
+    const { handOverS } = assertHandOver(t, auditLog, lease, oldHolder, next);
+    t.diagnostic(`hand-over ${handOverS.toFixed(3)} s`);
+  });
+
+  test('helm upgrade --set watch.scope=namespaced: the ClusterRole goes, Roles in both watched namespaces reconcile a new Foo', async (t) => {
+    const t0 = Date.now();
+    await helm('upgrade', releaseName, chartDir, '--namespace', ns, '--reuse-values', '--set', 'watch.scope=namespaced',
+      '--set-json', `watch.namespaces=${JSON.stringify([fooNs])}`, '--set-json', 'extraArgs=[]');
+    const role = 'ts-controller-manager-manager-role';
+    expectStatus(await env.cp.get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`), 404, 'the controllers\' ClusterRole');
+    expectStatus(await env.cp.get('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/ts-controller-manager-manager-rolebinding'), 404, 'its binding');
+    for (const n of [ns, fooNs]) {
+      expectStatus(await env.cp.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${n}/roles/${role}`), 200, `Role in ${n}`);
+      expectStatus(await env.cp.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${n}/rolebindings/ts-controller-manager-manager-rolebinding`), 200, `RoleBinding in ${n}`);
+    }
+    const pod = await waitFor('a Pod with WATCH_NAMESPACE of both namespaces leading alone', async () => {
+      const p = await leader();
+      const env0 = p ? containerOf(p).env ?? [] : [];
+      return env0.some((e) => e.name === 'WATCH_NAMESPACE' && e.value === `${ns},${fooNs}`) ? p : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250 });
+    t.diagnostic(`Pod ${pod?.metadata.name ?? '?'} leading ${Date.now() - t0} ms after helm upgrade`);
+    await createFoo('after-upgrade');
+    await waitFor('the new Foo reconciled through the namespace Role', fooReconciled('after-upgrade'), { timeoutMs: 60_000 });
+  });
+
+  test('helm uninstall: every rendered object and Pod gone; CRDs and Foos stay; only the manager\'s own leftovers remain', async (t) => {
+    const manifest = (loadAll(await helm('get', 'manifest', releaseName, '--namespace', ns)) as (K8sObject | null)[]).filter((o): o is K8sObject => o !== null);
+    assert.ok(manifest.length > 5, `the release's objects: ${manifest.length}`);
+    // The last Pod's log while it stops (kubectl logs -f ends when the container does).
+    const [last] = await pods();
+    assert.ok(last, 'a manager Pod before helm uninstall');
+    const logs = spawn(join(env.cp.k8sBinDir, 'kubectl'), ['--kubeconfig', env.cp.kubeconfig, '-n', ns, 'logs', '-f', last.metadata.name], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let logText = '';
+    logs.stdout.setEncoding('utf8').on('data', (c: string) => { logText += c; });
+    t.after(() => logs.kill());
+    await helm('uninstall', releaseName, '--namespace', ns, '--wait', '--timeout', '2m');
+    const plural = (kind: string): string => `${kind.toLowerCase()}s`;
+    const path = (o: K8sObject): string => {
+      const [group, version] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
+      const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural(o.kind)}/${o.metadata.name}`;
+    };
+    for (const o of manifest) expectStatus(await env.cp.get(path(o)), 404, `${o.kind} ${o.metadata.name} deleted`);
+    await waitFor('no manager Pod left', async () => (await env.managerPods()).length === 0, { timeoutMs: 90_000, intervalMs: 250 });
+    for (const crd of ['foos.samplecontroller.k8s.io', 'networks.samplecrd.k8s.io']) {
+      expectStatus(await env.cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`), 200, `CRD ${crd} kept`);
+    }
+    const foos = expectStatus<{ items: unknown[] }>(await env.cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos`), 200, 'Foos');
+    assert.equal(foos.items.length, 2, 'both Foos kept');
+    // What is left in the release's namespace: nothing Helm made.
+    const left: string[] = [];
+    for (const [api, kind] of [['/api/v1', 'configmaps'], ['/api/v1', 'secrets'], ['/api/v1', 'serviceaccounts'], ['/api/v1', 'services'],
+      ['/apis/apps/v1', 'deployments'], ['/apis/rbac.authorization.k8s.io/v1', 'roles'], ['/apis/rbac.authorization.k8s.io/v1', 'rolebindings'],
+      ['/apis/coordination.k8s.io/v1', 'leases']] as const) {
+      const items = expectStatus<{ items: { metadata: { name: string } }[] }>(await env.cp.get(`${api}/namespaces/${ns}/${kind}`), 200, kind).items;
+      left.push(...items.map((i) => `${kind}/${i.metadata.name}`));
+    }
+    t.diagnostic(`left in ${ns}: ${left.join(', ')}`);
+    assert.deepEqual(left.filter((l) => !['configmaps/kube-root-ca.crt', 'serviceaccounts/default', `leases/${lease}`].includes(l)), [], 'only the API server\'s and the manager\'s own objects');
+    // The Lease stays held by the last Pod: Helm deletes the Deployment, then — without waiting for its Pods — the RBAC
+    // and the ServiceAccount, so the Pod's release on SIGTERM is refused (the release's GET of the Lease: 403, the
+    // leader-election Role is gone; a GET is not in this audit policy, so the Pod's own log is the witness). A new
+    // install's manager waits for it to expire (leaseDurationSeconds, 15 s). docs/helm.md.
+    const held = expectStatus<{ spec: { holderIdentity?: string } }>(await env.cp.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`), 200, 'Lease').spec.holderIdentity ?? '';
+    await new Promise<void>((resolve) => { if (logs.exitCode !== null) resolve(); else logs.once('close', () => resolve()); setTimeout(resolve, 5000).unref(); });
+    const lines = logText.trim().split('\n');
+    for (const l of lines.filter((x) => /leader-election|SIGTERM|"stopped"/.test(x)).slice(-6)) t.diagnostic(`last Pod: ${l.slice(0, 400)}`);
+    const refused = lines.some((l) => l.includes('"component":"leader-election"') && l.includes('"level":"error"') && l.includes('HTTP 403') && l.includes(`leases/${lease}`));
+    t.diagnostic(`Lease ${held ? `still held by ${held}` : 'released'}; the last Pod's release refused with 403: ${refused}`);
+    assert.ok(held === '' || (held.startsWith(`${last.metadata.name}_`) && refused), `the Lease is released, or held by the last Pod whose release was refused (403) after helm uninstall (holder ${held})`);
+    const cluster = expectStatus<{ items: { metadata: { name: string } }[] }>(await env.cp.get('/apis/rbac.authorization.k8s.io/v1/clusterroles'), 200, 'clusterroles').items;
+    assert.deepEqual(cluster.map((c) => c.metadata.name).filter((n) => n.startsWith('ts-controller-manager-')), [], 'no ClusterRole of the release');
+  });
+});
