@@ -134,8 +134,12 @@ export class Transport {
     return this.current.sender;
   }
 
-  /** Authorization and impersonation headers for a request to `url`. */
-  async headers(url: string): Promise<Record<string, string>> {
+  /**
+   * Authorization and impersonation headers for a request to `server` + `path`, as a FRESH object the caller may
+   * add to. Synchronous (a plain object) unless the credential comes from an exec plugin or a legacy auth provider:
+   * only then a promise (issue 30: no promise per request for tokens, token files, certificates, basic auth).
+   */
+  headers(server: string, path: string): Record<string, string> | Promise<Record<string, string>> {
     const u = this.user;
     const h: Record<string, string> = {};
     if (!u) return h;
@@ -146,11 +150,13 @@ export class Transport {
     } else if (u.token) {
       h['authorization'] = `Bearer ${u.token}`;
     } else if (u.exec) {
-      const cred = await this.execCredential();
-      if (cred.token) h['authorization'] = `Bearer ${cred.token}`;
+      return this.execCredential().then((cred) => {
+        if (cred.token) h['authorization'] = `Bearer ${cred.token}`;
+        return h;
+      });
     } else if (u.authProvider) {
       this.legacyAuth ??= this.loadLegacyAuth();
-      Object.assign(h, await (await this.legacyAuth)(url));
+      return this.legacyAuth.then((auth) => auth(server + path)).then((extra) => Object.assign(h, extra));
     } else if (u.username !== undefined && u.password !== undefined) {
       h['authorization'] = `Basic ${Buffer.from(`${u.username}:${u.password}`).toString('base64')}`;
     }

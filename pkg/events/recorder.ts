@@ -104,7 +104,8 @@ export class RestEventSink implements EventSink {
   }
 
   create(event: CoreEvent, signal?: AbortSignal): Promise<unknown> {
-    return this.rest.json('POST', `/api/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`, { body: event, signal });
+    // The answer is not read (decode: false): nothing uses the created Event.
+    return this.rest.json<void>('POST', `/api/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`, { body: event, signal, decode: false });
   }
 
   patch(namespace: string, name: string, patch: EventPatch, signal?: AbortSignal): Promise<unknown> {
@@ -112,6 +113,7 @@ export class RestEventSink implements EventSink {
       body: patch,
       contentType: 'application/merge-patch+json',
       signal,
+      decode: false,
     });
   }
 }
