@@ -16,7 +16,7 @@
  *  - peak RSS: VmHWM at convergence.
  * `--a-node-flags` / `--b-node-flags` '…': the Node flags of that build's manager (default the image's,
  * `--max-old-space-size-percentage=50 --max-semi-space-size=2`), so one build can be compared with itself under two
- * heap settings (`--a X/dist --b X/dist --b-node-flags '…'`).
+ * heap settings (`--a X/dist --b X/dist '--b-node-flags=--max-semi-space-size=8 …'`: with `=`, as the value starts with `--`).
  * `--cpu-prof-dir DIR`: the manager also runs with `--cpu-prof` (whole life, written at its exit after the SIGTERM)
  * into DIR/A and DIR/B, for bench/profile-summary.ts; the profiler's own cost is in the CPU-seconds then.
  * Order: rounds alternate AB, BA, AB, ... (ABBA), so a drift of the machine's load over the run hits both builds
