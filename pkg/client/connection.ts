@@ -315,7 +315,7 @@ export class Connection {
       [h2c.HTTP2_HEADER_AUTHORITY]: this.origin.host,
       [h2c.HTTP2_HEADER_SCHEME]: 'https',
     };
-    for (const k in opts.headers) headers[k.toLowerCase()] = opts.headers[k] as string; // no entry arrays per request
+    for (const [k, v] of Object.entries(opts.headers)) headers[k.toLowerCase()] = v;
     if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
     const stream: ClientHttp2Stream = s.session.request(headers, { endStream: opts.body === undefined, signal: opts.signal });
     if (s.open++ === 0) s.session.ref();

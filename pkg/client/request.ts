@@ -20,13 +20,6 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Timeout for the whole request, body included. Default 30 s; 0 = none (watches: pass your own signal). */
   timeoutMs?: number;
-  /**
-   * `json()` only: `false` = the caller does not read the answer of a successful request (an Event POST, a status
-   * patch): it is still read to its end (HTTP/2 flow control, the stream's release) but not decoded, and the promise
-   * resolves to `undefined` — call it as `json<void>(…)`. A non-2xx answer is decoded into the ApiError as always.
-   * Default true. (Issue 30: the JSON.parse of answers nobody reads was CPU and garbage per write.)
-   */
-  decode?: boolean;
 }
 
 /** A response whose body has not been read: stream it (`body` is an async iterable of bytes) or read `text()`. */

@@ -272,16 +272,3 @@ test('rest_client_requests_total counts every request by code and method, and "<
   await dead.close();
   assert.equal(await value('<error>', 'GET'), 1);
 });
-
-test('decode: false reads a 2xx answer to its end without decoding it (undefined), and still throws ApiError with the Status of a non-2xx one', async () => {
-  const c = client({ token: 't' });
-  const before = seen.length;
-  // Sequential requests on one keep-alive socket: each answer was read to its end, or the next would need a new socket.
-  for (let i = 0; i < 3; i++) assert.equal(await c.json<void>('POST', `/apis/x/${i}`, { body: { i }, decode: false }), undefined);
-  assert.deepEqual(await c.json('GET', '/apis/x/decoded'), { path: '/apis/x/decoded' }, 'the default still decodes');
-  const ports = new Set(seen.slice(before).map((s) => s.port));
-  assert.equal(ports.size, 1, 'the undecoded answers were consumed: one connection for all four requests');
-  await assert.rejects(c.json<void>('PATCH', '/missing/y', { body: {}, decode: false }), (err: unknown) =>
-    err instanceof ApiError && err.status === 404 && err.reason === 'NotFound' && err.message.includes('gone'));
-  await c.close();
-});

@@ -184,10 +184,8 @@ export class RestClient implements ApiClient {
     // (`beforeSend`, called by connection.ts after the credentials and the connection set-up), so a write can never
     // go on the wire after leadership ended while it awaited an exec plugin or a TLS handshake.
     let beforeSend: (() => void) | undefined;
-    // The signal that may abort this request once sent: the caller's for a GET, none for a write (see above).
-    let outer = opts.signal;
     if (method !== 'GET') {
-      const caller = outer;
+      const caller = opts.signal;
       const gate = this.writeGate;
       caller?.throwIfAborted();
       gate?.throwIfAborted();
@@ -195,16 +193,11 @@ export class RestClient implements ApiClient {
         caller?.throwIfAborted();
         gate?.throwIfAborted();
       };
-      outer = undefined;
+      opts = { ...opts, signal: undefined };
     }
     // ---
     const target = this.pathWithQuery(path, opts.query);
-    // Credentials: a plain object for tokens, certificates and basic auth; a promise only for exec / auth-provider
-    // plugins (issue 30: no promise and microtask hop per request for the common cases).
-    const auth = this.transport.headers(this.server, target);
-    const headers: Record<string, string> = auth instanceof Promise ? await auth : auth;
-    headers['accept'] = 'application/json';
-    headers['user-agent'] = this.userAgent;
+    const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -212,6 +205,7 @@ export class RestClient implements ApiClient {
     }
     // One controller per request: the caller's signal and our timeout both abort it; both are released at the end.
     const ac = new AbortController();
+    const outer = opts.signal;
     const onAbort = (): void => ac.abort(outer?.reason);
     if (outer?.aborted) ac.abort(outer.reason);
     else outer?.addEventListener('abort', onAbort, { once: true });
@@ -259,7 +253,6 @@ export class RestClient implements ApiClient {
     const res = await this.send(method, path, opts, true);
     if (res.status < 200 || res.status >= 300) throw await ApiError.fromResponse(method, path, res);
     const bytes = await res.bytes();
-    if (opts.decode === false) return undefined as T; // the caller asked for no answer (RequestOptions.decode)
     return (bytes.length > 0 ? JSON.parse(bytes.toString('utf8')) : {}) as T;
   }
 

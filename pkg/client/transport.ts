@@ -134,12 +134,8 @@ export class Transport {
     return this.current.sender;
   }
 
-  /**
-   * Authorization and impersonation headers for a request to `server` + `path`, as a FRESH object the caller may
-   * add to. Synchronous (a plain object) unless the credential comes from an exec plugin or a legacy auth provider:
-   * only then a promise (issue 30: no promise per request for tokens, token files, certificates, basic auth).
-   */
-  headers(server: string, path: string): Record<string, string> | Promise<Record<string, string>> {
+  /** Authorization and impersonation headers for a request to `url`. */
+  async headers(url: string): Promise<Record<string, string>> {
     const u = this.user;
     const h: Record<string, string> = {};
     if (!u) return h;
@@ -150,13 +146,11 @@ export class Transport {
     } else if (u.token) {
       h['authorization'] = `Bearer ${u.token}`;
     } else if (u.exec) {
-      return this.execCredential().then((cred) => {
-        if (cred.token) h['authorization'] = `Bearer ${cred.token}`;
-        return h;
-      });
+      const cred = await this.execCredential();
+      if (cred.token) h['authorization'] = `Bearer ${cred.token}`;
     } else if (u.authProvider) {
       this.legacyAuth ??= this.loadLegacyAuth();
-      return this.legacyAuth.then((auth) => auth(server + path)).then((extra) => Object.assign(h, extra));
+      Object.assign(h, await (await this.legacyAuth)(url));
     } else if (u.username !== undefined && u.password !== undefined) {
       h['authorization'] = `Basic ${Buffer.from(`${u.username}:${u.password}`).toString('base64')}`;
     }

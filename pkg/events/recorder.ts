@@ -104,8 +104,7 @@ export class RestEventSink implements EventSink {
   }
 
   create(event: CoreEvent, signal?: AbortSignal): Promise<unknown> {
-    // The answer is not read (decode: false): nothing uses the created Event.
-    return this.rest.json<void>('POST', `/api/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`, { body: event, signal, decode: false });
+    return this.rest.json('POST', `/api/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`, { body: event, signal });
   }
 
   patch(namespace: string, name: string, patch: EventPatch, signal?: AbortSignal): Promise<unknown> {
@@ -113,7 +112,6 @@ export class RestEventSink implements EventSink {
       body: patch,
       contentType: 'application/merge-patch+json',
       signal,
-      decode: false,
     });
   }
 }

@@ -114,9 +114,8 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
     const available = deployment.status?.availableReplicas ?? 0;
     if (foo.status?.availableReplicas !== available) {
       try {
-        // The answer is not read (decode: false): the patched Foo reaches the cache through the watch.
-        await rest.json<void>('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
-          body: fooStatusPatch(foo, available), contentType: mergePatch, signal, decode: false,
+        await rest.json('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
+          body: fooStatusPatch(foo, available), contentType: mergePatch, signal,
         });
       } catch (err) {
         return staleWrite(err, log, 'Foo');
