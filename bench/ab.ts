@@ -14,6 +14,9 @@
  *    machine shared with other work, CPU time varies far less than wall time);
  *  - converge s: spawn → every Foo has a status (wall time, noisy under load);
  *  - peak RSS: VmHWM at convergence.
+ * `--a-node-flags` / `--b-node-flags` '…': the Node flags of that build's manager (default the image's,
+ * `--max-old-space-size-percentage=50 --max-semi-space-size=2`), so one build can be compared with itself under two
+ * heap settings (`--a X/dist --b X/dist '--b-node-flags=--max-semi-space-size=8 …'`: with `=`, as the value starts with `--`).
  * `--cpu-prof-dir DIR`: the manager also runs with `--cpu-prof` (whole life, written at its exit after the SIGTERM)
  * into DIR/A and DIR/B, for bench/profile-summary.ts; the profiler's own cost is in the CPU-seconds then.
  * Order: rounds alternate AB, BA, AB, ... (ABBA), so a drift of the machine's load over the run hits both builds
@@ -41,6 +44,8 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '8' },
     'timeout-seconds': { type: 'string', default: '600' },
     'cpu-prof-dir': { type: 'string' },
+    'a-node-flags': { type: 'string' },
+    'b-node-flags': { type: 'string' },
   },
 });
 if (!args.a || !args.b) throw new Error('usage: node bench/ab.ts --a DIST_A --b DIST_B [--foos N] [--rounds R]');
@@ -53,6 +58,11 @@ const rounds = Number(args.rounds);
 const workers = Number(args.workers);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
 const profDir = args['cpu-prof-dir'] ? resolve(args['cpu-prof-dir']) : undefined;
+/** Node flags per build (space-separated; default the image's, `productionNodeFlags`): e.g. one build, two heap settings. */
+const nodeFlags = {
+  A: args['a-node-flags'] !== undefined ? args['a-node-flags'].split(' ').filter(Boolean) : productionNodeFlags,
+  B: args['b-node-flags'] !== undefined ? args['b-node-flags'].split(' ').filter(Boolean) : productionNodeFlags,
+};
 const MiB = 1024 * 1024;
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -82,7 +92,7 @@ async function runOnce(build: 'A' | 'B'): Promise<Run> {
     const t0 = performance.now();
     mgr = await ManagerProcess.start({
       script: join(builds[build], 'cmd', 'manager', 'main.js'), collectLogs: false, metrics: false,
-      ...(profDir ? { nodeFlags: [...productionNodeFlags, '--cpu-prof', `--cpu-prof-dir=${join(profDir, build)}`] } : {}),
+      nodeFlags: [...nodeFlags[build], ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, build)}`] : [])],
       args: ['--controllers=foo', `--foo-concurrency=${workers}`], env: { KUBECONFIG: env.cp.kubeconfig },
     });
     const pid = mgr.proc.pid ?? 0;
@@ -125,7 +135,7 @@ async function main(): Promise<void> {
   const lines = [
     `| build | manager CPU-s to converge | converge s | peak RSS MiB |`,
     `|---|---:|---:|---:|`,
-    ...(['A', 'B'] as const).map((b) => `| ${b}: ${builds[b]} | ${stat(of(b).map((x) => x.cpu), 2)} | ${stat(of(b).map((x) => x.convergedMs / 1000), 1)} | ${stat(of(b).map((x) => x.peakRss / MiB), 0)} |`),
+    ...(['A', 'B'] as const).map((b) => `| ${b}: ${builds[b]} ${nodeFlags[b].join(' ')} | ${stat(of(b).map((x) => x.cpu), 2)} | ${stat(of(b).map((x) => x.convergedMs / 1000), 1)} | ${stat(of(b).map((x) => x.peakRss / MiB), 0)} |`),
     `| B ÷ A (medians) | ${ratio((x) => x.cpu)} | ${ratio((x) => x.convergedMs)} | ${ratio((x) => x.peakRss)} |`,
   ];
   process.stdout.write(`\n${lines.join('\n')}\n\n(N = ${n} Foos, ${workers} workers, ${rounds} rounds ABBA, median (min–max); Node ${process.version}, ` +

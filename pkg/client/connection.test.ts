@@ -192,3 +192,22 @@ test('HTTP/1.1: a connection closed without an error and without a (complete) re
     await new Promise<void>((r) => h1.close(() => r()));
   }
 });
+
+test('concurrent first writes (beforeSend) on a connecting session hold the event loop until answered (the process does not exit with them pending)', async () => {
+  // A fresh process with nothing else alive: before the fix, two writes waiting for the session to connect held the
+  // stream slot without ref-ing the session, and the process exited with both promises pending (exit code 13).
+  const { execFile } = await import('node:child_process');
+  const script = `
+    import { Connection } from ${JSON.stringify(new URL('./connection.ts', import.meta.url).href)};
+    const c = new Connection('https://127.0.0.1:${port}', { tls: { ca: Buffer.from(${JSON.stringify(cert.cert.toString())}) } });
+    const send = () => c.send({ method: 'POST', path: '/w', headers: {}, body: '{}', signal: new AbortController().signal, buffered: true, beforeSend: () => {} });
+    const r = await Promise.all([send(), send(), send()]);
+    console.log('answered', r.map((x) => x.status).join(','));
+    c.close();`;
+  const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    const child = execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 }, (err, stdout) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout }));
+    child.stdin?.end();
+  });
+  assert.equal(out.stdout.trim(), 'answered 200,200,200');
+  assert.equal(out.code, 0);
+});

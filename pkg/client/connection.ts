@@ -300,11 +300,15 @@ export class Connection {
     const s = this.session();
     if (opts.beforeSend) {
       // A request on a connecting session is queued and written when it connects: wait, then ask the gate.
-      s.open++; // hold the slot meanwhile, so concurrent requests do not all pick this session past its limit
+      // Hold the slot meanwhile, so concurrent requests do not all pick this session past its limit — and hold the
+      // event loop as an open stream does: the request that drops the count to 0 here sees `open` > 0 below when a
+      // concurrent one holds it, and would not ref the session (two first writes of a process with no other handle
+      // then left it to exit with both promises pending).
+      if (s.open++ === 0) s.session.ref();
       try {
         await this.connected(s);
       } finally {
-        s.open--;
+        if (--s.open === 0) s.session.unref();
       }
       opts.signal.throwIfAborted();
       opts.beforeSend();
