@@ -131,14 +131,16 @@ test('bounded: after maxRetries the last 429 is the answer (ApiError TooManyRequ
 });
 
 test('the wait honours the caller\'s AbortSignal (GET and write): rejected at once, nothing more sent', async () => {
-  const { rest } = client();
+  const { rest, registry } = client();
   for (const verb of ['GET', 'POST'] as const) {
     seen.length = 0;
     script = [{ status: 429, retryAfter: '5' }];
     const ac = new AbortController();
     const started = performance.now();
     const p = rest.json(verb, '/x', { signal: ac.signal, body: verb === 'POST' ? {} : undefined });
-    while (seen.length === 0) await new Promise((r) => setTimeout(r, 10));
+    // Abort only once the 429 has been received (counted), i.e. in the Retry-After wait: aborting while the first
+    // request is still in flight tests the request's own abort, not the wait's.
+    while (!((await metric(registry, 'rest_client_requests_total'))[`code=429,method=${verb}`])) await new Promise((r) => setTimeout(r, 5));
     ac.abort(new Error('stop'));
     await assert.rejects(p, /stop/);
     assert.ok(performance.now() - started < 2000, `${verb}: did not wait out the 5 s`);
