@@ -1,0 +1,176 @@
+/**
+ * The webhook process of bench/webhook.ts (forked with an IPC channel; not a command of its own): the library's
+ * WebhookServer on 127.0.0.1:<free port> with a self-signed certificate for 127.0.0.1, serving the Network webhooks
+ * as a user of the library would write them:
+ *   /validate-samplecrd-k8s-io-v2-network   validateNetwork (pkg/controllers/network/validation.ts) on CREATE/UPDATE
+ *   /convert                                Network v1 ↔ v2, hub v2, spokes.v1 = toHub/fromHub (pkg/apis/samplecrd/v2)
+ *
+ * Measured here, in the process that serves (the parent cannot see it):
+ *  - handling time of every request: from Node's `http.server.request.start` diagnostics-channel message (the
+ *    request's headers are parsed and its 'request' event is about to run the server's handler) to
+ *    `http.server.response.finish` (the last byte of the answer handed to the socket), with performance.now().
+ *    Neither the TLS record decryption before the headers nor the wait for the event loop to pick the bytes up is in
+ *    it (the event-loop delay histogram below shows that wait);
+ *  - the size of each ConversionReview the API server sent: the number of objects converted per request (the
+ *    spoke functions count calls per request context — a context is made per request by the server);
+ *  - the event loop's delay (perf_hooks.monitorEventLoopDelay, 1 ms resolution) and this thread's run-queue wait.
+ *
+ * Protocol (process.send / 'message'): → {type:'ready', port, caBundle}; ← {type:'reset'} → {type:'reset'} clears
+ * what was recorded; ← {type:'collect'} → {type:'stats', …} (ChildStats: what was recorded since the last reset);
+ * ← {type:'converted'} → {type:'converted', objects} (objects converted since the reset); ← {type:'stop'} stops the server and exits 0 (a CPU profile, under --cpu-prof, is written then).
+ */
+import diagnosticsChannel from 'node:diagnostics_channel';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { Registry } from 'prom-client';
+import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
+import type { Network as NetworkV1 } from '../../pkg/apis/samplecrd/v1/types.ts';
+import { fromHub, toHub, type Network as NetworkV2 } from '../../pkg/apis/samplecrd/v2/types.ts';
+import { validateNetwork } from '../../pkg/controllers/network/validation.ts';
+import { selfSignedCertificate } from '../../pkg/manager/selfsigned.ts';
+import { denied, type HandlerContext, type ValidationResult } from '../../pkg/webhook/admission.ts';
+import { WebhookBuilder } from '../../pkg/webhook/builder.ts';
+import { WebhookServer } from '../../pkg/webhook/server.ts';
+import { runQueueWaitMs } from '../informer/stats.ts';
+
+export const validatePathV2 = '/validate-samplecrd-k8s-io-v2-network';
+
+/** One served request. */
+export interface Served {
+  path: string;
+  ms: number;
+  code: number;
+  /** Request body size (Content-Length; the API server always sends it). */
+  bytes: number;
+}
+
+export interface ChildStats {
+  type: 'stats';
+  served: Served[];
+  /** Objects converted per ConversionReview request (toHub/fromHub calls per request context). */
+  batchSizes: number[];
+  /** process.cpuUsage() since the reset, ms (user + system, all threads). */
+  cpuMs: number;
+  /** Run-queue wait of the JavaScript thread since the reset, ms. */
+  runQueueMs: number;
+  /** Event-loop delay since the reset, ms: p50, p99, max. */
+  loopDelay: { p50: number; p99: number; max: number };
+  /** The library's own controller_runtime_webhook_latency_seconds, per path: count and sum (s) since the start. */
+  libraryLatency: Record<string, { count: number; sum: number }>;
+}
+
+export type ParentMessage = { type: 'reset' } | { type: 'collect' } | { type: 'converted' } | { type: 'stop' };
+export type ChildMessage = { type: 'ready'; port: number; caBundle: string } | { type: 'reset' } | { type: 'converted'; objects: number } | ChildStats;
+
+function send(msg: ChildMessage): void {
+  process.send?.(msg);
+}
+
+async function main(): Promise<void> {
+  if (!process.send) throw new Error('bench/webhook/server-child.ts is forked by bench/webhook.ts (needs an IPC channel)');
+  const registry = new Registry();
+  const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-bench', ips: ['127.0.0.1'] });
+  const server = new WebhookServer({
+    bindAddress: '127.0.0.1:0', registry,
+    tls: { start: () => Promise.resolve({ cert: Buffer.from(cert), key: Buffer.from(key) }) },
+  });
+
+  let served: Served[] = [];
+  let batches = new Map<HandlerContext, number>();
+  const count = (ctx: HandlerContext): void => void batches.set(ctx, (batches.get(ctx) ?? 0) + 1);
+
+  const check = (n: NetworkV2): ValidationResult => {
+    const r = validateNetwork(n);
+    return r.ok ? undefined : denied(r.message);
+  };
+  new WebhookBuilder<NetworkV2>(server, { group: 'samplecrd.k8s.io', version: 'v2', kind: 'Network' })
+    .withValidator({ validateCreate: check, validateUpdate: (_old, n) => check(n) })
+    .withConversion({
+      hub: 'v2',
+      spokes: {
+        v1: {
+          toHub: (o: KubeObject, ctx) => {
+            count(ctx);
+            return toHub(o as NetworkV1); // the cast: the server dispatched by apiVersion samplecrd.k8s.io/v1
+          },
+          fromHub: (h: KubeObject, ctx) => {
+            count(ctx);
+            return fromHub(h as NetworkV2);
+          },
+        },
+      },
+    })
+    .complete();
+
+  const started = new WeakMap<IncomingMessage, number>();
+  diagnosticsChannel.subscribe('http.server.request.start', (m) => {
+    started.set((m as { request: IncomingMessage }).request, performance.now());
+  });
+  diagnosticsChannel.subscribe('http.server.response.finish', (m) => {
+    const { request, response } = m as { request: IncomingMessage; response: ServerResponse };
+    const t0 = started.get(request);
+    if (t0 === undefined) return;
+    served.push({
+      path: (request.url ?? '').split('?')[0] ?? '', ms: performance.now() - t0, code: response.statusCode,
+      bytes: Number(request.headers['content-length'] ?? 0),
+    });
+  });
+
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let cpu0 = process.cpuUsage();
+  let rq0 = runQueueWaitMs();
+
+  const ac = new AbortController();
+  const running = server.start(ac.signal);
+  const { port } = await server.listening;
+
+  process.on('message', (msg: ParentMessage) => {
+    if (msg.type === 'reset') {
+      served = [];
+      batches = new Map();
+      loop.reset();
+      cpu0 = process.cpuUsage();
+      rq0 = runQueueWaitMs();
+      send({ type: 'reset' });
+    } else if (msg.type === 'converted') {
+      let objects = 0;
+      for (const n of batches.values()) objects += n;
+      send({ type: 'converted', objects });
+    } else if (msg.type === 'collect') {
+      void (async () => {
+        const cpu = process.cpuUsage(cpu0);
+        const { values } = await registry.getSingleMetric('controller_runtime_webhook_latency_seconds')!.get();
+        const libraryLatency: ChildStats['libraryLatency'] = {};
+        for (const v of values as { metricName?: string; labels: Record<string, string | number>; value: number }[]) {
+          const path = String(v.labels['webhook']);
+          const entry = (libraryLatency[path] ??= { count: 0, sum: 0 });
+          if (v.metricName?.endsWith('_count')) entry.count = v.value;
+          if (v.metricName?.endsWith('_sum')) entry.sum = v.value;
+        }
+        send({
+          type: 'stats', served, batchSizes: [...batches.values()], cpuMs: (cpu.user + cpu.system) / 1000,
+          runQueueMs: runQueueWaitMs() - rq0,
+          loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+          libraryLatency,
+        });
+      })();
+    } else {
+      ac.abort();
+      void running.then(() => process.exit(0));
+    }
+  });
+  // The parent died: do not outlive it.
+  process.on('disconnect', () => {
+    ac.abort();
+    void running.finally(() => process.exit(0));
+  });
+  send({ type: 'ready', port, caBundle: Buffer.from(cert).toString('base64') });
+}
+
+if (import.meta.main) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`webhook child failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}
