@@ -62,6 +62,8 @@ const ROUNDS = Number(flag('rounds', '3'));
 const NETWORKS = Number(flag('networks', QUICK ? '1000' : '10000'));
 const LIST_ROUNDS = Number(flag('list-rounds', '3'));
 const CPU_PROF = flag('cpu-prof', '');
+/** Which parts to run (profiling one part: `--parts admission`). */
+const PARTS = new Set(flag('parts', 'admission,conversion').split(','));
 for (const [name, v] of [['rate', RATE], ['seconds', SECONDS], ['rounds', ROUNDS], ['networks', NETWORKS], ['list-rounds', LIST_ROUNDS]] as const) {
   if (!(Number.isFinite(v) && v > 0)) {
     process.stderr.write(`--${name} must be a positive number (got ${v})\n` +
@@ -486,37 +488,42 @@ async function main(): Promise<number> {
     conv.webhook.clientConfig = { url: `${base}/convert`, caBundle: started.caBundle };
     await applyCRDs(rest, [crd], ['config/crd/v2']);
     await createNamespace(cp, ADMIT_NS);
-    await createNamespace(cp, CONV_NS);
 
     // ---- Part 1
-    progress(`admission: warm-up ${Math.min(SECONDS, 5)} s with the webhook (not counted)`);
-    await setWebhook(rest, true, base, started.caBundle);
-    let webhookOn = true;
-    await admitPhase(cp, rest, child, 'webhook', Math.min(SECONDS, 5), 'warm');
     const phases: AdmitPhase[] = [];
-    for (const [i, variant] of abba<AdmitVariant>('webhook', 'none', ROUNDS).entries()) {
-      if ((variant === 'webhook') !== webhookOn) {
-        webhookOn = variant === 'webhook';
-        await setWebhook(rest, webhookOn, base, started.caBundle);
+    if (PARTS.has('admission')) {
+      progress(`admission: warm-up ${Math.min(SECONDS, 5)} s with the webhook (not counted)`);
+      await setWebhook(rest, true, base, started.caBundle);
+      let webhookOn = true;
+      await admitPhase(cp, rest, child, 'webhook', Math.min(SECONDS, 5), 'warm');
+      for (const [i, variant] of abba<AdmitVariant>('webhook', 'none', ROUNDS).entries()) {
+        if ((variant === 'webhook') !== webhookOn) {
+          webhookOn = variant === 'webhook';
+          await setWebhook(rest, webhookOn, base, started.caBundle);
+        }
+        const p = await admitPhase(cp, rest, child, variant, SECONDS, `r${i}`);
+        phases.push(p);
+        progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
+          `webhook handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); ` +
+          `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
       }
-      const p = await admitPhase(cp, rest, child, variant, SECONDS, `r${i}`);
-      phases.push(p);
-      progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
-        `webhook handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms (${p.served.length} calls); ` +
-        `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
+      if (webhookOn) await setWebhook(rest, false, base, started.caBundle);
     }
-    if (webhookOn) await setWebhook(rest, false, base, started.caBundle);
 
     // ---- Part 2: on this control plane (watch cache on), then on a fresh one without a watch cache for Networks
-    const withCache = await conversionPart(cp, rest, child, true);
-    await rest.close();
-    await stop();
-    const dir2 = mkdtempSync(join(tmpdir(), 'tscm-bench-webhook-nocache-'));
-    progress(`starting a second private minimal control plane in ${dir2}: kube-apiserver --watch-cache-sizes=${NO_CACHE}`);
-    cp2 = await ControlPlane.start({ mode: 'minimal', dir: dir2, log: (m) => progress(`cluster: ${m}`), extraArgs: { 'kube-apiserver': [`--watch-cache-sizes=${NO_CACHE}`] } });
-    rest2 = restClient(cp2);
-    await applyCRDs(rest2, [crd], ['config/crd/v2']);
-    const noCache = await conversionPart(cp2, rest2, child, false);
+    const conversions: ConversionPart[] = [];
+    if (PARTS.has('conversion')) {
+      const withCache = await conversionPart(cp, rest, child, true);
+      await rest.close();
+      await stop();
+      const dir2 = mkdtempSync(join(tmpdir(), 'tscm-bench-webhook-nocache-'));
+      progress(`starting a second private minimal control plane in ${dir2}: kube-apiserver --watch-cache-sizes=${NO_CACHE}`);
+      cp2 = await ControlPlane.start({ mode: 'minimal', dir: dir2, log: (m) => progress(`cluster: ${m}`), extraArgs: { 'kube-apiserver': [`--watch-cache-sizes=${NO_CACHE}`] } });
+      rest2 = restClient(cp2);
+      await applyCRDs(rest2, [crd], ['config/crd/v2']);
+      const noCache = await conversionPart(cp2, rest2, child, false);
+      conversions.push(noCache, withCache);
+    }
     const load1 = loadavg();
 
     // ---- Report
@@ -527,29 +534,32 @@ async function main(): Promise<number> {
     const p99s = of('webhook').map((p) => percentile(p.served, 99));
     const medP99 = median(p99s);
     const met = medP99 <= GOAL_P99_MS;
-    out.push(`## Admission through the API server: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
-    out.push(markdownTable(['median (min–max) of ' + ROUNDS + ' phases each, ABBA', 'validating webhook', 'no webhook (anchor)'], [
-      ['webhook handling p50, ms (in its process)', ...cols((p) => percentile(p.served, 50), f2, 'webhook')],
-      ['webhook handling p99, ms', ...cols((p) => percentile(p.served, 99), f2, 'webhook')],
-      ['webhook handling max, ms', ...cols((p) => Math.max(...p.served), f1, 'webhook')],
-      ['admission calls served per s', ...cols((p) => p.served.length / p.seconds, f0, 'webhook')],
-      ['API server\'s call to the webhook: mean, ms', ...cols((p) => (1000 * p.apiserver.sum) / p.apiserver.count, f2, 'webhook')],
-      ['… calls ≤ 5 ms (its histogram), %', ...cols((p) => (100 * p.apiserver.le5) / p.apiserver.count, f1, 'webhook')],
-      ['whole write at the client: p50, ms', ...cols((p) => percentile(p.clientMs, 50), f1)],
-      ['whole write at the client: p99, ms', ...cols((p) => percentile(p.clientMs, 99), f1)],
-      ['writes answered per s', ...cols((p) => p.ok / p.seconds, f0)],
-      ['writes failed / skipped (≥ 512 in flight)', ...cols((p) => Object.values(p.errors).reduce((a, b) => a + b, 0) + p.skipped, f0)],
-      ['kube-apiserver CPU, cores', ...cols((p) => p.apiserverCpuMs / 1000 / p.seconds, f2)],
-      ['webhook process CPU per call, µs', ...cols((p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length), f0, 'webhook')],
-      ['webhook process: event-loop delay p99, ms', ...cols((p) => p.child.loopDelay.p99, f1, 'webhook')],
-      ['webhook process: run-queue wait, ms per s', ...cols((p) => p.child.runQueueMs / p.seconds, f1, 'webhook')],
-      ['driver lateness p99, ms', ...cols((p) => percentile(p.lateMs, 99), f1)],
-      ['1-min load average at the end', ...cols((p) => p.load, f1)],
-    ]), '');
-    out.push(`Goal: webhook handling p99 ≤ ${GOAL_P99_MS} ms at ${RATE} calls/s — ${met ? 'MET' : 'NOT MET'}: median p99 ${f2(medP99)} ms ` +
-      `(${met ? `${f2(GOAL_P99_MS - medP99)} ms under` : `${f2(medP99 - GOAL_P99_MS)} ms over`}; phases ${p99s.map(f2).join(', ')} ms).`, '');
+    if (phases.length > 0) {
+      out.push(`## Admission through the API server: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
+      out.push(markdownTable(['median (min–max) of ' + ROUNDS + ' phases each, ABBA', 'validating webhook', 'no webhook (anchor)'], [
+        ['webhook handling p50, ms (in its process)', ...cols((p) => percentile(p.served, 50), f2, 'webhook')],
+        ['webhook handling p99, ms', ...cols((p) => percentile(p.served, 99), f2, 'webhook')],
+        ['webhook handling max, ms', ...cols((p) => Math.max(...p.served), f1, 'webhook')],
+        ['admission calls served per s', ...cols((p) => p.served.length / p.seconds, f0, 'webhook')],
+        ['API server\'s call to the webhook: mean, ms', ...cols((p) => (1000 * p.apiserver.sum) / p.apiserver.count, f2, 'webhook')],
+        ['… calls ≤ 5 ms (its histogram), %', ...cols((p) => (100 * p.apiserver.le5) / p.apiserver.count, f1, 'webhook')],
+        ['whole write at the client: p50, ms', ...cols((p) => percentile(p.clientMs, 50), f1)],
+        ['whole write at the client: p99, ms', ...cols((p) => percentile(p.clientMs, 99), f1)],
+        ['writes answered per s', ...cols((p) => p.ok / p.seconds, f0)],
+        ['writes failed / skipped (≥ 512 in flight)', ...cols((p) => Object.values(p.errors).reduce((a, b) => a + b, 0) + p.skipped, f0)],
+        ['kube-apiserver CPU, cores', ...cols((p) => p.apiserverCpuMs / 1000 / p.seconds, f2)],
+        ['new TLS connections from the API server', ...cols((p) => p.child.connections, f0, 'webhook')],
+        ['webhook process CPU per call, µs', ...cols((p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length), f0, 'webhook')],
+        ['webhook process: event-loop delay p99, ms', ...cols((p) => p.child.loopDelay.p99, f1, 'webhook')],
+        ['webhook process: run-queue wait, ms per s', ...cols((p) => p.child.runQueueMs / p.seconds, f1, 'webhook')],
+        ['driver lateness p99, ms', ...cols((p) => percentile(p.lateMs, 99), f1)],
+        ['1-min load average at the end', ...cols((p) => p.load, f1)],
+      ]), '');
+      out.push(`Goal: webhook handling p99 ≤ ${GOAL_P99_MS} ms at ${RATE} calls/s — ${met ? 'MET' : 'NOT MET'}: median p99 ${f2(medP99)} ms ` +
+        `(${met ? `${f2(GOAL_P99_MS - medP99)} ms under` : `${f2(medP99 - GOAL_P99_MS)} ms over`}; phases ${p99s.map(f2).join(', ')} ms).`, '');
+    }
 
-    for (const part of [noCache, withCache]) {
+    for (const part of conversions) {
       const lists = part.lists;
       const lof = (v: ListVariant): ListRun[] => lists.filter((r) => r.variant === v);
       const lcols = (f: (r: ListRun) => number, fmt: (x: number) => string): string[] => {
@@ -570,6 +580,7 @@ async function main(): Promise<number> {
         ['client CPU, s', ...lcols((r) => r.clientCpuMs / 1000, f2)],
         ['objects converted by the webhook', ...lcols((r) => r.child.batchSizes.reduce((a, b) => a + b, 0), f0)],
         ['ConversionReviews sent', ...lcols((r) => r.child.batchSizes.length, f0)],
+        ['new TLS connections from the API server', ...lcols((r) => r.child.connections, f0)],
         ['webhook handling per review: median, ms', ...lcols((r) => median(conv(r).map((x) => x.ms)), f1)],
         ['webhook handling per review: max, ms', ...lcols((r) => Math.max(0, ...conv(r).map((x) => x.ms)), f1)],
         ['review request size: median, KiB', ...lcols((r) => median(conv(r).map((x) => x.bytes)) / 1024, f0)],
