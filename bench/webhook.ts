@@ -2,7 +2,7 @@
  * Webhooks through a real kube-apiserver (issue 32 item 8; `make bench`):
  *
  *   node bench/webhook.ts [--rate 200] [--seconds 30] [--rounds 3] [--networks 10000] [--list-rounds 3] [--quick]
- *                         [--cpu-prof DIR]
+ *                         [--parts admission,conversion] [--cpu-prof DIR]
  *
  * A PRIVATE minimal control plane (etcd + kube-apiserver) with the two-version Network CRD of config/crd/v2 (v1 + v2,
  * storage v2, conversion strategy Webhook), and the library's WebhookServer in its OWN process
@@ -10,7 +10,7 @@
  * /convert), reached by url https://127.0.0.1:<port> with its self-signed certificate as caBundle.
  *
  * 1. Admission latency at a steady rate. A driver in this process sends dry-run creates of v2 Networks (valid, half
- *    single-stack, half dual-stack; dry run: admission runs in full, nothing is stored, so rounds do not pile up
+ *    single-stack, half dual-stack; dry run: admission runs in full, nothing is stored, so phases do not pile up
  *    objects) OPEN-LOOP: write i is due at t0 + i / rate whatever earlier writes are doing (≤ 512 in flight; a write
  *    due while 512 are in flight is skipped and counted), for `--seconds`. Two variants, interleaved ABBA
  *    (A B B A A B …, `--rounds` of each), after one unmeasured warm-up phase:
@@ -19,23 +19,30 @@
  *      - none (the anchor): the configuration deleted — the same writes with no webhook.
  *    The configuration is created/deleted between phases and the switch confirmed with probes (a multicast CIDR, which
  *    the CRD's CEL rules accept and validateNetwork refuses: denied ⇔ the webhook is called).
- *    Measured per phase: the webhook's handling time per request inside its process (request start → response
- *    finished, performance.now(); server-child.ts says exactly what is in it), p50/p99/max; the API server's own view
- *    of the call (apiserver_admission_webhook_admission_duration_seconds: mean and share ≤ 5 ms); the whole write at
- *    this client (request written → response read), p50/p99; kube-apiserver and webhook CPU; the webhook process's
- *    event-loop delay and run-queue wait (on a shared machine a latency tail is often the scheduler). Goal: webhook
- *    handling p99 ≤ 5 ms at 200 calls/s.
- * 2. Conversion cost. `--networks` v2 Networks are created (no admission webhook configured), then listed as v1 (not
- *    the storage version: the API server sends every object to /convert) and as v2 (no conversion: the anchor),
- *    paged as informers and kubectl do (limit 500), ABBA, `--list-rounds` of each after one warm-up list of each.
+ *    Then `--rounds` phases of the webhook ALONE at the same rate: this process posts AdmissionReviews shaped like the
+ *    API server's straight to it over 25 HTTPS keep-alive connections — what the webhook does when its caller keeps up.
+ *    Measured per phase: the webhook's own handling time per call inside its process (request body complete → answer
+ *    written, performance.now(); and from the request headers, which adds the caller's pace sending the body;
+ *    server-child.ts says exactly what is in each), p50/p99/max; the API server's own view of the call
+ *    (apiserver_admission_webhook_admission_duration_seconds: mean and share ≤ 5 ms); new TLS connections and the
+ *    most calls at once in the webhook; the whole write at this client (request written → response read), p50/p99;
+ *    kube-apiserver and webhook CPU; the webhook process's event-loop delay and run-queue wait (on a shared machine a
+ *    latency tail is often the scheduler). Goal: the webhook's own handling p99 ≤ 5 ms at 200 calls/s.
+ * 2. Conversion cost, on two control planes: this one (watch cache on, kube-apiserver's default) and a fresh one with
+ *    `--watch-cache-sizes=networks.samplecrd.k8s.io#0` (no watch cache for Networks). On each: `--networks` v2
+ *    Networks are created (16 in flight, no admission webhook), counting the ConversionReviews sent meanwhile; then
+ *    they are listed as v1 (not the storage version) and as v2 (the anchor), paged as informers and kubectl do
+ *    (limit 500), ABBA, `--list-rounds` of each after one warm-up list of each; then one unpaged v1 LIST; with the
+ *    watch cache, also a kube-apiserver restart over the stored objects (its v1 cache refilled through the webhook).
  *    Measured per list: wall time at the client, kube-apiserver / etcd / webhook / client CPU, the ConversionReviews
- *    the API server sent (requests, objects per request, bytes) and the webhook's handling time per request. Then one
- *    unpaged v1 LIST (every object in one response) to see how the API server batches it.
+ *    the API server sent (requests, objects per request, bytes) and the webhook's handling time per review.
  *
  * Progress on stderr; the result (markdown tables: medians with min–max over the rounds, date, load average) on stdout.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -198,7 +205,10 @@ function pidOf(cp: ControlPlane, name: 'kube-apiserver' | 'etcd'): number {
 // ---------------------------------------------------------------------------------------------------------------
 // Part 1: admission latency
 
-type AdmitVariant = 'webhook' | 'none';
+/** webhook / none: dry-run creates through the API server with / without the webhook; direct: the webhook alone. */
+type AdmitVariant = 'webhook' | 'none' | 'direct';
+/** Keep-alive connections of the direct caller. */
+const DIRECT_CONNECTIONS = 25;
 
 interface AdmitPhase {
   variant: AdmitVariant;
@@ -209,7 +219,10 @@ interface AdmitPhase {
   skipped: number;
   clientMs: number[];
   lateMs: number[];
+  /** The webhook's own handling time per call (body complete → answer written), ms. */
   served: number[];
+  /** Headers parsed → answer written (adds the wait for the API server to send the body), ms. */
+  withBody: number[];
   child: ChildStats;
   apiserver: { count: number; sum: number; le5: number };
   apiserverCpuMs: number;
@@ -254,10 +267,11 @@ async function setWebhook(rest: RestClient, on: boolean, base: string, caBundle:
 }
 
 /**
- * Open-loop dry-run creates at `rate`/s for `seconds`: write i is sent at t0 + i/rate (later only if this process was
- * late: `lateMs`), whatever the earlier ones are doing; skipped if MAX_IN_FLIGHT are in flight.
+ * Open-loop calls at `rate`/s for `seconds`: call i is started at t0 + i/rate (later only if this process was late:
+ * `lateMs`), whatever the earlier ones are doing; skipped if MAX_IN_FLIGHT are in flight. `send(i)` resolves when the
+ * call succeeded and rejects otherwise.
  */
-async function drive(rest: RestClient, rate: number, seconds: number, prefix: string): Promise<Pick<AdmitPhase, 'due' | 'ok' | 'errors' | 'skipped' | 'clientMs' | 'lateMs' | 'seconds'>> {
+async function drive(rate: number, seconds: number, send: (i: number) => Promise<unknown>): Promise<Pick<AdmitPhase, 'due' | 'ok' | 'errors' | 'skipped' | 'clientMs' | 'lateMs' | 'seconds'>> {
   const due = Math.round(rate * seconds);
   const interval = 1000 / rate;
   const clientMs: number[] = [];
@@ -278,13 +292,13 @@ async function drive(rest: RestClient, rate: number, seconds: number, prefix: st
         }
         lateMs.push(now - (t0 + i * interval));
         const sent = performance.now();
-        const p: Promise<void> = rest.json('POST', networks('v2', ADMIT_NS), { query: { dryRun: 'All' }, body: networkV2(i, `${prefix}-${i}`) }).then(
+        const p: Promise<void> = send(i).then(
           () => {
             clientMs.push(performance.now() - sent);
             ok++;
           },
           (err: unknown) => {
-            const key = err instanceof ApiError ? `HTTP ${err.status}` : err instanceof Error ? err.name : 'error';
+            const key = err instanceof ApiError ? `HTTP ${err.status}` : err instanceof Error ? err.message.slice(0, 60) : 'error';
             errors[key] = (errors[key] ?? 0) + 1;
           },
         ).finally(() => pending.delete(p));
@@ -299,18 +313,66 @@ async function drive(rest: RestClient, rate: number, seconds: number, prefix: st
   return { due, ok, errors, skipped, clientMs, lateMs, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function admitPhase(cp: ControlPlane, rest: RestClient, child: WebhookChild, variant: AdmitVariant, seconds: number, prefix: string): Promise<AdmitPhase> {
+/**
+ * Calls the webhook process directly, as the API server does but from this process: POST of an AdmissionReview
+ * shaped like the API server's (request with kind/resource/userInfo/options, the object with uid, timestamps and
+ * managedFields) over HTTPS keep-alive, at most DIRECT_CONNECTIONS connections. Resolves when allowed.
+ */
+function directCaller(base: string, caBundle: string): { send: (i: number) => Promise<void>; close: () => void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: DIRECT_CONNECTIONS, ca: Buffer.from(caBundle, 'base64') });
+  const url = new URL(`${base}${validatePathV2}`);
+  const send = (i: number): Promise<void> => {
+    const object = networkV2(i, `direct-${i}`) as KubeObject & { metadata: Record<string, unknown> };
+    object.metadata = {
+      ...object.metadata, namespace: ADMIT_NS, uid: randomUUID(), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      managedFields: [{ manager: 'tscm-bench', operation: 'Update', apiVersion: `${GROUP}/v2`, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app.kubernetes.io/name': {}, 'f:bench.example.com/stack': {} } }, 'f:spec': { '.': {}, 'f:subnets': {} } } }],
+    };
+    const gvk = { group: GROUP, version: 'v2', kind: 'Network' };
+    const gvr = { group: GROUP, version: 'v2', resource: 'networks' };
+    const body = JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: {
+        uid: randomUUID(), kind: gvk, resource: gvr, requestKind: gvk, requestResource: gvr, name: `direct-${i}`, namespace: ADMIT_NS,
+        operation: 'CREATE', userInfo: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] },
+        object, oldObject: null, dryRun: true, options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1', dryRun: ['All'], fieldManager: 'tscm-bench' },
+      },
+    });
+    return new Promise<void>((resolve, reject) => {
+      const req = httpsRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const allowed = res.statusCode === 200 && (JSON.parse(text) as { response?: { allowed?: boolean } }).response?.allowed === true;
+          if (allowed) resolve();
+          else reject(new Error(`HTTP ${res.statusCode ?? 0}${res.statusCode === 200 ? ' not allowed' : ''}`));
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  };
+  return { send, close: () => agent.destroy() };
+}
+
+async function admitPhase(cp: ControlPlane, rest: RestClient, child: WebhookChild, variant: AdmitVariant, seconds: number, prefix: string,
+  direct?: (i: number) => Promise<void>): Promise<AdmitPhase> {
   const api0 = procCpuMs(pidOf(cp, 'kube-apiserver'));
   const calls0 = hookCalls(await apiserverMetrics(cp));
   const cpu0 = process.cpuUsage();
   await child.reset();
-  const d = await drive(rest, RATE, seconds, prefix);
+  const d = await drive(RATE, seconds, variant === 'direct' && direct ? direct
+    : (i) => rest.json('POST', networks('v2', ADMIT_NS), { query: { dryRun: 'All' }, body: networkV2(i, `${prefix}-${i}`) }));
   const childStats = await child.collect();
   const cpu = process.cpuUsage(cpu0);
   const calls1 = hookCalls(await apiserverMetrics(cp));
-  const served = childStats.served.filter((s) => s.path === validatePathV2).map((s) => s.ms);
+  const calls = childStats.served.filter((s) => s.path === validatePathV2);
+  const served = calls.map((s) => s.ownMs);
+  const withBody = calls.map((s) => s.ms);
   return {
-    variant, ...d, served, child: childStats,
+    variant, ...d, served, withBody, child: childStats,
     apiserver: { count: calls1.count - calls0.count, sum: calls1.sum - calls0.sum, le5: calls1.le5 - calls0.le5 },
     apiserverCpuMs: procCpuMs(pidOf(cp, 'kube-apiserver')) - api0,
     clientCpuMs: (cpu.user + cpu.system) / 1000,
@@ -504,10 +566,23 @@ async function main(): Promise<number> {
         const p = await admitPhase(cp, rest, child, variant, SECONDS, `r${i}`);
         phases.push(p);
         progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
-          `webhook handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); ` +
+          `webhook's own handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms, from headers p99 ${f1(percentile(p.withBody, 99))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); ` +
           `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
       }
       if (webhookOn) await setWebhook(rest, false, base, started.caBundle);
+      const direct = directCaller(base, started.caBundle);
+      try {
+        await admitPhase(cp, rest, child, 'direct', Math.min(SECONDS, 5), 'warm-direct', direct.send);
+        for (let i = 0; i < ROUNDS; i++) {
+          const p = await admitPhase(cp, rest, child, 'direct', SECONDS, `d${i}`, direct.send);
+          phases.push(p);
+          progress(`admission ${i + 1}/${ROUNDS} direct: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
+            `webhook's own handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms, ` +
+            `from headers p99 ${f1(percentile(p.withBody, 99))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); load ${f1(p.load)}`);
+        }
+      } finally {
+        direct.close();
+      }
     }
 
     // ---- Part 2: on this control plane (watch cache on), then on a fresh one without a watch cache for Networks
@@ -529,34 +604,40 @@ async function main(): Promise<number> {
     // ---- Report
     const out: string[] = [];
     const of = (v: AdmitVariant): AdmitPhase[] => phases.filter((p) => p.variant === v);
-    const cols = (f: (p: AdmitPhase) => number, fmt: (x: number) => string, only?: AdmitVariant): string[] =>
-      (['webhook', 'none'] as const).map((v) => (only && v !== only ? '—' : mm(of(v).map(f), fmt)));
+    const cols = (f: (p: AdmitPhase) => number, fmt: (x: number) => string, only?: AdmitVariant | 'hooked'): string[] =>
+      (['webhook', 'none', 'direct'] as const).map((v) => (only && v !== only && !(only === 'hooked' && v !== 'none') ? '—' : mm(of(v).map(f), fmt)));
     const p99s = of('webhook').map((p) => percentile(p.served, 99));
+    const directP99s = of('direct').map((p) => percentile(p.served, 99));
     const medP99 = median(p99s);
     const met = medP99 <= GOAL_P99_MS;
     if (phases.length > 0) {
       out.push(`## Admission through the API server: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
-      out.push(markdownTable(['median (min–max) of ' + ROUNDS + ' phases each, ABBA', 'validating webhook', 'no webhook (anchor)'], [
-        ['webhook handling p50, ms (in its process)', ...cols((p) => percentile(p.served, 50), f2, 'webhook')],
-        ['webhook handling p99, ms', ...cols((p) => percentile(p.served, 99), f2, 'webhook')],
-        ['webhook handling max, ms', ...cols((p) => Math.max(...p.served), f1, 'webhook')],
-        ['admission calls served per s', ...cols((p) => p.served.length / p.seconds, f0, 'webhook')],
+      out.push(markdownTable([`median (min–max) of ${ROUNDS} phases each (the first two ABBA)`, 'through the API server, validating webhook', 'through the API server, no webhook (anchor)',
+        `the webhook alone (direct HTTPS, ${DIRECT_CONNECTIONS} keep-alive connections)`], [
+        ['webhook\'s own handling p50, ms (body received → answer written, in its process)', ...cols((p) => percentile(p.served, 50), f2, 'hooked')],
+        ['webhook\'s own handling p99, ms', ...cols((p) => percentile(p.served, 99), f2, 'hooked')],
+        ['webhook\'s own handling max, ms', ...cols((p) => Math.max(...p.served), f1, 'hooked')],
+        ['headers received → answer written p50 / p99, ms (adds the sender\'s pace writing the body)', ...(['webhook', 'none', 'direct'] as const).map((v) => (v === 'none' ? '—'
+          : `${mm(of(v).map((p) => percentile(p.withBody, 50)), f2)} / ${mm(of(v).map((p) => percentile(p.withBody, 99)), f1)}`))],
+        ['admission calls served per s', ...cols((p) => p.served.length / p.seconds, f0, 'hooked')],
         ['API server\'s call to the webhook: mean, ms', ...cols((p) => (1000 * p.apiserver.sum) / p.apiserver.count, f2, 'webhook')],
         ['… calls ≤ 5 ms (its histogram), %', ...cols((p) => (100 * p.apiserver.le5) / p.apiserver.count, f1, 'webhook')],
-        ['whole write at the client: p50, ms', ...cols((p) => percentile(p.clientMs, 50), f1)],
-        ['whole write at the client: p99, ms', ...cols((p) => percentile(p.clientMs, 99), f1)],
-        ['writes answered per s', ...cols((p) => p.ok / p.seconds, f0)],
+        ['whole write (direct: whole call) at the client: p50, ms', ...cols((p) => percentile(p.clientMs, 50), f1)],
+        ['whole write (direct: whole call) at the client: p99, ms', ...cols((p) => percentile(p.clientMs, 99), f1)],
+        ['writes (calls) answered per s', ...cols((p) => p.ok / p.seconds, f0)],
         ['writes failed / skipped (≥ 512 in flight)', ...cols((p) => Object.values(p.errors).reduce((a, b) => a + b, 0) + p.skipped, f0)],
         ['kube-apiserver CPU, cores', ...cols((p) => p.apiserverCpuMs / 1000 / p.seconds, f2)],
-        ['new TLS connections from the API server', ...cols((p) => p.child.connections, f0, 'webhook')],
-        ['webhook process CPU per call, µs', ...cols((p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length), f0, 'webhook')],
-        ['webhook process: event-loop delay p99, ms', ...cols((p) => p.child.loopDelay.p99, f1, 'webhook')],
-        ['webhook process: run-queue wait, ms per s', ...cols((p) => p.child.runQueueMs / p.seconds, f1, 'webhook')],
+        ['new TLS connections to the webhook', ...cols((p) => p.child.connections, f0, 'hooked')],
+        ['most calls in the webhook at once', ...cols((p) => p.child.maxInFlight, f0, 'hooked')],
+        ['webhook process CPU per call, µs', ...cols((p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length), f0, 'hooked')],
+        ['webhook process: event-loop delay p99, ms', ...cols((p) => p.child.loopDelay.p99, f1, 'hooked')],
+        ['webhook process: run-queue wait, ms per s', ...cols((p) => p.child.runQueueMs / p.seconds, f1, 'hooked')],
         ['driver lateness p99, ms', ...cols((p) => percentile(p.lateMs, 99), f1)],
         ['1-min load average at the end', ...cols((p) => p.load, f1)],
       ]), '');
-      out.push(`Goal: webhook handling p99 ≤ ${GOAL_P99_MS} ms at ${RATE} calls/s — ${met ? 'MET' : 'NOT MET'}: median p99 ${f2(medP99)} ms ` +
-        `(${met ? `${f2(GOAL_P99_MS - medP99)} ms under` : `${f2(medP99 - GOAL_P99_MS)} ms over`}; phases ${p99s.map(f2).join(', ')} ms).`, '');
+      out.push(`Goal: webhook's own handling p99 ≤ ${GOAL_P99_MS} ms at ${RATE} calls/s — ${met ? 'MET' : 'NOT MET'}: median p99 ${f2(medP99)} ms ` +
+        `(${met ? `${f2(GOAL_P99_MS - medP99)} ms under` : `${f2(medP99 - GOAL_P99_MS)} ms over`}; phases ${p99s.map(f2).join(', ')} ms). ` +
+        `The webhook alone at the same rate: median p99 ${f2(median(directP99s))} ms (${median(directP99s) <= GOAL_P99_MS ? 'met' : 'not met'}; phases ${directP99s.map(f2).join(', ')} ms).`, '');
     }
 
     for (const part of conversions) {
@@ -581,8 +662,8 @@ async function main(): Promise<number> {
         ['objects converted by the webhook', ...lcols((r) => r.child.batchSizes.reduce((a, b) => a + b, 0), f0)],
         ['ConversionReviews sent', ...lcols((r) => r.child.batchSizes.length, f0)],
         ['new TLS connections from the API server', ...lcols((r) => r.child.connections, f0)],
-        ['webhook handling per review: median, ms', ...lcols((r) => median(conv(r).map((x) => x.ms)), f1)],
-        ['webhook handling per review: max, ms', ...lcols((r) => Math.max(0, ...conv(r).map((x) => x.ms)), f1)],
+        ['webhook\'s own handling per review: median, ms', ...lcols((r) => median(conv(r).map((x) => x.ownMs)), f2)],
+        ['webhook\'s own handling per review: max, ms', ...lcols((r) => Math.max(0, ...conv(r).map((x) => x.ownMs)), f1)],
         ['review request size: median, KiB', ...lcols((r) => median(conv(r).map((x) => x.bytes)) / 1024, f0)],
         ['1-min load average at the end', ...lcols((r) => r.load, f1)],
       ]), '');
@@ -600,7 +681,7 @@ async function main(): Promise<number> {
       out.push(u instanceof Error
         ? `Unpaged v1 LIST (all ${thin(NETWORKS)} in one response): FAILED — ${u.message.slice(0, 300)}`
         : `Unpaged v1 LIST (all ${thin(NETWORKS)} in one response): ${f2(u.ms / 1000)} s, reviews ${sizes(u.child.batchSizes)}, ` +
-          `largest ${f0(Math.max(0, ...conv(u).map((x) => x.bytes)) / 1024)} KiB handled in ${f1(Math.max(0, ...conv(u).map((x) => x.ms)))} ms, webhook ${f2(u.webhookCpuMs / 1000)} CPU-s.`);
+          `largest ${f0(Math.max(0, ...conv(u).map((x) => x.bytes)) / 1024)} KiB handled in ${f1(Math.max(0, ...conv(u).map((x) => x.ownMs)))} ms, webhook ${f2(u.webhookCpuMs / 1000)} CPU-s.`);
       const r = part.restart;
       if (r) {
         out.push(r instanceof Error

@@ -6,11 +6,12 @@
  *   /convert                                Network v1 ↔ v2, hub v2, spokes.v1 = toHub/fromHub (pkg/apis/samplecrd/v2)
  *
  * Measured here, in the process that serves (the parent cannot see it):
- *  - handling time of every request: from Node's `http.server.request.start` diagnostics-channel message (the
- *    request's headers are parsed and its 'request' event is about to run the server's handler) to
- *    `http.server.response.finish` (the last byte of the answer handed to the socket), with performance.now().
- *    Neither the TLS record decryption before the headers nor the wait for the event loop to pick the bytes up is in
- *    it (the event-loop delay histogram below shows that wait);
+ *  - handling time of every request, with performance.now(), to Node's `http.server.response.finish`
+ *    diagnostics-channel message (the last byte of the answer handed to the socket) from (a) the request body's
+ *    'end' — the webhook's OWN time: JSON parse, validate or convert, JSON answer, TLS write — and (b) the
+ *    `http.server.request.start` message (headers parsed, the server's handler about to run): (a) plus the wait for
+ *    the body, which is the SENDER's pace (a CPU-starved API server writes the body late). Neither includes the TLS
+ *    handshake or the wait for the event loop to pick the bytes up (the event-loop delay histogram shows that);
  *  - the size of each ConversionReview the API server sent: the number of objects converted per request (the
  *    spoke functions count calls per request context — a context is made per request by the server);
  *  - the event loop's delay (perf_hooks.monitorEventLoopDelay sampling every 20 ms: a 1 ms timer alone cost ~35 CPU-ms
@@ -38,7 +39,10 @@ export const validatePathV2 = '/validate-samplecrd-k8s-io-v2-network';
 /** One served request. */
 export interface Served {
   path: string;
+  /** Request headers parsed → answer written. */
   ms: number;
+  /** Request body complete → answer written: the webhook's own work (parse, validate or convert, answer). */
+  ownMs: number;
   code: number;
   /** Request body size (Content-Length; the API server always sends it). */
   bytes: number;
@@ -49,6 +53,8 @@ export interface ChildStats {
   served: Served[];
   /** Connections (TLS) that carried their first request since the reset: how often the API server reconnected. */
   connections: number;
+  /** Most requests being handled at once (request start → response finished). */
+  maxInFlight: number;
   /** Objects converted per ConversionReview request (toHub/fromHub calls per request context). */
   batchSizes: number[];
   /** process.cpuUsage() since the reset, ms (user + system, all threads). */
@@ -105,11 +111,17 @@ async function main(): Promise<void> {
     .complete();
 
   const started = new WeakMap<IncomingMessage, number>();
+  const bodyEnd = new WeakMap<IncomingMessage, number>();
   const sockets = new WeakSet<object>();
   let connections = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
   diagnosticsChannel.subscribe('http.server.request.start', (m) => {
     const { request } = m as { request: IncomingMessage };
     started.set(request, performance.now());
+    // An 'end' listener does not start the stream flowing; this one runs before the server's own (added later).
+    request.once('end', () => bodyEnd.set(request, performance.now()));
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
     if (!sockets.has(request.socket)) {
       sockets.add(request.socket);
       connections++;
@@ -119,8 +131,10 @@ async function main(): Promise<void> {
     const { request, response } = m as { request: IncomingMessage; response: ServerResponse };
     const t0 = started.get(request);
     if (t0 === undefined) return;
+    inFlight--;
+    const t1 = performance.now();
     served.push({
-      path: (request.url ?? '').split('?')[0] ?? '', ms: performance.now() - t0, code: response.statusCode,
+      path: (request.url ?? '').split('?')[0] ?? '', ms: t1 - t0, ownMs: t1 - (bodyEnd.get(request) ?? t0), code: response.statusCode,
       bytes: Number(request.headers['content-length'] ?? 0),
     });
   });
@@ -138,6 +152,7 @@ async function main(): Promise<void> {
     if (msg.type === 'reset') {
       served = [];
       connections = 0;
+      maxInFlight = inFlight;
       batches = new Map();
       loop.reset();
       cpu0 = process.cpuUsage();
@@ -159,7 +174,7 @@ async function main(): Promise<void> {
           if (v.metricName?.endsWith('_sum')) entry.sum = v.value;
         }
         send({
-          type: 'stats', served, connections, batchSizes: [...batches.values()], cpuMs: (cpu.user + cpu.system) / 1000,
+          type: 'stats', served, connections, maxInFlight, batchSizes: [...batches.values()], cpuMs: (cpu.user + cpu.system) / 1000,
           runQueueMs: runQueueWaitMs() - rq0,
           loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
           libraryLatency,
