@@ -19,8 +19,9 @@
  *      - none (the anchor): the configuration deleted — the same writes with no webhook.
  *    The configuration is created/deleted between phases and the switch confirmed with probes (a multicast CIDR, which
  *    the CRD's CEL rules accept and validateNetwork refuses: denied ⇔ the webhook is called).
- *    Then `--rounds` phases of the webhook ALONE at the same rate: this process posts AdmissionReviews shaped like the
- *    API server's straight to it over 25 HTTPS keep-alive connections — what the webhook does when its caller keeps up.
+ *    Then the webhook ALONE at the same rate, ABBA again: this process posts AdmissionReviews shaped like the API
+ *    server's straight to it over ≤ 25 HTTPS keep-alive connections (what the webhook does when its caller keeps up),
+ *    against the same with a new TLS connection per call (what the handshakes cost).
  *    Measured per phase: the webhook's own handling time per call inside its process (request body complete → answer
  *    written, performance.now(); and from the request headers, which adds the caller's pace sending the body;
  *    server-child.ts says exactly what is in each), p50/p99/max; the API server's own view of the call
@@ -205,8 +206,11 @@ function pidOf(cp: ControlPlane, name: 'kube-apiserver' | 'etcd'): number {
 // ---------------------------------------------------------------------------------------------------------------
 // Part 1: admission latency
 
-/** webhook / none: dry-run creates through the API server with / without the webhook; direct: the webhook alone. */
-type AdmitVariant = 'webhook' | 'none' | 'direct';
+/**
+ * webhook / none: dry-run creates through the API server with / without the webhook; direct: the webhook alone over
+ * kept-alive connections; direct-new: the same with a new TLS connection per call.
+ */
+type AdmitVariant = 'webhook' | 'none' | 'direct' | 'direct-new';
 /** Keep-alive connections of the direct caller. */
 const DIRECT_CONNECTIONS = 25;
 
@@ -316,10 +320,13 @@ async function drive(rate: number, seconds: number, send: (i: number) => Promise
 /**
  * Calls the webhook process directly, as the API server does but from this process: POST of an AdmissionReview
  * shaped like the API server's (request with kind/resource/userInfo/options, the object with uid, timestamps and
- * managedFields) over HTTPS keep-alive, at most DIRECT_CONNECTIONS connections. Resolves when allowed.
+ * managedFields) over HTTPS: at most DIRECT_CONNECTIONS connections, kept alive, or (keepAlive false) a new TLS
+ * connection per call. Resolves when allowed.
  */
-function directCaller(base: string, caBundle: string): { send: (i: number) => Promise<void>; close: () => void } {
-  const agent = new Agent({ keepAlive: true, maxSockets: DIRECT_CONNECTIONS, ca: Buffer.from(caBundle, 'base64') });
+function directCaller(base: string, caBundle: string, keepAlive: boolean): { send: (i: number) => Promise<void>; close: () => void } {
+  const ca = Buffer.from(caBundle, 'base64');
+  // keepAlive false: no agent at all (an Agent without keep-alive still hands a finished socket to a queued request).
+  const agent = keepAlive ? new Agent({ keepAlive, maxSockets: DIRECT_CONNECTIONS, ca }) : false;
   const url = new URL(`${base}${validatePathV2}`);
   const send = (i: number): Promise<void> => {
     const object = networkV2(i, `direct-${i}`) as KubeObject & { metadata: Record<string, unknown> };
@@ -339,7 +346,7 @@ function directCaller(base: string, caBundle: string): { send: (i: number) => Pr
       },
     });
     return new Promise<void>((resolve, reject) => {
-      const req = httpsRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const req = httpsRequest(url, { method: 'POST', agent, ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -354,7 +361,7 @@ function directCaller(base: string, caBundle: string): { send: (i: number) => Pr
       req.end(body);
     });
   };
-  return { send, close: () => agent.destroy() };
+  return { send, close: () => (agent ? agent.destroy() : undefined) };
 }
 
 async function admitPhase(cp: ControlPlane, rest: RestClient, child: WebhookChild, variant: AdmitVariant, seconds: number, prefix: string,
@@ -363,7 +370,7 @@ async function admitPhase(cp: ControlPlane, rest: RestClient, child: WebhookChil
   const calls0 = hookCalls(await apiserverMetrics(cp));
   const cpu0 = process.cpuUsage();
   await child.reset();
-  const d = await drive(RATE, seconds, variant === 'direct' && direct ? direct
+  const d = await drive(RATE, seconds, variant.startsWith('direct') && direct ? direct
     : (i) => rest.json('POST', networks('v2', ADMIT_NS), { query: { dryRun: 'All' }, body: networkV2(i, `${prefix}-${i}`) }));
   const childStats = await child.collect();
   const cpu = process.cpuUsage(cpu0);
@@ -570,18 +577,19 @@ async function main(): Promise<number> {
           `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
       }
       if (webhookOn) await setWebhook(rest, false, base, started.caBundle);
-      const direct = directCaller(base, started.caBundle);
+      const callers = { direct: directCaller(base, started.caBundle, true), 'direct-new': directCaller(base, started.caBundle, false) };
       try {
-        await admitPhase(cp, rest, child, 'direct', Math.min(SECONDS, 5), 'warm-direct', direct.send);
-        for (let i = 0; i < ROUNDS; i++) {
-          const p = await admitPhase(cp, rest, child, 'direct', SECONDS, `d${i}`, direct.send);
+        await admitPhase(cp, rest, child, 'direct', Math.min(SECONDS, 5), 'warm-direct', callers.direct.send);
+        for (const [i, variant] of abba<'direct' | 'direct-new'>('direct', 'direct-new', ROUNDS).entries()) {
+          const p = await admitPhase(cp, rest, child, variant, SECONDS, `d${i}`, callers[variant].send);
           phases.push(p);
-          progress(`admission ${i + 1}/${ROUNDS} direct: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
+          progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
             `webhook's own handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms, ` +
             `from headers p99 ${f1(percentile(p.withBody, 99))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); load ${f1(p.load)}`);
         }
       } finally {
-        direct.close();
+        callers.direct.close();
+        callers['direct-new'].close();
       }
     }
 
@@ -605,19 +613,19 @@ async function main(): Promise<number> {
     const out: string[] = [];
     const of = (v: AdmitVariant): AdmitPhase[] => phases.filter((p) => p.variant === v);
     const cols = (f: (p: AdmitPhase) => number, fmt: (x: number) => string, only?: AdmitVariant | 'hooked'): string[] =>
-      (['webhook', 'none', 'direct'] as const).map((v) => (only && v !== only && !(only === 'hooked' && v !== 'none') ? '—' : mm(of(v).map(f), fmt)));
+      (['webhook', 'none', 'direct', 'direct-new'] as const).map((v) => (only && v !== only && !(only === 'hooked' && v !== 'none') ? '—' : mm(of(v).map(f), fmt)));
     const p99s = of('webhook').map((p) => percentile(p.served, 99));
     const directP99s = of('direct').map((p) => percentile(p.served, 99));
     const medP99 = median(p99s);
     const met = medP99 <= GOAL_P99_MS;
     if (phases.length > 0) {
       out.push(`## Admission through the API server: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
-      out.push(markdownTable([`median (min–max) of ${ROUNDS} phases each (the first two ABBA)`, 'through the API server, validating webhook', 'through the API server, no webhook (anchor)',
-        `the webhook alone (direct HTTPS, ${DIRECT_CONNECTIONS} keep-alive connections)`], [
+      out.push(markdownTable([`median (min–max) of ${ROUNDS} phases each (ABBA within each pair of columns)`, 'through the API server, validating webhook', 'through the API server, no webhook (anchor)',
+        `the webhook alone (direct HTTPS, ≤ ${DIRECT_CONNECTIONS} keep-alive connections)`, 'the webhook alone, a new TLS connection per call'], [
         ['webhook\'s own handling p50, ms (body received → answer written, in its process)', ...cols((p) => percentile(p.served, 50), f2, 'hooked')],
         ['webhook\'s own handling p99, ms', ...cols((p) => percentile(p.served, 99), f2, 'hooked')],
         ['webhook\'s own handling max, ms', ...cols((p) => Math.max(...p.served), f1, 'hooked')],
-        ['headers received → answer written p50 / p99, ms (adds the sender\'s pace writing the body)', ...(['webhook', 'none', 'direct'] as const).map((v) => (v === 'none' ? '—'
+        ['headers received → answer written p50 / p99, ms (adds the sender\'s pace writing the body)', ...(['webhook', 'none', 'direct', 'direct-new'] as const).map((v) => (v === 'none' ? '—'
           : `${mm(of(v).map((p) => percentile(p.withBody, 50)), f2)} / ${mm(of(v).map((p) => percentile(p.withBody, 99)), f1)}`))],
         ['admission calls served per s', ...cols((p) => p.served.length / p.seconds, f0, 'hooked')],
         ['API server\'s call to the webhook: mean, ms', ...cols((p) => (1000 * p.apiserver.sum) / p.apiserver.count, f2, 'webhook')],
