@@ -130,6 +130,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
 	$(NODE) --expose-gc bench/freeze.ts
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
+	$(NODE) bench/webhook.ts $(if $(QUICK),--quick,)
 	$(MAKE) bench-vs-cr
 
 .PHONY: bench-vs-cr
