@@ -101,7 +101,9 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
 
 /**
  * "v2" when the API server serves samplecrd.k8s.io/v2 (discovery of the group), else "v1" — also when the group is
- * not there yet (404) or discovery fails (logged): v1 is what every Network CRD this project shipped serves.
+ * not there yet (404) or discovery fails (logged): v1 is what every Network CRD this project shipped serves. A wrong
+ * "v1" is safe: the v1 controller leaves dual-stack Networks (the conversion's v2-subnets annotation) untouched
+ * (controller.ts; controller.test.ts "a dual-stack Network seen through v1").
  */
 export async function servedNetworkVersion(client: RestClient, log: Logger, signal: AbortSignal): Promise<'v1' | 'v2'> {
   try {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
-import type { Network as NetworkV2, NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
+import { v2SubnetsAnnotation, type Network as NetworkV2, type NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { ApiError, type RequestOptions, type Verb } from '../../client/rest.ts';
 import { isTerminalError } from '../../controller/index.ts';
 import { FakeRecorder } from '../../events/fake.ts';
@@ -437,6 +437,17 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
     await reconcile(req, signal, ctx);
     assert.equal(rest.calls.length, 1);
     assert.equal(recorder.events.length, 1);
+  });
+
+  test('a dual-stack Network seen through v1 (the v2-subnets annotation) is not reconciled: no Neutron call, no write', async () => {
+    // What a v1 read of a two-subnet v2 object looks like (conversion.ts): the first subnet in spec, the rest in the
+    // annotation. As v1 the controller would take the IPv6 subnet for a stale one of ours and delete it.
+    const net = aNetwork({ cidr: '10.0.0.0/24' }, { annotations: { [v2SubnetsAnnotation]: '{"spec":[{"cidr":"fd00::/64"}]}' } });
+    cache.add(net);
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops, []);
+    assert.deepEqual(rest.calls, []);
+    assert.deepEqual(recorder.events, []);
   });
 
   test('Neutron 400: Ready=False NeutronRejected + one Warning, TerminalError; not retried for that generation', async () => {

@@ -37,7 +37,7 @@
  *    differs. Per-request timeouts come from the Neutron client (10 s).
  */
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
-import type { Network as NetworkV2, NetworkStatusSubnet } from '../../apis/samplecrd/v2/types.ts';
+import { v2SubnetsAnnotation, type Network as NetworkV2, type NetworkStatusSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
 import { TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
@@ -503,6 +503,14 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     if (!net) return; // gone: our finalizer guarantees it went through finalize() first
     if (net.metadata?.deletionTimestamp) return finalize(net, signal, log);
     if (rejectedThisGeneration(net)) return; // already reported; retrying cannot help until the spec changes
+    // A v1 view of a dual-stack object (conversion.ts keeps what v1 cannot show in this annotation) shows one subnet:
+    // reconciling it as v1 would take the other family's subnet for a stale one of ours and delete it in Neutron.
+    // Only a v2 controller may act on it (e.g. an older manager after the CRD moved to v2, or one that read discovery
+    // wrongly): leave it untouched, no write anywhere.
+    if (!v2 && net.metadata?.annotations?.[v2SubnetsAnnotation] !== undefined) {
+      log.warn({ annotation: v2SubnetsAnnotation }, 'a dual-stack Network seen through v1: not reconciled (only a controller on samplecrd.k8s.io/v2 may act on it)');
+      return;
+    }
 
     const netRef = ref(net);
     const uid = net.metadata?.uid ?? '';
