@@ -241,6 +241,14 @@ export class Controller<Req = Request> {
     this.queue.addAfter(key, ms);
   }
 
+  /**
+   * Runnable contract: true while reconciles run after `start` resolved — those abandoned at the graceful timeout.
+   * The Manager then does not count this controller as stopped (no lease release, exit 1).
+   */
+  stillRunning(): boolean {
+    return this.inFlightCount > 0;
+  }
+
   /** Number of reconciles running now. */
   inFlight(): number {
     return this.inFlightCount;

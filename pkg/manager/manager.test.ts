@@ -17,6 +17,8 @@ class FakeRunnable implements Runnable {
   private readonly log: string[];
   private readonly manualStop: boolean;
   started = false;
+  /** Resolve on abort but report abandoned work still running (a controller past its own graceful timeout). */
+  abandonedWork = false;
   private resolve: () => void = () => {};
   private reject: (err: Error) => void = () => {};
 
@@ -25,6 +27,10 @@ class FakeRunnable implements Runnable {
     this.name = name;
     this.needLeaderElection = needLeaderElection;
     this.manualStop = opts.manualStop ?? false;
+  }
+
+  stillRunning(): boolean {
+    return this.abandonedWork;
   }
 
   start(signal: AbortSignal): Promise<void> {
@@ -212,6 +218,22 @@ test('graceful shutdown timeout: stuck controllers are reported, the lease is NO
   assert.ok(t.log.includes('no-release'));
   assert.ok(t.log.includes('stop:server'));
   assert.equal(t.election.term.signal.aborted, true, 'leadership ended: guarded writes are refused from now on');
+  assert.equal(t.code(), 1);
+});
+
+test('a controller that resolves but abandoned reconciles still running (its own graceful timeout) is not stopped: no release, exit 1', async () => {
+  // The race CI met: the controller's own timer (same timeout) fired first, it resolved, and the Manager released
+  // the lease and exited 0 while the abandoned reconciles still ran. `stillRunning()` (Runnable contract) closes it.
+  const t = setup({ gracefulShutdownTimeoutMs: 5_000 });
+  await t.leadAndSync();
+  t.controller.abandonedWork = true;
+  t.ac.abort();
+  await settle();
+  assert.ok(t.log.includes('stop:controller'), 'the controller resolved at once');
+  t.clock.step(5_000);
+  await settle();
+  assert.ok(!t.log.includes('release'), 'not released while abandoned reconciles run');
+  assert.ok(t.log.includes('no-release'));
   assert.equal(t.code(), 1);
 });
 

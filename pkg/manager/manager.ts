@@ -80,6 +80,8 @@ interface Running {
   name: string;
   promise: Promise<unknown>;
   done: boolean;
+  /** The runnable's `stillRunning` (Runnable contract): done but with abandoned work still running. */
+  stillRunning?: () => boolean;
 }
 
 /**
@@ -316,7 +318,7 @@ export class Manager {
 
   private launch(r: Runnable, group: 'gated' | 'other'): void {
     const sig = group === 'gated' ? this.gatedAc.signal : this.otherAc.signal;
-    const entry: Running = { name: r.name, promise: Promise.resolve(), done: false };
+    const entry: Running = { name: r.name, promise: Promise.resolve(), done: false, ...(r.stillRunning ? { stillRunning: () => r.stillRunning?.() === true } : {}) };
     this.log.debug({ runnable: r.name }, 'starting runnable');
     let started: Promise<void>;
     try {
@@ -352,7 +354,8 @@ export class Manager {
     } else {
       await Promise.race([all, new Promise<void>((resolve) => setImmediate(resolve))]);
     }
-    return entries.filter((e) => !e.done).map((e) => e.name);
+    // Done with abandoned work still running (a controller past its own graceful timeout) counts as still running.
+    return entries.filter((e) => !e.done || e.stillRunning?.() === true).map((e) => e.name);
   }
 }
 

@@ -8,6 +8,9 @@
  *  - Rejecting (before or after the abort) reports a failure; the Manager treats a failure as fatal and shuts down.
  *  - Resolving before the signal aborts means "done early" (not an error).
  *  - `start` is called at most once per instance.
+ *  - A runnable that resolves after ABANDONING work that still runs (a controller whose own graceful timeout expired
+ *    with reconciles in flight) says so through `stillRunning()`: the Manager counts it as not stopped, so the
+ *    shutdown reports the timeout (exit 1) and the lease is not released while that work can still write.
  */
 export interface Runnable {
   /** Unique, human-readable name used in logs (e.g. "controller/foo", "informer/apps/v1/deployments", "metrics-server"). */
@@ -15,6 +18,8 @@ export interface Runnable {
   /** True for runnables that may act only while this replica holds the leader-election lease (controllers). */
   readonly needLeaderElection: boolean;
   start(signal: AbortSignal): Promise<void>;
+  /** Work this runnable abandoned that is still running after `start` resolved (default: none). */
+  stillRunning?(): boolean;
 }
 
 /** Builds a Runnable from a function (handy for servers and tests). */

@@ -284,7 +284,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     }
 
     const runnable: Runnable = o.onStart
-      ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); } }
+      ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); }, stillRunning: () => controller.stillRunning() }
       : controller;
     this.mgr.add(runnable, registrations.map((r) => () => r.hasSynced()));
     if (shard !== undefined) {
