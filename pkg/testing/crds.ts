@@ -29,9 +29,14 @@ export interface CustomResourceDefinition extends KubeObject {
 const manifestExtensions = new Set(['.yaml', '.yml', '.json']);
 const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
-/** Reads the CRDs in `paths` (files, or directories of manifests); throws when a path does not exist or holds none. */
-export function readCRDs(paths: string[]): CustomResourceDefinition[] {
-  const crds: CustomResourceDefinition[] = [];
+/**
+ * The documents of `paths` (files, or directories of `.yaml`/`.yml`/`.json` manifests, not recursive) that `pick`
+ * accepts, in path then file-name order. Throws, naming the path and what it was resolved against, when a path does
+ * not exist or holds none: `what` names the path in those messages ("CRD path", "webhook path") and `wanted` the
+ * documents looked for.
+ */
+export function readManifests<T>(paths: string[], what: string, wanted: string, pick: (doc: KubeObject | null) => doc is T & KubeObject): T[] {
+  const found: T[] = [];
   for (const path of paths) {
     let files: string[];
     try {
@@ -40,19 +45,22 @@ export function readCRDs(paths: string[]): CustomResourceDefinition[] {
         : [path];
     } catch (err) {
       const where = isAbsolute(path) ? '' : ` (relative to the working directory: ${resolve(path)})`;
-      const what = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (err as Error).message;
-      throw new Error(`CRD path ${path}${where} ${what}`, { cause: err });
+      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (err as Error).message;
+      throw new Error(`${what} ${path}${where} ${why}`, { cause: err });
     }
-    const before = crds.length;
+    const before = found.length;
     for (const file of files) {
-      for (const doc of loadAll(readFileSync(file, 'utf8'))) {
-        const obj = doc as CustomResourceDefinition | null;
-        if (obj?.kind === 'CustomResourceDefinition' && obj.apiVersion === 'apiextensions.k8s.io/v1') crds.push(obj);
-      }
+      for (const doc of loadAll(readFileSync(file, 'utf8'))) if (pick(doc as KubeObject | null)) found.push(doc as T);
     }
-    if (crds.length === before) throw new Error(`CRD path ${path} holds no apiextensions.k8s.io/v1 CustomResourceDefinition`);
+    if (found.length === before) throw new Error(`${what} ${path} holds no ${wanted}`);
   }
-  return crds;
+  return found;
+}
+
+/** Reads the CRDs in `paths` (files, or directories of manifests); throws when a path does not exist or holds none. */
+export function readCRDs(paths: string[]): CustomResourceDefinition[] {
+  return readManifests(paths, 'CRD path', 'apiextensions.k8s.io/v1 CustomResourceDefinition',
+    (o): o is CustomResourceDefinition => o?.kind === 'CustomResourceDefinition' && o.apiVersion === 'apiextensions.k8s.io/v1');
 }
 
 /**

@@ -18,15 +18,14 @@
  * configuration of that kind installed before it; and once that call gets an HTTP answer (the server's 404) instead
  * of a connection or TLS error, the API server reaches the test's webhook server over TLS with this caBundle.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { extname, isAbsolute, join, resolve } from 'node:path';
-import { loadAll } from 'js-yaml';
+import { join } from 'node:path';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { ApiError } from '../client/errors.ts';
 import type { RestClient } from '../client/rest.ts';
 import { certificateAuthority, signedCertificate } from '../manager/selfsigned.ts';
-import type { CustomResourceDefinition } from './crds.ts';
+import { readManifests, type CustomResourceDefinition } from './crds.ts';
 import { delay } from './process.ts';
 
 /** startTestEnv's `webhooks` option (envtest's WebhookInstallOptions). */
@@ -73,32 +72,13 @@ export interface WebhookConfiguration extends KubeObject {
 const admissionApiVersion = 'admissionregistration.k8s.io/v1';
 const webhookKinds = { MutatingWebhookConfiguration: 'mutatingwebhookconfigurations', ValidatingWebhookConfiguration: 'validatingwebhookconfigurations' } as const;
 type WebhookKind = keyof typeof webhookKinds;
-const manifestExtensions = new Set(['.yaml', '.yml', '.json']);
 
 const isWebhookConfiguration = (o: KubeObject | null | undefined): o is WebhookConfiguration =>
   o?.apiVersion === admissionApiVersion && (o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
 
 /** The Mutating/ValidatingWebhookConfigurations in `paths` (files, or directories of manifests); throws when a path does not exist or holds none. */
 export function readWebhookConfigurations(paths: string[]): WebhookConfiguration[] {
-  const found: WebhookConfiguration[] = [];
-  for (const path of paths) {
-    let files: string[];
-    try {
-      files = statSync(path).isDirectory()
-        ? readdirSync(path).filter((f) => manifestExtensions.has(extname(f))).sort().map((f) => join(path, f))
-        : [path];
-    } catch (err) {
-      const where = isAbsolute(path) ? '' : ` (relative to the working directory: ${resolve(path)})`;
-      const what = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (err as Error).message;
-      throw new Error(`webhook path ${path}${where} ${what}`, { cause: err });
-    }
-    const before = found.length;
-    for (const file of files) {
-      for (const doc of loadAll(readFileSync(file, 'utf8'))) if (isWebhookConfiguration(doc as KubeObject | null)) found.push(doc as WebhookConfiguration);
-    }
-    if (found.length === before) throw new Error(`webhook path ${path} holds no ${admissionApiVersion} MutatingWebhookConfiguration or ValidatingWebhookConfiguration`);
-  }
-  return found;
+  return readManifests(paths, 'webhook path', `${admissionApiVersion} MutatingWebhookConfiguration or ValidatingWebhookConfiguration`, isWebhookConfiguration);
 }
 
 /** `service` → `url: https://<hostPort><service.path>` with `caBundle` (base64 of the CA PEM); any other config is returned as is. */
