@@ -267,7 +267,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ControllerManager, coreResources, findStatusCondition, ignoreNotFound, silentLogger, type KubeObject } from 'ts-controller-manager';
-import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { eventually, startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
 import { ${c}Finalizer, setup${K}Controller } from './${n.file}.ts';
 
@@ -293,15 +293,6 @@ after(async () => {
   await env?.stop();
 });
 
-/** Polls \`check\` until it returns something truthy (then returns it), or fails after 30 s. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (const deadline = Date.now() + 30_000; ;) {
-    const got = await check();
-    if (got) return got;
-    if (Date.now() > deadline) assert.fail(\`timed out waiting for \${what}\`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 test('${/^[AEIOU]/.test(K) ? 'an' : 'a'} ${K} gets its ConfigMap and Ready=True; a spec change follows; deletion runs the finalizer', async () => {
   await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}' } });
@@ -310,29 +301,29 @@ test('${/^[AEIOU]/.test(K) ? 'an' : 'a'} ${K} gets its ConfigMap and Ready=True;
   const created = await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'sample' }, spec: { foo: 'bar' } });
 
   // The ConfigMap appears with spec.foo, controlled by the ${K}; the ${K} carries the finalizer and is Ready.
-  const cm = await eventually('the ConfigMap', () => ignoreNotFound(configMaps.get('sample')));
+  const cm = await eventually(() => ignoreNotFound(configMaps.get('sample')), { message: 'the ConfigMap' });
   assert.deepEqual(cm.data, { foo: 'bar' });
   assert.deepEqual(cm.metadata?.ownerReferences, [{
     apiVersion, kind: ${c}Kind, name: 'sample', uid: created.metadata?.uid, controller: true, blockOwnerDeletion: true,
   }]);
-  const ready = await eventually('Ready=True', async () => findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready'));
+  const ready = await eventually(async () => findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready'), { message: 'Ready=True' });
   assert.deepEqual([ready.status, ready.reason, ready.observedGeneration], ['True', 'Reconciled', 1]);
   assert.deepEqual((await ${c}s.get('sample')).metadata?.finalizers, [${c}Finalizer]);
 
   // A spec change reaches the ConfigMap, and Ready reports the new generation.
   await ${c}s.patch('sample', { merge: { spec: { foo: 'baz' } } });
-  await eventually('the ConfigMap updated', async () => (await configMaps.get('sample')).data?.['foo'] === 'baz');
-  await eventually('Ready for generation 2', async () =>
-    findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready')?.observedGeneration === 2);
+  await eventually(async () => (await configMaps.get('sample')).data?.['foo'] === 'baz', { message: 'the ConfigMap updated' });
+  await eventually(async () =>
+    findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready')?.observedGeneration === 2, { message: 'Ready for generation 2' });
 
   // A hand edit of the ConfigMap is undone (.owns requeues the ${K}).
   await configMaps.patch('sample', { merge: { data: { foo: 'edited' } } });
-  await eventually('the hand edit undone', async () => (await configMaps.get('sample')).data?.['foo'] === 'baz');
+  await eventually(async () => (await configMaps.get('sample')).data?.['foo'] === 'baz', { message: 'the hand edit undone' });
 
   // Deleting the ${K}: cleanup deletes the ConfigMap, then the finalizer goes and with it the ${K}.
   await ${c}s.delete('sample');
-  await eventually('${K} and ConfigMap gone', async () =>
-    (await ignoreNotFound(${c}s.get('sample'))) === undefined && (await ignoreNotFound(configMaps.get('sample'))) === undefined);
+  await eventually(async () =>
+    (await ignoreNotFound(${c}s.get('sample'))) === undefined && (await ignoreNotFound(configMaps.get('sample'))) === undefined, { message: '${K} and ConfigMap gone' });
 });
 
 test('a ConfigMap of the same name that another owner controls is left alone: Ready=False ConfigMapExists', async () => {
@@ -343,12 +334,12 @@ test('a ConfigMap of the same name that another owner controls is left alone: Re
   await configMaps.create({ metadata: { name: 'taken', ownerReferences: [foreignOwner] }, data: { mine: 'yes' } });
   await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'taken' }, spec: { foo: 'bar' } });
 
-  const refused = await eventually('Ready=False', async () => findStatusCondition((await ${c}s.get('taken')).status?.conditions, 'Ready'));
+  const refused = await eventually(async () => findStatusCondition((await ${c}s.get('taken')).status?.conditions, 'Ready'), { message: 'Ready=False' });
   assert.deepEqual([refused.status, refused.reason], ['False', 'ConfigMapExists']);
   assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'the foreign ConfigMap is untouched');
 
   await ${c}s.delete('taken');
-  await eventually('the ${K} gone', async () => (await ignoreNotFound(${c}s.get('taken'))) === undefined);
+  await eventually(async () => (await ignoreNotFound(${c}s.get('taken'))) === undefined, { message: 'the ${K} gone' });
   assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'cleanup left the foreign ConfigMap alone');
 });
 

@@ -460,7 +460,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ControllerManager, coreResources, GeneratedCertificate, ignoreNotFound, silentLogger } from 'ts-controller-manager';
-import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { eventually, startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
 import { ${f.defaulting ? `${c}DefaultFoo, ` : ''}setup${K}Webhook } from './${n.file}_webhook.ts';
 
@@ -493,10 +493,10 @@ ${hooks.join('\n')}
   // The API server picks up webhook configurations asynchronously: probe with dry-run creates (nothing is stored)
   // until every webhook answers.
   const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('${ns}');
-  await eventually('the webhooks active in the API server', async () => {
+  await eventually(async () => {
 ${probeChecks.join('\n')}
     return true;
-  });
+  }, { message: 'the webhooks active in the API server' });
 });
 
 after(async () => {
@@ -505,15 +505,6 @@ after(async () => {
   await env?.stop();
 });
 
-/** Polls \`check\` until it returns something truthy (then returns it), or fails after 30 s. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (const deadline = Date.now() + 30_000; ;) {
-    const got = await check();
-    if (got) return got;
-    if (Date.now() > deadline) assert.fail(\`timed out waiting for \${what}\`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 ${tests.join('\n')}`;
 }
