@@ -47,7 +47,7 @@ build: deps ## Compile TypeScript to dist/.
 	tsc -p tsconfig.build.json
 
 .PHONY: generate
-generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases and pkg/api/*/*/ from pkg/api/openapi (a stale one fails make test).
+generate: deps ## Regenerate pkg/apis/*/*/zz_generated.types.ts from config/crd/bases (Foo) and config/crd/v2 (Network v1+v2), and pkg/api/*/*/ from pkg/api/openapi (a stale one fails make test).
 	npm run --silent generate
 
 .PHONY: openapi

@@ -261,6 +261,8 @@ describe('Network controller on a real neutron-server', () => {
     { cidr: '10.61.0.0/24', gateway: '10.61.0.1' },
     { cidr: '10.61.1.4/30' },
     { cidr: '169.254.61.0/24' },
+    { cidr: 'fe80::/64' }, // link-local, IPv6: no Neutron rule either (docs/network-v2.md)
+    { cidr: '2001:db8:63::/48' }, // IPv6 other than /64: only SLAAC/DHCPv6-stateless subnets need /64
     { cidr: '2001:db8:61::/126' },
     { cidr: '2001:db8:62::/64', gateway: '2001:db8:62::' },
   ];

@@ -1,13 +1,18 @@
 /**
  * The checked-in generated types equal what `npm run generate` would write now: changing a CRD under
- * config/crd/bases, or an OpenAPI document under pkg/api/openapi (`npm run refresh-openapi`), without regenerating
- * fails this test (and so `make test`). The generator is run in memory with exactly the arguments of each
+ * config/crd/bases or config/crd/v2, or an OpenAPI document under pkg/api/openapi (`npm run refresh-openapi`), without
+ * regenerating fails this test (and so `make test`). The generator is run in memory with exactly the arguments of each
  * `gen types` command of package.json's "generate" script — no cluster involved.
+ *
+ * Network's types come from config/crd/v2 (v1 and v2), while config/crd/bases still holds the single-version v1 CRD
+ * (docs/network-v2.md): the v1 version in both files must be the same, or the v1 types would describe a schema nobody
+ * installs.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { load } from 'js-yaml';
 import ts from 'typescript';
 import { parseGenTypesArgs, planTypes, staleFiles } from './cli.ts';
 import type { GeneratedFile } from './types.ts';
@@ -34,14 +39,27 @@ function assertFresh(f: GeneratedFile): void {
 
 const files = generateScriptArgs().flatMap((args) => planTypes(parseGenTypesArgs(args), root));
 
-describe('generated API types are up to date with config/crd/bases', () => {
+describe('generated API types are up to date with config/crd/bases and config/crd/v2', () => {
   const crdFiles = files.filter((f) => f.path.startsWith('pkg/apis/'));
 
-  it('covers Foo and Network', () => {
+  it('covers Foo and Network v1 and v2', () => {
     assert.deepEqual(crdFiles.map((f) => f.path), [
       'pkg/apis/samplecontroller/v1alpha1/zz_generated.types.ts',
       'pkg/apis/samplecrd/v1/zz_generated.types.ts',
+      'pkg/apis/samplecrd/v2/zz_generated.types.ts',
     ]);
+  });
+
+  it('Network v1 in config/crd/v2 is the v1 of config/crd/bases (apart from storage), and v2 is the one storage version', () => {
+    type CRD = { spec: { names: unknown; scope: string; versions: ({ name: string; storage: boolean } & Record<string, unknown>)[] } };
+    const read = (p: string): CRD => load(readFileSync(resolve(root, p), 'utf8')) as CRD;
+    const bases = read('config/crd/bases/samplecrd.k8s.io_networks.yaml');
+    const two = read('config/crd/v2/samplecrd.k8s.io_networks.yaml');
+    assert.deepEqual(two.spec.names, bases.spec.names);
+    assert.equal(two.spec.scope, bases.spec.scope);
+    assert.deepEqual(two.spec.versions.map((v) => [v.name, v.storage]), [['v1', false], ['v2', true]]);
+    const strip = (v: Record<string, unknown>): Record<string, unknown> => ({ ...v, storage: null });
+    assert.deepEqual(strip(two.spec.versions[0]!), strip(bases.spec.versions[0]!));
   });
 
   for (const f of crdFiles) it(`${f.path} equals a fresh generation (run \`npm run generate\` after changing a CRD)`, () => assertFresh(f));

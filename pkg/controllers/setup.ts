@@ -18,7 +18,14 @@ export interface ControllerSettings {
    * Neutron settings for the Network controller (--neutron-cloud-config, --neutron-cloud), and its timers (not flags:
    * tests shorten them; see NetworkReconcilerDeps).
    */
-  neutron?: { cloudConfig: string | undefined; cloud: string | undefined; createSettleMs?: number; driftCheckMs?: number };
+  neutron?: {
+    cloudConfig: string | undefined; cloud: string | undefined; createSettleMs?: number; driftCheckMs?: number;
+    /**
+     * The Network version the controller watches and writes: 'v1' (default) or 'v2' (dual-stack; needs the CRD of
+     * config/crd/v2 and, for v1 clients, the conversion webhook: docs/network-v2.md). Not a flag yet.
+     */
+    networkVersion?: 'v1' | 'v2';
+  };
 }
 
 export interface ControllerSetup {

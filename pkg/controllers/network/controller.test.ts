@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
+import type { Network as NetworkV2, NetworkSpecSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { ApiError, type RequestOptions, type Verb } from '../../client/rest.ts';
 import { isTerminalError } from '../../controller/index.ts';
 import { FakeRecorder } from '../../events/fake.ts';
@@ -50,9 +51,10 @@ class FakeNeutron implements NeutronNetworkAPI {
   /** The project of the credentials (projectId()); undefined = noauth. */
   project: string | undefined;
   private seq = 0;
-  private readonly failures = new Map<Op, Error[]>();
+  private readonly failures = new Map<Op, (Error | undefined)[]>();
 
-  failNext(op: Op, ...errors: Error[]): void {
+  /** The next calls of `op` fail with these errors in order (undefined: that call succeeds). */
+  failNext(op: Op, ...errors: (Error | undefined)[]): void {
     this.failures.set(op, [...(this.failures.get(op) ?? []), ...errors]);
   }
 
@@ -844,5 +846,73 @@ describe('networkReconciler: issue 12', () => {
     await reconcile(req, signal, ctx);
     assert.equal(neutron.networks.size, 1, 'recreated');
     assert.notEqual(statusWrites().at(-1)?.networkID, id);
+  });
+});
+
+describe('networkReconciler: samplecrd.k8s.io/v2 (one subnet per IP family)', () => {
+  const v2StatusPath = '/apis/samplecrd.k8s.io/v2/namespaces/ns/networks/net/status';
+  let cacheV2: Indexer<NetworkV2>;
+  let reconcileV2: ReturnType<typeof networkReconciler>;
+  const aNetworkV2 = (subnets: NetworkSpecSubnet[], status?: NetworkV2['status']): NetworkV2 => ({
+    metadata: { name: 'net', namespace: 'ns', uid: UID, generation: 1, resourceVersion: '5', finalizers: [FINALIZER] },
+    spec: { subnets }, ...(status && { status }),
+  });
+  const v2Writes = (): NetworkV2['status'][] =>
+    rest.calls.filter((c) => c.path === v2StatusPath).map((c) => (c.body as { status: NetworkV2['status'] }).status);
+
+  beforeEach(() => {
+    cacheV2 = new Indexer<NetworkV2>();
+    reconcileV2 = networkReconciler({ version: 'v2', networks: new Lister(cacheV2), rest, neutron, recorder, now: () => now });
+  });
+
+  test('dual-stack: one network, one tagged subnet per family, status.subnets in spec order; converged = 2 Neutron reads, no write', async () => {
+    const net = aNetworkV2([{ cidr: '2001:db8::/64' }, { cidr: '10.0.0.0/24', gateway: '10.0.0.1' }]);
+    cacheV2.add(net);
+    await reconcileV2(req, signal, ctx);
+    assert.deepEqual(neutron.ops, [
+      'listNetworks name=ns/net', `listNetworks tags=${TAG}`, 'createNetwork ns/net', 'addTag networks/id-1',
+      'createSubnet 2001:db8::/64', 'addTag subnets/id-2', 'createSubnet 10.0.0.0/24', 'addTag subnets/id-3',
+    ]);
+    const [status] = v2Writes();
+    assert.deepEqual(status?.subnets, [{ cidr: '2001:db8::/64', subnetID: 'id-2' }, { cidr: '10.0.0.0/24', subnetID: 'id-3' }]);
+    assert.equal(status?.networkID, 'id-1');
+    assert.deepEqual([...neutron.subnets.values()].map((s) => [s.cidr, s.tags]), [['2001:db8::/64', [TAG]], ['10.0.0.0/24', [TAG]]]);
+
+    cacheV2.update({ ...net, status: { ...status, subnets: status?.subnets ?? [] } });
+    rest.calls.length = 0;
+    neutron.ops.length = 0;
+    await reconcileV2(req, signal, ctx);
+    assert.deepEqual(neutron.ops, ['listNetworks name=ns/net', 'listSubnets id-1']);
+    assert.deepEqual(rest.calls, []);
+  });
+
+  test('Neutron refuses the second family: Ready=False NeutronRejected, status names only the subnet that exists', async () => {
+    cacheV2.add(aNetworkV2([{ cidr: '10.0.0.0/24' }, { cidr: '2001:db8::/64' }]));
+    neutron.failNext('createSubnet', undefined, errorForStatus({ status: 400, type: 'InvalidInput', message: 'Invalid input for operation: no.' }));
+    await assert.rejects(reconcileV2(req, signal, ctx), (err) => isTerminalError(err));
+    const last = v2Writes().at(-1);
+    assert.deepEqual(last?.subnets, [{ cidr: '10.0.0.0/24', subnetID: 'id-2' }]);
+    assert.equal(last?.conditions?.find((c) => c.type === 'Ready')?.reason, 'NeutronRejected');
+  });
+
+  test('a family dropped from the spec: its subnet of ours is deleted, someone else\'s is left alone, the other family kept', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID), tags: [TAG] });
+    const s4 = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const s6 = neutron.addSubnet(n.id, '2001:db8::/64', '2001:db8::1', { tags: [TAG] });
+    const foreign = neutron.addSubnet(n.id, '2001:db8:1::/64', null, { tags: ['someone-else'] });
+    cacheV2.add(aNetworkV2([{ cidr: '10.0.0.0/24', gateway: '10.0.0.1' }], {
+      networkID: n.id, subnets: [{ cidr: '10.0.0.0/24', subnetID: s4.id }, { cidr: '2001:db8::/64', subnetID: s6.id }],
+    }));
+    await reconcileV2(req, signal, ctx);
+    assert.deepEqual([...neutron.subnets.keys()].sort(), [s4.id, foreign.id].sort());
+    assert.deepEqual(v2Writes().at(-1)?.subnets, [{ cidr: '10.0.0.0/24', subnetID: s4.id }]);
+  });
+
+  test('the shared check: InvalidSpec with its v2 message, no Neutron call', async () => {
+    cacheV2.add(aNetworkV2([{ cidr: '10.0.0.0/24' }, { cidr: '10.1.0.0/24' }]));
+    await assert.rejects(reconcileV2(req, signal, ctx), (err) => isTerminalError(err));
+    assert.deepEqual(neutron.ops, []);
+    assert.equal(v2Writes().at(-1)?.conditions?.find((c) => c.type === 'Ready')?.message,
+      'spec.subnets[0].cidr 10.0.0.0/24 and spec.subnets[1].cidr 10.1.0.0/24 are both IPv4; a Network has at most one IPv4 and one IPv6 subnet');
   });
 });

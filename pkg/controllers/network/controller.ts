@@ -1,6 +1,8 @@
 /**
  * Network controller: a samplecrd.k8s.io/v1 Network is kept in sync with one OpenStack Neutron network and one subnet
- * (spec.cidr, spec.gateway). An external resource, so:
+ * (spec.cidr, spec.gateway); with `version: 'v2'` a samplecrd.k8s.io/v2 Network with one subnet per spec subnet (one
+ * per IP family), each handled as v1's one subnet is, through the same code (docs/network-v2.md). An external
+ * resource, so:
  *
  *   Network informer ──add / update (needsReconcile) / delete──▶ queue "ns/name" ──▶ reconcile (below) ──▶ Neutron
  *                                                                                                     └─▶ finalizer, /status, Events
@@ -35,6 +37,7 @@
  *    differs. Per-request timeouts come from the Neutron client (10 s).
  */
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
+import type { Network as NetworkV2, NetworkStatusSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
 import { TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
@@ -47,12 +50,12 @@ import {
 } from '../../neutron/index.ts';
 import type { ControllerSetup } from '../setup.ts';
 import {
-  computeStatus, FINALIZER, hasFinalizer, needsReconcile, networkRef, networkResource, neutronDescription, neutronName, readyThisGeneration,
-  ReasonDeleted, ReasonDeleteFailed, ReasonInvalidSpec, ReasonNeutronAuthFailed, ReasonNeutronConflict, ReasonNeutronError, ReasonNeutronForbidden,
-  ReasonNeutronRejected, ReasonNeutronUnavailable, ReasonSynced, rejectedThisGeneration, statusEqual, statusPatch, uidTag,
-  validateSpec, type DesiredSubnet, type Observation,
+  computeStatus, computeStatusV2, FINALIZER, hasFinalizer, needsReconcile, networkRef, networkResource, networkV2Ref, networkV2Resource, neutronDescription,
+  neutronName, readyThisGeneration, ReasonDeleted, ReasonDeleteFailed, ReasonInvalidSpec, ReasonNeutronAuthFailed, ReasonNeutronConflict,
+  ReasonNeutronError, ReasonNeutronForbidden, ReasonNeutronRejected, ReasonNeutronUnavailable, ReasonSynced, rejectedThisGeneration, statusEqual,
+  statusEqualV2, statusPatch, statusPatchV2, uidTag, validateNetworkSpec, type AnyNetwork, type DesiredSubnet,
 } from './desired.ts';
-import { overlaps, parseCIDR, poolsForGatewayMove, sameCIDR, sameIP } from './ipnet.ts';
+import { overlaps, parseCIDR, poolsForGatewayMove, sameCIDR, sameIP, type IPVersion } from './ipnet.ts';
 import { registerNetworksGauge } from './metrics.ts';
 
 export const networkControllerName = 'network';
@@ -74,7 +77,12 @@ const RETRY_AFTER_MIN_MS = 1_000;
 const RETRY_AFTER_MAX_MS = 10 * 60_000;
 
 export interface NetworkReconcilerDeps {
-  networks: Lister<Network>;
+  /**
+   * Which Network version this reconciler serves: 'v1' (default; one subnet, status.subnetID) or 'v2' (one subnet per
+   * IP family, status.subnets). The same reconcile path serves both (docs/network-v2.md).
+   */
+  version?: 'v1' | 'v2';
+  networks: { get(namespace: string | undefined, name: string): AnyNetwork | undefined };
   rest: Pick<RestClient, 'json'>;
   neutron: NeutronNetworkAPI;
   recorder: Recorder;
@@ -95,7 +103,10 @@ export interface NetworkReconcilerDeps {
 
 interface Progress {
   networkID: string | undefined;
+  /** v1: the subnet status.subnetID names. */
   subnetID: string | undefined;
+  /** v2: per IP family, the subnet of ours that exists (and the CIDR its status entry is keyed by). */
+  subnets: Map<IPVersion, NetworkStatusSubnet>;
   /** What this reconcile changed in Neutron (for the Event and the log). */
   actions: string[];
 }
@@ -165,13 +176,59 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    */
   const settling = new Map<string, number>();
 
-  const statusPath = (net: Network): string => `${objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? '')}/status`;
+  const v2 = deps.version === 'v2';
+  const resource = v2 ? networkV2Resource : networkResource;
+  const objPath = (net: AnyNetwork): string => objectPath(resource, net.metadata?.namespace, net.metadata?.name ?? '');
+  // The casts: this reconciler's lister holds Networks of `deps.version` only.
+  const ref = (net: AnyNetwork): AnyNetwork & { apiVersion: string; kind: string } => (v2 ? networkV2Ref(net as NetworkV2) : networkRef(net as Network));
+  const familyOf = (cidr: string): IPVersion | undefined => parseCIDR(cidr)?.version;
 
-  /** Writes the status for an observation if it differs from the cached one; true when written. */
-  async function writeStatus(net: Network, o: Observation, signal: AbortSignal): Promise<boolean> {
-    const status = computeStatus(net, o, now());
-    if (statusEqual(net.status, status)) return false;
-    await rest.json('PATCH', statusPath(net), { body: statusPatch(net, status), contentType: mergePatch, signal });
+  /** The subnet id status records for `family` (v1: status.subnetID, whatever its family). */
+  function recordedSubnetID(net: AnyNetwork, family: IPVersion): string | undefined {
+    if (!v2) return (net as Network).status?.subnetID;
+    return (net as NetworkV2).status?.subnets?.find((s) => familyOf(s.cidr) === family)?.subnetID;
+  }
+
+  /** The Progress a reconcile starts from: the ids status records. */
+  function recordedProgress(net: AnyNetwork): Progress {
+    const subnets = new Map<IPVersion, NetworkStatusSubnet>();
+    for (const s of v2 ? (net as NetworkV2).status?.subnets ?? [] : []) {
+      const f = familyOf(s.cidr);
+      if (f !== undefined && !subnets.has(f)) subnets.set(f, { cidr: s.cidr, subnetID: s.subnetID });
+    }
+    return { networkID: net.status?.networkID, subnetID: v2 ? undefined : (net as Network).status?.subnetID, subnets, actions: [] };
+  }
+
+  /** Records the subnet of ours that exists for `family` (undefined: none); `cidr` keys its v2 status entry. */
+  function setSubnet(p: Progress, family: IPVersion, id: string | undefined, cidr: string): void {
+    p.subnetID = id;
+    if (id === undefined) p.subnets.delete(family);
+    else p.subnets.set(family, { cidr, subnetID: id });
+  }
+
+  /**
+   * Writes the status for an observation (ids from `p`) if it differs from the cached one; true when written. v2:
+   * status.subnets in spec order of the families (`order`), then any other family still recorded.
+   */
+  async function writeStatus(net: AnyNetwork, p: Pick<Progress, 'networkID' | 'subnetID' | 'subnets'>, o: { ready: boolean; reason: string; message: string }, signal: AbortSignal, order: IPVersion[] = []): Promise<boolean> {
+    let body: unknown;
+    if (v2) {
+      const n = net as NetworkV2;
+      const families = [...order, ...[...p.subnets.keys()].filter((f) => !order.includes(f))];
+      const subnets = families.flatMap((f) => {
+        const s = p.subnets.get(f);
+        return s ? [s] : [];
+      });
+      const status = computeStatusV2(n, { networkID: p.networkID, subnets: subnets.length > 0 ? subnets : undefined, ...o }, now());
+      if (statusEqualV2(n.status, status)) return false;
+      body = statusPatchV2(n, status);
+    } else {
+      const n = net as Network;
+      const status = computeStatus(n, { networkID: p.networkID, subnetID: p.subnetID, ...o }, now());
+      if (statusEqual(n.status, status)) return false;
+      body = statusPatch(n, status);
+    }
+    await rest.json('PATCH', `${objPath(net)}/status`, { body, contentType: mergePatch, signal });
     return true;
   }
 
@@ -179,8 +236,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * Sets or clears our finalizer; the resourceVersion makes a concurrent change fail (409) instead of being lost.
    * Returns the object as written (its new resourceVersion fences the status write that follows).
    */
-  async function patchFinalizers(net: Network, finalizers: string[], signal: AbortSignal): Promise<Network> {
-    return rest.json<Network>('PATCH', objectPath(networkResource, net.metadata?.namespace, net.metadata?.name ?? ''), {
+  async function patchFinalizers(net: AnyNetwork, finalizers: string[], signal: AbortSignal): Promise<AnyNetwork> {
+    return rest.json<AnyNetwork>('PATCH', objPath(net), {
       body: { metadata: { finalizers, resourceVersion: net.metadata?.resourceVersion } }, contentType: mergePatch, signal,
     });
   }
@@ -192,7 +249,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * case; the tag query runs when it found no tagged one (a network renamed in Neutron), or always with `all`.
    * `projectId` (the token's project) keeps another project's look-alikes out: admin credentials list every project.
    */
-  async function findNetworks(net: Network, projectId: string | undefined, signal: AbortSignal, all = false): Promise<NeutronNetwork[]> {
+  async function findNetworks(net: AnyNetwork, projectId: string | undefined, signal: AbortSignal, all = false): Promise<NeutronNetwork[]> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const scope = projectId !== undefined ? { projectId } : {};
@@ -205,7 +262,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   }
 
   /** The network recorded in status, if it is still ours (tag, project); undefined when gone or no longer ours. */
-  async function recordedNetwork(net: Network, projectId: string | undefined, signal: AbortSignal): Promise<NeutronNetwork | undefined> {
+  async function recordedNetwork(net: AnyNetwork, projectId: string | undefined, signal: AbortSignal): Promise<NeutronNetwork | undefined> {
     const id = net.status?.networkID;
     if (!id) return undefined;
     try {
@@ -217,7 +274,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
   }
 
-  async function ensureNetwork(net: Network, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
+  async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const until = settling.get(uid);
@@ -258,7 +315,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return { ...created, tags: [...created.tags, tag] };
   }
 
-  async function createOurSubnet(net: Network, networkId: string, spec: { cidr: string; ipVersion: 4 | 6; gateway?: string | null; pools?: Subnet['allocation_pools'] }, signal: AbortSignal): Promise<Subnet> {
+  async function createOurSubnet(net: AnyNetwork, networkId: string, spec: { cidr: string; ipVersion: 4 | 6; gateway?: string | null; pools?: Subnet['allocation_pools'] }, signal: AbortSignal): Promise<Subnet> {
     const uid = net.metadata?.uid ?? '';
     const created = await neutron.createSubnet({
       network_id: networkId, cidr: spec.cidr, ip_version: spec.ipVersion, name: neutronName(net), description: neutronDescription(uid),
@@ -286,20 +343,23 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * created first and the old deleted after; an overlapping one (Neutron refuses overlaps on one network) needs the old
    * deleted first, and if Neutron then refuses the new one the old one is re-created before the error is reported.
    */
-  async function ensureSubnet(net: Network, network: NeutronNetwork, d: DesiredSubnet, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
+  async function ensureSubnet(net: AnyNetwork, network: NeutronNetwork, listed: Subnet[] | undefined, d: DesiredSubnet, specCidr: string, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
-    const subnets = network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : [];
-    const ours = subnets.filter((s) => s.tags.includes(tag) || s.description === neutronDescription(uid));
+    const family = d.cidr.version;
+    const subnets = listed ?? (network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : []);
+    // v1: every subnet of ours is this one's (a CIDR change may change the family). v2: only those of its family (the
+    // other family's subnet is the other spec subnet's; reconcile() deletes ours of a family no longer in the spec).
+    const ours = subnets.filter((s) => (s.tags.includes(tag) || s.description === neutronDescription(uid)) && (!v2 || s.ip_version === family));
     const isDesired = (s: Subnet): boolean => {
       const c = parseCIDR(s.cidr);
       return c !== undefined && sameCIDR(c, d.cidr);
     };
     const candidates = subnets.filter((s) => isDesired(s) && (ours.includes(s) || !hasUidTag(s.tags)));
-    const [keep] = byKeepOrder(candidates, net.status?.subnetID, tag);
+    const [keep] = byKeepOrder(candidates, recordedSubnetID(net, family), tag);
     const stale = ours.filter((s) => s !== keep);
     if (keep) {
-      p.subnetID = keep.id;
+      setSubnet(p, family, keep.id, specCidr);
       await deleteSubnets(stale, p, signal, log);
       if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
       if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
@@ -324,7 +384,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     // Until the new subnet exists, status names the subnet of ours that still exists (the recorded one if it is among
     // them): a refused disjoint CIDR change keeps the old subnet, and the status says so.
     const surviving = stale.filter((s) => !overlapping.includes(s));
-    p.subnetID = (surviving.find((s) => s.id === net.status?.subnetID) ?? surviving[0])?.id;
+    const kept = surviving.find((s) => s.id === recordedSubnetID(net, family)) ?? surviving[0];
+    setSubnet(p, family, kept?.id, kept?.cidr ?? specCidr);
     await deleteSubnets(overlapping, p, signal, log);
     let created: Subnet;
     try {
@@ -340,7 +401,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
     p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
     log.info({ neutronSubnet: created.id, cidr: created.cidr }, 'Created Neutron subnet');
-    p.subnetID = created.id;
+    setSubnet(p, family, created.id, specCidr);
     await deleteSubnets(stale.filter((s) => !overlapping.includes(s)), p, signal, log);
     return created;
   }
@@ -351,13 +412,13 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * sent to Neutron (another leader may be acting on this Network). An aborted restore leaves the Network without a
    * subnet; the status then names none and the next reconcile (of whoever leads) reports the refusal again.
    */
-  async function restoreSubnets(net: Network, networkId: string, subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger): Promise<void> {
+  async function restoreSubnets(net: AnyNetwork, networkId: string, subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger): Promise<void> {
     for (const s of subnets) {
       if (signal.aborted) return;
       try {
         const back = await createOurSubnet(net, networkId, { cidr: s.cidr, ipVersion: s.ip_version, gateway: s.gateway_ip, pools: s.allocation_pools }, signal);
         p.actions.push(`restored subnet ${s.cidr} as ${back.id} after Neutron refused the new CIDR`);
-        p.subnetID = back.id;
+        setSubnet(p, s.ip_version, back.id, s.cidr);
         log.warn({ neutronSubnet: back.id, cidr: s.cidr }, 'Neutron refused the new CIDR: restored the previous subnet');
       } catch (err) {
         if (signal.aborted) {
@@ -374,7 +435,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * NetworkInUse, unavailable) keeps the finalizer, sets Ready=False DeleteFailed with the cause, records a Warning
    * when that condition changes, and is retried by the work queue.
    */
-  async function finalize(net: Network, signal: AbortSignal, log: Logger): Promise<void> {
+  async function finalize(net: AnyNetwork, signal: AbortSignal, log: Logger): Promise<void> {
     if (!hasFinalizer(net)) return;
     const deleted: string[] = [];
     let current: string | undefined;
@@ -398,13 +459,13 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       const what = current !== undefined ? `Neutron network ${current}` : 'the Neutron network';
       const detail = err instanceof NeutronConflictError ? `${err.type}: ${err.serverMessage}; retrying with backoff` : c.message;
       const message = `Cannot delete ${what}: ${detail}`;
-      const changed = await writeStatus(net, { networkID: net.status?.networkID, subnetID: net.status?.subnetID, ready: false, reason: ReasonDeleteFailed, message }, signal);
-      if (changed) recorder.event(networkRef(net), 'Warning', ReasonDeleteFailed, message);
+      const changed = await writeStatus(net, recordedProgress(net), { ready: false, reason: ReasonDeleteFailed, message }, signal);
+      if (changed) recorder.event(ref(net), 'Warning', ReasonDeleteFailed, message);
       throw err;
     }
     if (deleted.length > 0) {
       log.info({ neutronNetworks: deleted }, 'Deleted Neutron network');
-      recorder.event(networkRef(net), 'Normal', ReasonDeleted, `Deleted Neutron network ${deleted.join(', ')}`);
+      recorder.event(ref(net), 'Normal', ReasonDeleted, `Deleted Neutron network ${deleted.join(', ')}`);
     }
     try {
       await patchFinalizers(net, (net.metadata?.finalizers ?? []).filter((f) => f !== FINALIZER), signal);
@@ -443,25 +504,40 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     if (net.metadata?.deletionTimestamp) return finalize(net, signal, log);
     if (rejectedThisGeneration(net)) return; // already reported; retrying cannot help until the spec changes
 
-    const ref = networkRef(net);
+    const netRef = ref(net);
     const uid = net.metadata?.uid ?? '';
-    const v = validateSpec(net.spec);
+    // The casts: this reconciler's lister holds Networks of `deps.version` only.
+    const v = v2 ? validateNetworkSpec('v2', (net as NetworkV2).spec) : validateNetworkSpec('v1', (net as Network).spec);
     if (!v.ok) {
-      await writeStatus(net, { networkID: net.status?.networkID, subnetID: net.status?.subnetID, ready: false, reason: ReasonInvalidSpec, message: v.message }, signal);
-      recorder.event(ref, 'Warning', ReasonInvalidSpec, v.message);
+      await writeStatus(net, recordedProgress(net), { ready: false, reason: ReasonInvalidSpec, message: v.message }, signal);
+      recorder.event(netRef, 'Warning', ReasonInvalidSpec, v.message);
       throw new TerminalError(`invalid spec: ${v.message}`);
     }
+    const order = v.desired.map((d) => d.cidr.version);
+    // The CIDR text each subnet's v2 status entry is keyed by: as written in the spec (v1 ignores it).
+    const specCidrs = v2 ? ((net as NetworkV2).spec?.subnets ?? []).map((s) => s.cidr) : [];
 
     if (!hasFinalizer(net)) net = await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
 
-    const p: Progress = { networkID: net.status?.networkID, subnetID: net.status?.subnetID, actions: [] };
-    let subnet: Subnet;
+    const p = recordedProgress(net);
+    const subnets: Subnet[] = [];
     try {
       const projectId = await neutron.projectId(signal);
       const network = await ensureNetwork(net, projectId, p, signal, log);
       p.networkID = network.id;
-      subnet = await ensureSubnet(net, network, v.desired, p, signal, log);
-      p.subnetID = subnet.id;
+      // v1: ensureSubnet lists the subnets itself (as it always has). v2: listed once here for both families, and
+      // ours of a family the spec no longer has are deleted after the others exist.
+      const listed = v2 && network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : v2 ? [] : undefined;
+      for (const [i, d] of v.desired.entries()) {
+        subnets.push(await ensureSubnet(net, network, listed, d, specCidrs[i] ?? d.cidrText, p, signal, log));
+      }
+      if (listed) {
+        const tag = uidTag(uid);
+        const unwanted = listed.filter((s) => (s.tags.includes(tag) || s.description === neutronDescription(uid)) && !order.includes(s.ip_version));
+        await deleteSubnets(unwanted, p, signal, log);
+        for (const s of unwanted) p.subnets.delete(s.ip_version);
+      }
+      for (const f of [...p.subnets.keys()]) if (!order.includes(f)) p.subnets.delete(f); // v2: gone or never made
     } catch (err) {
       if (p.actions.length > 0) log.info({ actions: p.actions }, 'Partially synced before the failure');
       if (err instanceof AwaitingEarlierCreate) {
@@ -476,8 +552,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (!c) throw err;
       // A converged Network stays Ready while Neutron is briefly unreachable (e.g. during a drift check).
       if (!(c.reason === ReasonNeutronUnavailable && readyThisGeneration(net) && p.actions.length === 0)) {
-        const changed = await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: false, reason: c.reason, message: c.message }, signal);
-        if (changed || c.terminal) recorder.event(ref, 'Warning', c.reason, c.message);
+        const changed = await writeStatus(net, p, { ready: false, reason: c.reason, message: c.message }, signal, order);
+        if (changed || c.terminal) recorder.event(netRef, 'Warning', c.reason, c.message);
       }
       if (isOverlapError(err)) return { requeueAfter: Math.round(OVERLAP_RETRY_MS * (0.9 + 0.2 * random())) };
       if (err instanceof NeutronUnavailableError && err.retryAfterMs !== undefined) {
@@ -486,10 +562,11 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       throw c.terminal ? TerminalError.from(err) : err;
     }
 
-    const message = `Neutron network ${p.networkID} with subnet ${subnet.id} (${subnet.cidr}, gateway ${subnet.gateway_ip ?? 'none'})`;
+    const described = subnets.map((s) => `${s.id} (${s.cidr}, gateway ${s.gateway_ip ?? 'none'})`).join(', ');
+    const message = `Neutron network ${p.networkID ?? ''} with subnet${subnets.length > 1 ? 's' : ''} ${described}`;
     // Neutron has these changes whether or not the (fenced) status write below lands: say so first.
-    if (p.actions.length > 0) recorder.event(ref, 'Normal', ReasonSynced, `Synced with Neutron: ${p.actions.join('; ')}`);
-    await writeStatus(net, { networkID: p.networkID, subnetID: p.subnetID, ready: true, reason: ReasonSynced, message }, signal);
+    if (p.actions.length > 0) recorder.event(netRef, 'Normal', ReasonSynced, `Synced with Neutron: ${p.actions.join('; ')}`);
+    await writeStatus(net, p, { ready: true, reason: ReasonSynced, message }, signal, order);
     return nextCheck(uid);
   }
 }
@@ -522,12 +599,14 @@ export const networkControllerSetup: ControllerSetup = {
       throw new Error(msg, { cause: err });
     }
     // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
-    const builder = mgr.controller(networkControllerName).for<Network>(networkResource, { update: needsReconcile });
-    registerNetworksGauge(mgr.registry, { lister: builder.informer().lister(), active: () => mgr.controllersStarted() });
+    const version = settings?.networkVersion ?? 'v1';
+    const builder = mgr.controller(networkControllerName).for<AnyNetwork>(version === 'v2' ? networkV2Resource : networkResource, { update: needsReconcile });
+    // The gauge reads only metadata and the Ready condition, which both versions have.
+    registerNetworksGauge(mgr.registry, { lister: builder.informer().lister() as Lister<Network>, active: () => mgr.controllersStarted() });
     return builder
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(networkReconciler({
-        networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
+        version, networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
         ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
         ...(settings?.driftCheckMs !== undefined && { driftCheckMs: settings.driftCheckMs }),
       }));

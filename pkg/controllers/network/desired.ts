@@ -3,10 +3,16 @@
  * description), spec validation, the Ready condition and status, and which informer updates need a reconcile.
  */
 import type { Condition, KubeObject } from '../../apimachinery/meta.ts';
-import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkSpec, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
-import { containsIP, formatCIDR, formatIP, lastAddress, parseCIDR, parseIP, within, type CIDR, type IP } from './ipnet.ts';
+import { apiVersion as networkApiVersion, networkKind, type Network, type NetworkStatus } from '../../apis/samplecrd/v1/types.ts';
+import {
+  apiVersion as networkV2ApiVersion, type Network as NetworkV2, type NetworkStatus as NetworkStatusV2, type NetworkStatusSubnet,
+} from '../../apis/samplecrd/v2/types.ts';
 
 export { networkResource } from '../../apis/samplecrd/v1/types.ts';
+export { networkResource as networkV2Resource } from '../../apis/samplecrd/v2/types.ts';
+
+/** A Network of either served version: what the version-independent helpers below take. */
+export type AnyNetwork = Network | NetworkV2;
 
 /** Kept on every Network the controller manages until its Neutron network is gone. */
 export const FINALIZER = 'samplecrd.k8s.io/neutron';
@@ -49,69 +55,19 @@ export function networkRef(net: Network): Network & { apiVersion: string; kind: 
   return { ...net, apiVersion: networkApiVersion, kind: networkKind };
 }
 
-export interface DesiredSubnet {
-  cidr: CIDR;
-  /** Canonical CIDR text sent to Neutron. */
-  cidrText: string;
-  /** undefined: Neutron picks it at creation and the controller leaves it alone afterwards. */
-  gateway: IP | undefined;
-  gatewayText: string | undefined;
+/** networkRef for a v2 Network. */
+export function networkV2Ref(net: NetworkV2): NetworkV2 & { apiVersion: string; kind: string } {
+  return { ...net, apiVersion: networkV2ApiVersion, kind: networkKind };
 }
 
-export type Validation = { ok: true; desired: DesiredSubnet } | { ok: false; message: string };
+export { validateNetwork, validateNetworkSpec, validateSpec, type DesiredSubnet, type SpecValidation, type Validation } from './validation.ts';
 
-/**
- * Address ranges Neutron refuses for a new subnet with DHCP enabled (the default, and what the controller creates):
- * multicast and loopback ("… IP subnet is not supported if enable_dhcp is True"). Link-local is accepted.
- */
-const refusedRanges: readonly (readonly [string, string])[] = [
-  ['224.0.0.0/4', 'multicast'], ['127.0.0.0/8', 'loopback'], ['ff00::/8', 'multicast'], ['::1/128', 'loopback'],
-];
-
-/**
- * The controller's own check of the spec, BEFORE anything in Neutron is touched (the CRD's CEL rules say part of this,
- * but older API servers lack the CIDR/IP CEL library and objects may predate the rule): cidr is an IPv4/IPv6 CIDR,
- * gateway an address of the same family inside it. Host bits in the cidr are cleared, as Neutron does. Also what
- * Neutron itself refuses (neutron/db/db_base_plugin_v2.py `_validate_subnet`, `_validate_subnet_cidr`,
- * ipam/utils.py `check_gateway_invalid_in_subnet`), so a change Neutron would reject never starts (a CIDR change
- * would otherwise have deleted the working subnet already), as checked against neutron-server 21 (Zed): prefix
- * length 0; with DHCP (the default) prefixes longer than /30 (IPv4) or /126 (IPv6), an IPv4 CIDR starting at
- * 0.0.0.0, multicast and loopback ranges; an IPv4 gateway on the network or broadcast address. Anything else Neutron
- * refuses becomes NeutronRejected. Takes a partial spec: the schema requires cidr, but stored objects may predate that.
- */
-export function validateSpec(spec: Partial<NetworkSpec> | undefined): Validation {
-  const cidrRaw = spec?.cidr;
-  if (!cidrRaw) return { ok: false, message: 'spec.cidr must be set' };
-  const cidr = parseCIDR(cidrRaw.trim());
-  if (!cidr) return { ok: false, message: `spec.cidr ${JSON.stringify(cidrRaw)} is not an IPv4 or IPv6 CIDR such as 192.168.0.0/24` };
-  const { hostBits: _ignored, ...c } = cidr;
-  const cidrText = formatCIDR(c);
-  if (c.prefix === 0) return { ok: false, message: `spec.cidr ${cidrText}: Neutron does not allow prefix length 0` };
-  if (c.prefix > (c.version === 4 ? 30 : 126)) {
-    return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses prefixes longer than /${c.version === 4 ? 30 : 126} on subnets with DHCP` };
-  }
-  if (c.version === 4 && c.network === 0n) return { ok: false, message: `spec.cidr ${cidrText}: Neutron refuses subnets starting at 0.0.0.0 with DHCP` };
-  for (const [range, what] of refusedRanges) {
-    if (within(c, range)) return { ok: false, message: `spec.cidr ${cidrText} is a ${what} range (${range}); Neutron refuses such subnets with DHCP enabled` };
-  }
-  const gwRaw = spec?.gateway;
-  if (gwRaw === undefined || gwRaw === '') return { ok: true, desired: { cidr: c, cidrText, gateway: undefined, gatewayText: undefined } };
-  const gateway = parseIP(gwRaw.trim());
-  if (!gateway) return { ok: false, message: `spec.gateway ${JSON.stringify(gwRaw)} is not an IP address` };
-  if (!containsIP(c, gateway)) return { ok: false, message: `spec.gateway ${gwRaw} is not inside spec.cidr ${cidrText}` };
-  if (c.version === 4 && (gateway.value === c.network || gateway.value === lastAddress(c))) {
-    const which = gateway.value === c.network ? 'network' : 'broadcast';
-    return { ok: false, message: `spec.gateway ${formatIP(gateway)} is the ${which} address of ${cidrText}; Neutron refuses it ("Gateway is not valid on subnet")` };
-  }
-  return { ok: true, desired: { cidr: c, cidrText, gateway, gatewayText: formatIP(gateway) } };
-}
-
-export function readyCondition(net: Network): Condition | undefined {
+export function readyCondition(net: AnyNetwork): Condition | undefined {
   return net.status?.conditions?.find((c) => c.type === 'Ready');
 }
 
 /** The spec of this generation was already found invalid or rejected by Neutron (recorded in status). */
-export function rejectedThisGeneration(net: Network): Condition | undefined {
+export function rejectedThisGeneration(net: AnyNetwork): Condition | undefined {
   const c = readyCondition(net);
   const gen = net.metadata?.generation ?? 0;
   return c && c.status === 'False' && terminalReasons.has(c.reason ?? '') && c.observedGeneration === gen
@@ -119,7 +75,7 @@ export function rejectedThisGeneration(net: Network): Condition | undefined {
 }
 
 /** Ready=True for the current generation. */
-export function readyThisGeneration(net: Network): boolean {
+export function readyThisGeneration(net: AnyNetwork): boolean {
   const c = readyCondition(net);
   return c?.status === 'True' && c.observedGeneration === (net.metadata?.generation ?? 0);
 }
@@ -136,7 +92,7 @@ export interface Observation {
  * The status a Network should have after an observation: ids, observedGeneration, and the Ready condition (other
  * condition types are kept). lastTransitionTime changes only when the condition's status does.
  */
-export function computeStatus(net: Network, o: Observation, now: Date): NetworkStatus {
+export function computeStatus(net: AnyNetwork, o: Observation, now: Date): NetworkStatus {
   const gen = net.metadata?.generation ?? 0;
   const prev = readyCondition(net);
   const status: Condition['status'] = o.ready ? 'True' : 'False';
@@ -176,6 +132,37 @@ export function statusPatch(net: Network, status: NetworkStatus): unknown {
   };
 }
 
+/** The observation of a v2 Network: the Neutron subnet of each spec subnet that exists, by CIDR. */
+export interface ObservationV2 {
+  networkID: string | undefined;
+  subnets: NetworkStatusSubnet[] | undefined;
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+/** computeStatus for v2: `subnets` instead of `subnetID`; the same Ready condition rules. */
+export function computeStatusV2(net: NetworkV2, o: ObservationV2, now: Date): NetworkStatusV2 {
+  const { subnetID: _none, ...rest } = computeStatus(net, { ...o, subnetID: undefined }, now);
+  return { ...rest, ...(o.subnets !== undefined && { subnets: o.subnets }) };
+}
+
+export function statusEqualV2(a: NetworkStatusV2 | undefined, b: NetworkStatusV2): boolean {
+  if (!a) return false;
+  const key = (s: NetworkStatusSubnet[] | undefined): string => JSON.stringify((s ?? []).map((x) => [x.cidr, x.subnetID]));
+  return key(a.subnets) === key(b.subnets)
+    && statusEqual({ ...(a.networkID !== undefined && { networkID: a.networkID }), ...(a.observedGeneration !== undefined && { observedGeneration: a.observedGeneration }), ...(a.conditions && { conditions: a.conditions }) },
+      { ...(b.networkID !== undefined && { networkID: b.networkID }), ...(b.observedGeneration !== undefined && { observedGeneration: b.observedGeneration }), ...(b.conditions && { conditions: b.conditions }) });
+}
+
+/** statusPatch for v2 (the list of subnets is replaced as a whole; merge patch replaces lists). */
+export function statusPatchV2(net: NetworkV2, status: NetworkStatusV2): unknown {
+  return {
+    metadata: { uid: net.metadata?.uid, resourceVersion: net.metadata?.resourceVersion },
+    status: { networkID: status.networkID ?? null, subnets: status.subnets ?? null, observedGeneration: status.observedGeneration, conditions: status.conditions },
+  };
+}
+
 export function hasFinalizer(net: KubeObject): boolean {
   return net.metadata?.finalizers?.includes(FINALIZER) ?? false;
 }
@@ -186,7 +173,7 @@ export function hasFinalizer(net: KubeObject): boolean {
  * by someone else. Status-only updates (our own status writes) and our own finalizer addition do not: re-reconciling
  * on them would bypass the work queue's backoff after a failure and double the Neutron reads of every change.
  */
-export function needsReconcile(old: Network, cur: Network): boolean {
+export function needsReconcile(old: AnyNetwork, cur: AnyNetwork): boolean {
   const o = old.metadata ?? {};
   const n = cur.metadata ?? {};
   return o.resourceVersion === n.resourceVersion
