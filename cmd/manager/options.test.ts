@@ -262,6 +262,17 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--webhook-cert-path'], message: /^flag --webhook-cert-path needs a value/ },
   { argv: ['--webhook-bind-address=0', '--webhook-cert-path=/c'], message: /^--webhook-cert-path only applies when the webhook server is on/ },
   { argv: ['--webhook-cert-pth=/c'], message: /^unknown flag --webhook-cert-pth \(did you mean --webhook-cert-path\?\)$/ },
+  { argv: ['--webhook-cert-mode=auto'], message: /^invalid value "auto" for --webhook-cert-mode: want one of none\|dir\|self-managed$/ },
+  { argv: ['--webhook-cert-mode=dir'], message: /^--webhook-cert-mode=dir needs --webhook-cert-path$/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-path=/c'], env: { POD_NAMESPACE: 'ns' }, message: /^--webhook-cert-path only applies with --webhook-cert-mode=dir \(got --webhook-cert-mode=self-managed\)$/ },
+  { argv: ['--webhook-cert-mode=self-managed'], message: /^--webhook-cert-mode=self-managed needs the namespace of its Secret: set POD_NAMESPACE/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-bind-address=0'], env: { POD_NAMESPACE: 'ns' }, message: /^--webhook-cert-mode=self-managed needs the webhook server/ },
+  { argv: ['--webhook-cert-secret=s'], message: /^--webhook-cert-secret only applies with --webhook-cert-mode=self-managed$/ },
+  { argv: ['--webhook-cert-path=/c', '--webhook-cert-ips=127.0.0.1'], message: /^--webhook-cert-ips only applies with --webhook-cert-mode=self-managed$/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-ips=127.0.0.1,localhost'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value "localhost" in --webhook-cert-ips: want an IP address$/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-secret=Bad_Name'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value "Bad_Name" in --webhook-cert-secret: want a Secret name/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-service-name=a,b'], env: { POD_NAMESPACE: 'ns' }, message: /^--webhook-service-name needs exactly one a Service name/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-conversion-crds=networks'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value "networks" in --webhook-conversion-crds/ },
   { argv: ['--health-probe-bind-address', ':70000'], message: /--health-probe-bind-address: invalid address ":70000"/ },
   { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
   { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
@@ -359,6 +370,35 @@ test('--webhook-bind-address and --webhook-cert-path: an address or "0" for off;
   assert.equal(parse(['--webhook-bind-address', ':9444']).webhookBindAddress, ':9444');
   assert.match(helpText(), /--webhook-bind-address=ADDR\s.*"0" disables webhooks\. \(default ":9443"\)/);
   assert.match(helpText(), /--webhook-cert-path=STRING\s.*tls\.crt and tls\.key/);
+});
+
+test('webhook certificate modes: none by default (no webhooks), dir with --webhook-cert-path, self-managed with config/default\'s names', () => {
+  const none = parse([]);
+  assert.equal(none.webhookCertMode, 'none');
+  assert.equal(none.webhookSelfManaged, undefined);
+  const dir = parse(['--webhook-cert-path=/certs']);
+  assert.equal(dir.webhookCertMode, 'dir');
+  assert.equal(parse(['--webhook-cert-mode=dir', '--webhook-cert-path=/certs']).webhookCertMode, 'dir');
+  assert.equal(parse(['--webhook-cert-mode=none']).webhookCertMode, 'none');
+  const sm = parse(['--webhook-cert-mode=self-managed'], { POD_NAMESPACE: 'tscm-system' });
+  assert.equal(sm.webhookCertMode, 'self-managed');
+  assert.deepEqual(sm.webhookSelfManaged, {
+    secretName: 'ts-controller-manager-webhook-server-cert', namespace: 'tscm-system', serviceName: 'ts-controller-manager-webhook-service',
+    ips: [], validatingWebhookConfigurations: ['ts-controller-manager-validating-webhook-configuration'], mutatingWebhookConfigurations: [],
+    crds: ['networks.samplecrd.k8s.io'],
+  });
+  const custom = parse([
+    '--webhook-cert-mode', 'self-managed', '--webhook-cert-secret=s', '--webhook-service-name=svc', '--webhook-cert-ips=127.0.0.1, ::1',
+    '--webhook-validating-configurations=', '--webhook-mutating-configurations=m1,m2', '--webhook-conversion-crds=a.example.com,a.example.com',
+  ], { POD_NAMESPACE: 'ns' });
+  assert.deepEqual(custom.webhookSelfManaged, {
+    secretName: 's', namespace: 'ns', serviceName: 'svc', ips: ['127.0.0.1', '::1'], validatingWebhookConfigurations: [],
+    mutatingWebhookConfigurations: ['m1', 'm2'], crds: ['a.example.com'],
+  });
+  // In a pod without POD_NAMESPACE: the ServiceAccount's namespace file.
+  const dirWithNs = mkdtempSync(join(tmpdir(), 'tscm-ns-'));
+  writeFileSync(join(dirWithNs, 'namespace'), 'from-file\n');
+  assert.equal(parseOptions(['--webhook-cert-mode=self-managed'], {}, { inClusterNamespaceFile: join(dirWithNs, 'namespace') }).webhookSelfManaged?.namespace, 'from-file');
 });
 
 test('--pprof-bind-address: an address, or "0"/"" for off', () => {

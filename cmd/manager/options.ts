@@ -9,6 +9,7 @@
  * (a boolean never consumes the next argument). Positional arguments are rejected. A repeated flag: the last wins.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type { LevelWithSilent } from 'pino';
 import { knownControllers, type ControllerName } from '../../pkg/controllers/names.ts';
 import { parseBindAddress } from '../../pkg/manager/httpserver.ts';
@@ -56,8 +57,16 @@ export interface Options {
    * "0" = no webhook server. Default ":9443" (kubebuilder).
    */
   webhookBindAddress: string;
-  /** `--webhook-cert-path`: directory with the webhook server's tls.crt/tls.key; undefined = the library default. */
+  /** `--webhook-cert-path`: directory with the webhook server's tls.crt/tls.key (mode "dir"); else undefined. */
   webhookCertPath: string | undefined;
+  /**
+   * Where the webhook server's certificate comes from, and so whether the binary serves its webhooks at all:
+   * "none" (default: no webhook registered, no port opened), "dir" (`--webhook-cert-path`: files, e.g. cert-manager's
+   * Secret mounted) or "self-managed" (`--webhook-cert-mode=self-managed`: pkg/webhook/certs, `webhookSelfManaged`).
+   */
+  webhookCertMode: WebhookCertMode;
+  /** The self-managed mode's settings; set iff webhookCertMode is "self-managed". */
+  webhookSelfManaged: WebhookSelfManagedOptions | undefined;
   leaderElect: boolean;
   leaderElectionId: string;
   /**
@@ -98,6 +107,33 @@ export interface Options {
   podNamespace: string | undefined;
 }
 
+export const webhookCertModes = ['none', 'dir', 'self-managed'] as const;
+export type WebhookCertMode = (typeof webhookCertModes)[number];
+
+/** `--webhook-cert-mode=self-managed`: names of what SelfManagedCertificates keeps and injects into. */
+export interface WebhookSelfManagedOptions {
+  /** `--webhook-cert-secret`: the Secret holding CA and serving pair, in `namespace`. */
+  secretName: string;
+  /** `$POD_NAMESPACE`, else the in-cluster namespace file. */
+  namespace: string;
+  /** `--webhook-service-name`: the Service the certificate names (`<svc>.<ns>.svc`, `…svc.cluster.local`). */
+  serviceName: string;
+  /** `--webhook-cert-ips`: IP SANs of the serving certificate (e.g. 127.0.0.1 for a clientConfig.url on loopback). */
+  ips: string[];
+  /** `--webhook-validating-configurations`: ValidatingWebhookConfigurations that get the CA bundle. */
+  validatingWebhookConfigurations: string[];
+  /** `--webhook-mutating-configurations`: MutatingWebhookConfigurations that get the CA bundle. */
+  mutatingWebhookConfigurations: string[];
+  /** `--webhook-conversion-crds`: CRDs whose conversion webhook gets the CA bundle. */
+  crds: string[];
+}
+
+/** The names config/default renders (namePrefix ts-controller-manager-). */
+export const defaultWebhookCertSecret = 'ts-controller-manager-webhook-server-cert';
+export const defaultWebhookServiceName = 'ts-controller-manager-webhook-service';
+export const defaultValidatingWebhookConfigurations = 'ts-controller-manager-validating-webhook-configuration';
+export const defaultConversionCrds = 'networks.samplecrd.k8s.io';
+
 export interface ParseDeps {
   /** Path of the ServiceAccount namespace file read as the last fallback for the leader-election namespace. */
   inClusterNamespaceFile?: string;
@@ -121,7 +157,14 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'pprof-bind-address', kind: 'address', def: '0', help: 'Address the profiling endpoints (/debug/pprof/: CPU and heap profiles, heap statistics, heap snapshots) bind to; "0" (the default) or "" disables them. A loopback address ("127.0.0.1:6060") needs no authentication; any other is HTTPS and needs a bearer token allowed to get /debug/pprof/* (TokenReview + SubjectAccessReview).' },
   { name: 'health-probe-bind-address', kind: 'address', def: ':8081', help: 'Address the /healthz and /readyz endpoints bind to; "0" disables them.' },
   { name: 'webhook-bind-address', kind: 'address', def: ':9443', help: 'Address the admission and conversion webhook server (HTTPS) binds to once a webhook is registered; "0" disables webhooks.' },
-  { name: 'webhook-cert-path', kind: 'string', help: 'Directory holding tls.crt and tls.key of the webhook server, re-read when they change. Default: /tmp/k8s-webhook-server/serving-certs.' },
+  { name: 'webhook-cert-path', kind: 'string', help: 'Directory holding tls.crt and tls.key of the webhook server (e.g. cert-manager\'s Secret mounted at /tmp/k8s-webhook-server/serving-certs), re-read when they change. Turns the Network webhooks on (--webhook-cert-mode=dir).' },
+  { name: 'webhook-cert-mode', kind: 'string', help: 'Certificate source of the webhook server: "none" (the default without --webhook-cert-path: no webhooks served, no port opened), "dir" (--webhook-cert-path) or "self-managed" (the manager keeps a CA and serving certificate in --webhook-cert-secret and injects the CA into the webhook configurations and CRDs named below).' },
+  { name: 'webhook-cert-secret', kind: 'string', def: defaultWebhookCertSecret, help: 'Self-managed mode: the Secret (in $POD_NAMESPACE) holding the CA and the serving certificate.' },
+  { name: 'webhook-service-name', kind: 'string', def: defaultWebhookServiceName, help: 'Self-managed mode: the webhook Service (in $POD_NAMESPACE) whose DNS names the serving certificate carries.' },
+  { name: 'webhook-cert-ips', kind: 'string', def: '', help: 'Self-managed mode: comma-separated IP addresses the serving certificate also carries (e.g. 127.0.0.1 for a webhook called by url on loopback).' },
+  { name: 'webhook-validating-configurations', kind: 'string', def: defaultValidatingWebhookConfigurations, help: 'Self-managed mode: comma-separated ValidatingWebhookConfigurations whose webhooks get the CA bundle ("" = none).' },
+  { name: 'webhook-mutating-configurations', kind: 'string', def: '', help: 'Self-managed mode: comma-separated MutatingWebhookConfigurations whose webhooks get the CA bundle ("" = none).' },
+  { name: 'webhook-conversion-crds', kind: 'string', def: defaultConversionCrds, help: 'Self-managed mode: comma-separated CRDs whose conversion webhook gets the CA bundle ("" = none).' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
   { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
@@ -161,7 +204,7 @@ export function helpText(): string {
     'Environment:',
     '  WATCH_NAMESPACE   Namespaces to watch: empty = all, one name, or a comma-separated list.',
     '  KUBECONFIG        Kubeconfig path(s) when --kubeconfig is not given.',
-    '  POD_NAMESPACE     Namespace of this pod; default namespace of the leader-election Lease.',
+    '  POD_NAMESPACE     Namespace of this pod; default namespace of the leader-election Lease and of the self-managed webhook Secret.',
     '  NEUTRON_CLOUD_CONFIG, OS_CLOUD   Defaults of --neutron-cloud-config and --neutron-cloud.',
     '',
     `Durations are Go-style: "500ms", "15s", "1m30s", "1h"; at most ${maxDurationText} (Go's time.Duration range).`,
@@ -240,6 +283,11 @@ const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** True for a valid DNS-1123 label (namespace names): lower-case alphanumerics and '-', at most 63 characters. */
 export function isDns1123Label(s: string): boolean {
   return s.length <= 63 && dns1123Label.test(s);
+}
+
+/** True for a valid DNS-1123 subdomain (most object names): dot-separated labels, at most 253 characters. */
+export function isDns1123Subdomain(s: string): boolean {
+  return s.length <= 253 && s.split('.').every((l) => dns1123Label.test(l) && l.length <= 63);
 }
 
 /**
@@ -398,6 +446,26 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
   if (webhookCertPath !== undefined && webhookBindAddress === '0') {
     throw new UsageError('--webhook-cert-path only applies when the webhook server is on (--webhook-bind-address is "0")');
   }
+  const modeFlag = raw.get('webhook-cert-mode');
+  if (modeFlag !== undefined && !(webhookCertModes as readonly string[]).includes(modeFlag)) {
+    throw new UsageError(`invalid value ${JSON.stringify(modeFlag)} for --webhook-cert-mode: want one of ${webhookCertModes.join('|')}`);
+  }
+  const webhookCertMode: WebhookCertMode = (modeFlag as WebhookCertMode | undefined) ?? (webhookCertPath !== undefined ? 'dir' : 'none');
+  if (webhookCertMode === 'dir' && webhookCertPath === undefined) {
+    throw new UsageError('--webhook-cert-mode=dir needs --webhook-cert-path');
+  }
+  if (webhookCertMode !== 'dir' && webhookCertPath !== undefined) {
+    throw new UsageError(`--webhook-cert-path only applies with --webhook-cert-mode=dir (got --webhook-cert-mode=${webhookCertMode})`);
+  }
+  if (webhookCertMode !== 'none' && webhookBindAddress === '0') {
+    throw new UsageError(`--webhook-cert-mode=${webhookCertMode} needs the webhook server (--webhook-bind-address is "0")`);
+  }
+  const selfManagedFlags = ['webhook-cert-secret', 'webhook-service-name', 'webhook-cert-ips', 'webhook-validating-configurations',
+    'webhook-mutating-configurations', 'webhook-conversion-crds'];
+  const strayFlag = selfManagedFlags.find((f) => raw.has(f));
+  if (webhookCertMode !== 'self-managed' && strayFlag) {
+    throw new UsageError(`--${strayFlag} only applies with --webhook-cert-mode=self-managed`);
+  }
   const leaderElect = parseBool('leader-elect', get('leader-elect') ?? 'false');
 
   const leaseDurationMs = duration('leader-elect-lease-duration');
@@ -464,8 +532,45 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     throw new UsageError(`invalid leader election namespace ${JSON.stringify(leaderElectionNamespace)}: not a DNS-1123 label`);
   }
 
+  let webhookSelfManaged: WebhookSelfManagedOptions | undefined;
+  if (webhookCertMode === 'self-managed') {
+    let namespace = podNamespace;
+    if (namespace === undefined) {
+      const file = deps.inClusterNamespaceFile ?? defaultInClusterNamespaceFile;
+      try {
+        namespace = nonEmpty(readFileSync(file, 'utf8'));
+      } catch {
+        // not in a pod: the error below
+      }
+      if (namespace === undefined) {
+        throw new UsageError(`--webhook-cert-mode=self-managed needs the namespace of its Secret: set POD_NAMESPACE (not running in-cluster: ${file} not readable)`);
+      }
+    }
+    if (!isDns1123Label(namespace)) throw new UsageError(`invalid POD_NAMESPACE ${JSON.stringify(namespace)}: not a DNS-1123 label`);
+    const list = (flag: string, what: (v: string) => boolean, want: string): string[] => {
+      const items = (raw.get(flag) ?? specByName.get(flag)?.def ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+      const bad = items.find((x) => !what(x));
+      if (bad !== undefined) throw new UsageError(`invalid value ${JSON.stringify(bad)} in --${flag}: want ${want}`);
+      return [...new Set(items)];
+    };
+    const one = (flag: string, what: (v: string) => boolean, want: string): string => {
+      const items = list(flag, what, want);
+      if (items.length !== 1) throw new UsageError(`--${flag} needs exactly one ${want}`);
+      return items[0] ?? '';
+    };
+    webhookSelfManaged = {
+      secretName: one('webhook-cert-secret', isDns1123Subdomain, 'a Secret name (DNS-1123 subdomain)'),
+      namespace,
+      serviceName: one('webhook-service-name', isDns1123Label, 'a Service name (DNS-1123 label)'),
+      ips: list('webhook-cert-ips', (x) => isIP(x) !== 0, 'an IP address'),
+      validatingWebhookConfigurations: list('webhook-validating-configurations', isDns1123Subdomain, 'object names (DNS-1123 subdomains)'),
+      mutatingWebhookConfigurations: list('webhook-mutating-configurations', isDns1123Subdomain, 'object names (DNS-1123 subdomains)'),
+      crds: list('webhook-conversion-crds', (x) => isDns1123Subdomain(x) && x.includes('.'), 'CRD names (DNS-1123 subdomains, e.g. networks.samplecrd.k8s.io)'),
+    };
+  }
+
   const leaderElectionId = str('leader-election-id') ?? defaultLeaderElectionId;
-  if (leaderElectionId.length > 253 || !leaderElectionId.split('.').every((l) => dns1123Label.test(l) && l.length <= 63)) {
+  if (!isDns1123Subdomain(leaderElectionId)) {
     throw new UsageError(`invalid value ${JSON.stringify(leaderElectionId)} for --leader-election-id: not a DNS-1123 subdomain`);
   }
 
@@ -479,6 +584,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     healthProbeBindAddress,
     webhookBindAddress,
     webhookCertPath,
+    webhookCertMode,
+    webhookSelfManaged,
     leaderElect,
     leaderElectionId,
     leaderElectionNamespace,

@@ -8,11 +8,16 @@
  * the manager then returns 1 at once and main exits (within renew deadline + 2 s of the last renewal's start).
  */
 import { controllerSetups } from '../../pkg/controllers/index.ts';
+import { setupNetworkWebhooks } from '../../pkg/controllers/network/webhook.ts';
+import { isNotFound } from '../../pkg/client/errors.ts';
+import { RestClient } from '../../pkg/client/rest.ts';
 import { newLogger } from '../../pkg/log/logger.ts';
 import type { KubeConfigSource } from '../../pkg/manager/kubeconfig.ts';
 import { defaultIdentity } from '../../pkg/manager/leaderelection.ts';
 import type { SignalHandlers } from '../../pkg/manager/signals.ts';
 import { ControllerManager, packageVersion } from '../../pkg/runtime/manager.ts';
+import type { Logger } from '../../pkg/log/logger.ts';
+import { SelfManagedCertificates } from '../../pkg/webhook/certs/selfmanaged.ts';
 import type { Options } from './options.ts';
 
 export async function run(opts: Options, kube: KubeConfigSource, signals: SignalHandlers): Promise<number> {
@@ -27,6 +32,16 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     leaderElect: opts.leaderElect, sharding: opts.sharding, identity,
   }, 'starting ts-controller-manager');
 
+  // Self-managed webhook certificates: every replica runs one (pkg/webhook/certs/selfmanaged.ts), through an ungated
+  // client of its own (the manager's clients are created by the manager, which needs this TlsSource first).
+  const sm = opts.webhookSelfManaged;
+  const certs = sm ? new SelfManagedCertificates({
+    client: new RestClient({ kubeConfig: kube.kubeConfig, userAgent: `ts-controller-manager/${packageVersion()} (${identity})`, log }),
+    secretName: sm.secretName, namespace: sm.namespace, serviceName: sm.serviceName, ips: sm.ips,
+    validatingWebhookConfigurations: sm.validatingWebhookConfigurations, mutatingWebhookConfigurations: sm.mutatingWebhookConfigurations,
+    crds: sm.crds, logger: log,
+  }) : undefined;
+
   const mgr = new ControllerManager({
     kubeConfig: kube.kubeConfig, namespaces: opts.watchNamespaces, syncPeriodMs: opts.syncPeriodMs, identity, logger: log,
     ...(opts.leaderElect ? {
@@ -38,10 +53,11 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     } : {}),
     healthProbeBindAddress: opts.healthProbeBindAddress,
     pprofBindAddress: opts.pprofBindAddress,
-    // The webhook server starts only once a webhook is registered (none yet in this binary).
+    // The webhook server starts only once a webhook is registered: only with a certificate source (below).
     webhook: {
       bindAddress: opts.webhookBindAddress,
       ...(opts.webhookCertPath ? { certDir: opts.webhookCertPath } : {}),
+      ...(certs ? { tls: certs } : {}),
     },
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,
@@ -54,11 +70,20 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     watchList: opts.watchList,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
   });
+  // The Network webhooks (validation of v1 and v2, conversion v1 ↔ v2) only with a certificate source: without one,
+  // no port is opened and nothing changes for deployments that install the single-version CRD.
+  if (opts.webhookCertMode !== 'none') {
+    setupNetworkWebhooks(mgr);
+    log.info({ certificates: opts.webhookCertMode, bindAddress: opts.webhookBindAddress, paths: mgr.webhookServer?.paths() }, 'serving the Network webhooks');
+  }
+  // The Network controller follows the API the cluster serves: v2 when the Network CRD serves v2 (config/crd/v2,
+  // with the conversion webhook), else v1 (config/crd/bases). Asked once, here; a CRD changed later needs a restart.
+  const networkVersion = opts.controllers.includes('network') ? await servedNetworkVersion(mgr.reader, log, signals.signal) : 'v1';
   // Controllers first: their informers must exist before the factory starts listing.
   for (const name of opts.controllers) {
     try {
       controllerSetups[name].setup(mgr, {
-        concurrency: opts.concurrency[name], neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud },
+        concurrency: opts.concurrency[name], neutron: { cloudConfig: opts.neutronCloudConfig, cloud: opts.neutronCloud, networkVersion },
       });
     } catch (err) {
       // A setup fails only on configuration it was given (e.g. an unusable clouds.yaml): a bad invocation, exit 2.
@@ -72,4 +97,20 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
   if (failure) log.error({ err: failure }, `ts-controller-manager failed: ${failure.message}`);
   log.info({ exitCode: code }, 'ts-controller-manager stopped');
   return code;
+}
+
+/**
+ * "v2" when the API server serves samplecrd.k8s.io/v2 (discovery of the group), else "v1" — also when the group is
+ * not there yet (404) or discovery fails (logged): v1 is what every Network CRD this project shipped serves.
+ */
+export async function servedNetworkVersion(client: RestClient, log: Logger, signal: AbortSignal): Promise<'v1' | 'v2'> {
+  try {
+    const group = await client.json<{ versions?: { version?: string }[] }>('GET', '/apis/samplecrd.k8s.io', { signal });
+    const v2 = (group.versions ?? []).some((v) => v.version === 'v2');
+    log.info({ networkVersion: v2 ? 'v2' : 'v1' }, `the Network controller reconciles samplecrd.k8s.io/${v2 ? 'v2' : 'v1'} (what the cluster serves)`);
+    return v2 ? 'v2' : 'v1';
+  } catch (err) {
+    if (!isNotFound(err)) log.warn({ err }, 'discovery of samplecrd.k8s.io failed; the Network controller reconciles v1');
+    return 'v1';
+  }
 }
