@@ -40,13 +40,13 @@ export const networkValidator: Validator<AnyNetwork> = {
   validateUpdate: (oldN, n) => (isDeepStrictEqual(specOf(oldN), specOf(n)) ? undefined : check(n)),
 };
 
-/** Hub v2, spoke v1. The casts: the webhook server dispatches by apiVersion, so the object is of that version. */
+/** Hub v2, spoke v1 (the webhook server dispatches by apiVersion, so each function gets an object of its version). */
 export const networkConversion: Conversion = {
   hub: 'v2',
   spokes: {
     v1: {
-      toHub: (obj: KubeObject) => toHub(obj as NetworkV1),
-      fromHub: (hub: KubeObject) => fromHub(hub as NetworkV2),
+      toHub: (obj: KubeObject) => toHub(obj),
+      fromHub: (hub: KubeObject) => fromHub(hub),
     },
   },
 };
