@@ -33,7 +33,7 @@ import { waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 
 const ns = 'webhook-certs';
-const secretName = 'webhook-server-cert';
+const secretName = 'ts-controller-manager-webhook-server-cert';
 // The names config/webhook-selfmanaged's RBAC grants (by resourceNames): the replicas run with exactly that RBAC.
 const vwcName = 'ts-controller-manager-validating-webhook-configuration';
 const crdName = 'networks.samplecrd.k8s.io';
