@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { load } from 'js-yaml';
@@ -173,6 +174,29 @@ describe('the manager serves the Network webhooks (validation v1 + v2, conversio
     assert.equal(res.status, 200, res.text);
     const del = await env.client.request('DELETE', path('v1', 'predates'));
     assert.equal(del.status, 200, await del.text());
+  });
+
+  test('without a certificate source (the default) the binary registers no webhook and opens no webhook port', async () => {
+    const quietPort = await freePort();
+    const quiet = await ManagerProcess.start({
+      args: ['--controllers=network', `--webhook-bind-address=127.0.0.1:${String(quietPort)}`],
+      env: { KUBECONFIG: env.kubeconfigPath, POD_NAMESPACE: 'default' },
+    });
+    try {
+      await quiet.waitReady({ timeoutMs: 60_000 });
+      const readyz = await quiet.probe('/readyz?verbose');
+      assert.doesNotMatch(readyz.body, /webhook-server/, 'no webhook-server readiness check');
+      const refused = await new Promise<boolean>((resolve) => {
+        const sock = connect({ host: '127.0.0.1', port: quietPort }, () => { sock.destroy(); resolve(false); });
+        sock.on('error', () => resolve(true));
+      });
+      assert.ok(refused, `nothing listens on ${String(quietPort)}`);
+      assert.equal(quiet.logs.find((l) => l.msg === 'serving the Network webhooks'), undefined);
+      // Discovery does not depend on the webhooks: it still follows the served API.
+      assert.equal(quiet.logs.find((l) => l.networkVersion !== undefined)?.networkVersion, 'v2');
+    } finally {
+      assert.equal(await quiet.stop(), 0, quiet.stderr.join(''));
+    }
   });
 
   test('the webhook requests are counted by the binary (controller_runtime_webhook_requests_total)', async () => {
