@@ -417,9 +417,23 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
     t.diagnostic(`Pod ${pod.metadata.name} uses Keystone at ${neutron.keystoneUrl ?? '?'} and Neutron at ${neutron.endpoint}`);
-    const created = expectStatus<{ metadata: { uid: string } }>(await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
-      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
-    }), 201, 'Network');
+    // The create goes through the webhooks (conversion to the stored v2, validation). Right after the rollout it may
+    // fail or hang: the one run so far (26 Nov) saw this POST time out on the client side right after the new Pod
+    // took the Lease (the API server's call through the Service most likely still went to the terminated Pod), while
+    // the same create through the Service answered at once a minute later. Retried (a 5xx "failed calling webhook" or
+    // a client timeout), and the wait reported.
+    const t0 = Date.now();
+    let lastRefusal = '';
+    const created = await waitFor('the Network created (through the webhooks)', async () => {
+      const res = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
+        apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
+      });
+      if (res.status === 201) return JSON.parse(res.body) as { metadata: { uid: string } };
+      assert.ok(res.status >= 500 && /failed calling webhook|conversion webhook/.test(res.body), `create: HTTP ${res.status} ${res.body}`);
+      lastRefusal = res.body.slice(0, 200);
+      return undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250 });
+    t.diagnostic(`Network created ${Date.now() - t0} ms after the new Pod held the Lease${lastRefusal ? ` (refused before: ${lastRefusal})` : ''}`);
     await waitFor('the Network Ready', async () => {
       const res = await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net');
       const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
