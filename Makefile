@@ -145,12 +145,12 @@ docker-build: ## Build the container image IMG (docker if its engine runs, else 
 	bash hack/image/build.sh $(IMG)
 
 .PHONY: install
-install: ## Install the CRDs into the cluster of KUBECONFIG.
-	$(KUBECTL) apply --server-side -k config/crd
+install: ## Install the CRDs of config/crd/bases (Foo, single-version v1 Network: no conversion webhook needed) into the cluster of KUBECONFIG.
+	$(KUBECTL) apply --server-side -f config/crd/bases
 
 .PHONY: uninstall
 uninstall: ## Remove the CRDs (and every Foo and Network!) from the cluster of KUBECONFIG.
-	$(KUBECTL) delete --ignore-not-found -k config/crd
+	$(KUBECTL) delete --ignore-not-found -f config/crd/bases
 
 .PHONY: deploy
 deploy: ## kubectl apply -k config/default with image IMG (default ts-controller-manager:dev).

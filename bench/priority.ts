@@ -520,7 +520,7 @@ async function main(): Promise<void> {
   const sampler = setInterval(() => load.push(loadavg()[0] ?? 0), 10_000);
   try {
     const kubectl = join(cp.k8sBinDir, 'kubectl');
-    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repo, stdio: 'ignore' });
+    execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases'], { cwd: repo, stdio: 'ignore' });
     execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io'], { stdio: 'ignore' });
     const rows: Row[] = [];
     if (fooCount > 0) rows.push(await fooRow(cp, rest));

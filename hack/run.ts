@@ -99,8 +99,11 @@ async function runWith(cleanups: (() => Promise<void>)[], t0: number): Promise<n
     say(`to use it from another shell: export KUBECONFIG=${kubeconfig}`);
   }
 
-  say('installing CRDs (config/crd)');
-  await kubectl(kubectlBin, kubeconfig, 'apply', '--server-side', '-k', 'config/crd');
+  // config/crd/bases: the single-version v1 Network, no conversion webhook — this process runs without webhooks
+  // (docs/network-v2.md). On a cluster where config/default installed the v2-stored CRD the API server refuses this
+  // apply (v2 is in status.storedVersions), so nothing is downgraded.
+  say('installing CRDs (config/crd/bases)');
+  await kubectl(kubectlBin, kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases');
   await kubectl(kubectlBin, kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s',
     'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
   if (applySamples) {

@@ -14,6 +14,11 @@
  *    `--sharding` (one replica: both the only shard and the sharder) labels and reconciles the samples with zero 403s,
  *    and removing any one verb of the rules the sharding adds makes that run fail with a 403 for that verb.
  *
+ *  - the webhooks config/default ships are on: the manager runs with the Deployment's --webhook-cert-mode=self-managed
+ *    (served on loopback; the suite points the Network CRD's conversion and the ValidatingWebhookConfiguration there by
+ *    url), so the sample Network (v1, stored as v2) goes through its conversion and validation, and the self-managed
+ *    certificate's RBAC (config/webhook-selfmanaged) is proven minimal verb by verb like the rest;
+ *
  * The suite runs on its own full control plane (not the shared one) because it needs the audit log.
  */
 import assert from 'node:assert/strict';
@@ -25,6 +30,7 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { Agent, fetch } from 'undici';
 import type { ControlPlane } from './cluster/controlplane.ts';
 import { expectStatus, suffix, waitFor } from './helpers/cluster.ts';
+import { freePort } from './cluster/controlplane.ts';
 import { readAuditLog, type AuditEvent } from './helpers/audit.ts';
 import { auditedControlPlane } from './helpers/auditedcluster.ts';
 import { kubectl, kubectlOn } from './helpers/crds.ts';
@@ -36,6 +42,11 @@ const systemNs = 'ts-controller-manager-system';
 /** The manager's metrics certificate is self-signed: these checks are about authorization, not the chain. */
 const selfSigned = new Agent({ connect: { rejectUnauthorized: false } });
 const sa = 'ts-controller-manager-controller-manager';
+/** config/default's self-managed webhook certificate: the Secret and the objects the manager injects its CA into. */
+const webhookSecret = 'ts-controller-manager-webhook-server-cert';
+const webhookConfiguration = 'ts-controller-manager-validating-webhook-configuration';
+/** The loopback port of the manager's webhook server (the test runs it as a process, not behind the Service). */
+let webhookPort = 0;
 const saUser = `system:serviceaccount:${systemNs}:${sa}`;
 
 /** The suite's audit policy: every request of the manager's ServiceAccount with its answer code; nothing else. */
@@ -51,6 +62,7 @@ rules:
 interface PolicyRule {
   apiGroups?: string[];
   resources?: string[];
+  resourceNames?: string[];
   nonResourceURLs?: string[];
   verbs: string[];
 }
@@ -105,7 +117,13 @@ async function waitAuthorized(cp: ControlPlane, role: RbacObject, rule: PolicyRu
     groups: ['system:serviceaccounts', `system:serviceaccounts:${systemNs}`, 'system:authenticated'],
     ...(rule.nonResourceURLs
       ? { nonResourceAttributes: { path: rule.nonResourceURLs[0], verb } }
-      : { resourceAttributes: { group: rule.apiGroups?.[0] ?? '', resource, subresource, verb, namespace: role.metadata.namespace ?? systemNs } }),
+      : {
+        resourceAttributes: {
+          group: rule.apiGroups?.[0] ?? '', resource, subresource, verb, namespace: role.metadata.namespace ?? systemNs,
+          // A rule limited by resourceNames allows nothing for a request without a name.
+          ...(rule.resourceNames?.[0] !== undefined ? { name: rule.resourceNames[0] } : {}),
+        },
+      }),
   };
   await waitFor(`RBAC ${allowed ? 'allows' : 'denies'} ${describeRule(rule)}`, async () => {
     const res = expectStatus<{ status: { allowed: boolean } }>(await cp.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
@@ -270,6 +288,10 @@ function sharded(cp: ControlPlane): Variant {
  */
 async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance, reader: string, leaseId: string, variant: Variant = {}): Promise<Outcome> {
   const ns = `rbac-${suffix()}`;
+  // Every run starts without the webhook certificate Secret, so it creates it (`secrets create`), records the CA
+  // injection in it (`secrets update`) and injects a new CA (the injector's `get` and `update`).
+  const secret = await cp.request('DELETE', `/api/v1/namespaces/${systemNs}/secrets/${webhookSecret}`);
+  assert.ok(secret.status === 200 || secret.status === 404, `delete the webhook Secret: ${secret.body}`);
   expectStatus(await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'ns');
   // The leader Lease held by a departed leader: the manager is a standby first — it watches the Lease (the Role's
   // `watch`) — until the Lease is deleted below; then it creates it (`create`), and renews it (`update`).
@@ -280,7 +302,10 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
   }), 201, 'a departed leader\'s Lease');
   await variant.prepare?.(leaseId);
   const mgr = await ManagerProcess.start({
-    args: ['--leader-elect', '--metrics-secure', `--leader-election-id=${leaseId}`,
+    // The Deployment's webhook flags (config/default's manager_webhook_patch.yaml), served on loopback: the suite
+    // points the CRD's conversion and the webhook configuration there by url (no Pod behind the Service here).
+    args: ['--leader-elect', '--metrics-secure', `--leader-election-id=${leaseId}`, '--webhook-cert-mode=self-managed',
+      `--webhook-bind-address=127.0.0.1:${String(webhookPort)}`, '--webhook-cert-ips=127.0.0.1',
       `--neutron-cloud-config=${neutron.cloudsYaml}`, '--neutron-cloud=local', ...(variant.extraArgs ?? [])],
     env: {
       KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port,
@@ -303,7 +328,13 @@ async function scenario(cp: ControlPlane, root: string, neutron: NeutronInstance
     return mgr.running ? undefined : `manager exited: ${mgr.stderr.join('').slice(-500)}`;
   };
   try {
-    await kubectlOn(cp, 'apply', '-n', ns, '-k', 'config/samples');
+    // The sample Network (v1) needs the manager's conversion and validation webhooks: applied once they serve.
+    const applied = await waitFor('config/samples applied (the webhooks serve)', async () => {
+      const why = await forbidden();
+      if (why) return why;
+      return kubectlOn(cp, 'apply', '-n', ns, '-k', 'config/samples').then(() => 'applied', () => undefined);
+    }, { timeoutMs: 60_000, intervalMs: 500 }).catch((err: unknown) => String(err));
+    if (applied !== 'applied') return { ok: false, why: applied };
     const standby = await waitFor('the manager read the departed leader\'s Lease', async () => {
       const why = await forbidden();
       if (why) return why;
@@ -441,8 +472,21 @@ describe('kustomize deployment and least-privilege RBAC', () => {
       `serviceaccount/${sa}`, 'clusterrole.rbac.authorization.k8s.io/ts-controller-manager-manager-role',
       'role.rbac.authorization.k8s.io/ts-controller-manager-leader-election-role',
       'deployment.apps/ts-controller-manager-controller-manager', 'service/ts-controller-manager-controller-manager-metrics-service',
+      'service/ts-controller-manager-webhook-service', `validatingwebhookconfiguration.admissionregistration.k8s.io/${webhookConfiguration}`,
+      'role.rbac.authorization.k8s.io/ts-controller-manager-webhook-cert-role',
+      'clusterrole.rbac.authorization.k8s.io/ts-controller-manager-webhook-cert-injector-role',
     ]) assert.match(out, new RegExp(expected.replace(/\./g, '\\.')));
     await kubectlOn(cp, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
+    // No Pod runs behind the webhook Service here (the manager is a process on this host): the CRD's conversion and
+    // the webhooks are pointed at its loopback port by url; everything else stays as rendered.
+    webhookPort = await freePort();
+    const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/networks.samplecrd.k8s.io';
+    expectStatus(await cp.request('PATCH', crdPath, { spec: { conversion: { webhook: { clientConfig: { service: null, url: `https://127.0.0.1:${String(webhookPort)}/convert` } } } } },
+      { headers: { 'content-type': 'application/merge-patch+json' } }), 200, 'point the conversion at the manager');
+    const vwcPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${webhookConfiguration}`;
+    const vwc = expectStatus<{ webhooks: { clientConfig: { service?: { path?: string }; url?: string } }[] }>(await cp.get(vwcPath), 200, 'webhook configuration');
+    for (const w of vwc.webhooks) w.clientConfig = { url: `https://127.0.0.1:${String(webhookPort)}${w.clientConfig.service?.path ?? ''}` };
+    expectStatus(await cp.request('PUT', vwcPath, vwc), 200, 'point the webhooks at the manager');
     const dep = expectStatus<{ spec: { template: { spec: { containers: { securityContext: { readOnlyRootFilesystem: boolean } }[]; terminationGracePeriodSeconds: number } } } }>(
       await cp.get(`/apis/apps/v1/namespaces/${systemNs}/deployments/ts-controller-manager-controller-manager`), 200, 'manager Deployment');
     assert.equal(dep.spec.template.spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);

@@ -6,12 +6,15 @@
  * (Deployment, NetworkPolicy) are dry-run against the real API server (schema and field validation).
  */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { cluster, expectStatus } from './helpers/cluster.ts';
 import { kubectl } from './helpers/crds.ts';
-import { enabledConfigCopy, find, render } from './helpers/kustomize.ts';
+import { enabledConfigCopy, find, render, type Doc } from './helpers/kustomize.ts';
+import {
+  defaultConversionCrds, defaultValidatingWebhookConfigurations, defaultWebhookCertSecret, defaultWebhookServiceName, parseOptions,
+} from '../cmd/manager/options.ts';
 
 interface Container {
   args: string[];
@@ -26,6 +29,17 @@ interface DeploymentSpec {
 
 const ns = 'ts-controller-manager-system';
 const service = 'ts-controller-manager-controller-manager-metrics-service';
+const webhookService = 'ts-controller-manager-webhook-service';
+
+interface Webhook {
+  name: string; admissionReviewVersions: string[]; failurePolicy: string; matchPolicy: string; sideEffects: string; timeoutSeconds: number;
+  clientConfig: { service: { name: string; namespace: string; path: string; port?: number } };
+  rules: { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }[];
+}
+type AnyDoc = Doc & { metadata: { annotations?: Record<string, string> }; webhooks?: Webhook[]; rules?: { resources: string[]; resourceNames?: string[]; verbs: string[] }[] };
+const byName = (docs: Doc[], kind: string, name: string): AnyDoc | undefined => docs.find((d) => d.kind === kind && d.metadata.name === name);
+const crdConversion = (docs: Doc[]): { strategy: string; webhook: { clientConfig: { service: Record<string, unknown>; caBundle?: string }; conversionReviewVersions: string[] } } | undefined =>
+  byName(docs, 'CustomResourceDefinition', 'networks.samplecrd.k8s.io')?.spec?.['conversion'] as never;
 
 describe('config/default optional sections (cert-manager, Prometheus, network policy)', () => {
   test('as shipped: none of them; the manager generates its own certificate', async () => {
@@ -38,6 +52,92 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     for (const dir of ['config/certmanager', 'config/network-policy', 'config/prometheus']) {
       assert.match(await kubectl('kustomize', dir), /kind: /, `${dir} renders on its own`);
     }
+  });
+
+  test('as shipped: the Network webhooks are on — Service 443→9443, validation of v1 and v2, conversion through the Service, self-managed certificate with its RBAC', async () => {
+    const docs = await render('config/default');
+    const svc = byName(docs, 'Service', webhookService);
+    assert.ok(svc, 'the webhook Service');
+    assert.equal(svc.metadata.namespace, ns);
+    assert.deepEqual(svc.spec?.['ports'], [{ name: 'webhook', port: 443, protocol: 'TCP', targetPort: 9443 }]);
+    const dep = find(docs, 'Deployment');
+    assert.ok(dep);
+    const spec = dep.spec as unknown as DeploymentSpec;
+    for (const [k, v] of Object.entries(svc.spec?.['selector'] as Record<string, string>)) assert.equal(spec.template.metadata.labels[k], v, `the Service selects the manager Pod (${k})`);
+    const container = spec.template.spec.containers[0];
+    assert.ok(container);
+    assert.ok(container.ports.some((p) => p.name === 'webhook-server' && p.containerPort === 9443));
+    assert.ok(container.args.includes('--webhook-cert-mode=self-managed'), container.args.join(' '));
+    assert.ok(!container.args.some((a) => a.startsWith('--webhook-cert-path')));
+
+    // Both versions validated, each by its own path, as the webhook docs and the API server require.
+    const vwc = byName(docs, 'ValidatingWebhookConfiguration', defaultValidatingWebhookConfigurations);
+    assert.ok(vwc?.webhooks, 'the ValidatingWebhookConfiguration has the name the manager injects into by default');
+    assert.deepEqual(vwc.webhooks.map((w) => [w.name, w.clientConfig.service, w.rules[0]?.apiVersions, w.rules[0]?.operations, w.rules[0]?.resources]), [
+      ['vnetwork-v1.samplecrd.k8s.io', { name: webhookService, namespace: ns, path: '/validate-samplecrd-k8s-io-v1-network' }, ['v1'], ['CREATE', 'UPDATE'], ['networks']],
+      ['vnetwork-v2.samplecrd.k8s.io', { name: webhookService, namespace: ns, path: '/validate-samplecrd-k8s-io-v2-network' }, ['v2'], ['CREATE', 'UPDATE'], ['networks']],
+    ]);
+    for (const w of vwc.webhooks) {
+      assert.deepEqual([w.failurePolicy, w.sideEffects, w.admissionReviewVersions, w.timeoutSeconds, w.matchPolicy], ['Fail', 'None', ['v1'], 10, 'Exact'], w.name);
+    }
+    // The Network CRD: both versions, stored as v2, converted by the manager behind the Service.
+    const crd = byName(docs, 'CustomResourceDefinition', 'networks.samplecrd.k8s.io');
+    assert.deepEqual((crd?.spec?.['versions'] as { name: string; storage: boolean }[]).map((v) => [v.name, v.storage]), [['v1', false], ['v2', true]]);
+    assert.deepEqual(crdConversion(docs), {
+      strategy: 'Webhook',
+      webhook: { clientConfig: { service: { name: webhookService, namespace: ns, path: '/convert', port: 443 } }, conversionReviewVersions: ['v1'] },
+    });
+    assert.deepEqual([defaultConversionCrds, defaultWebhookServiceName], ['networks.samplecrd.k8s.io', webhookService], 'the flags\' defaults are the rendered names');
+
+    // The self-managed mode's RBAC names exactly what the flags' defaults name (resourceNames are not prefixed).
+    const secretRole = byName(docs, 'Role', 'ts-controller-manager-webhook-cert-role');
+    assert.equal(secretRole?.metadata.namespace, ns);
+    assert.deepEqual(secretRole?.rules?.map((r) => [r.resources, r.resourceNames, r.verbs]), [
+      [['secrets'], [defaultWebhookCertSecret], ['get', 'update']], [['secrets'], undefined, ['create']],
+    ]);
+    const injector = byName(docs, 'ClusterRole', 'ts-controller-manager-webhook-cert-injector-role');
+    assert.deepEqual(injector?.rules?.map((r) => [r.resources, r.resourceNames, r.verbs]), [
+      [['validatingwebhookconfigurations'], [defaultValidatingWebhookConfigurations], ['get', 'update']],
+      [['customresourcedefinitions'], [defaultConversionCrds], ['get', 'update']],
+    ]);
+    for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+      const b = docs.find((d) => d.kind === kind && d.metadata.name.startsWith('ts-controller-manager-webhook-cert')) as unknown as { subjects: { name: string; namespace: string }[] } | undefined;
+      assert.deepEqual(b?.subjects, [{ kind: 'ServiceAccount', name: 'ts-controller-manager-controller-manager', namespace: ns }], kind);
+    }
+
+    // The API server accepts the webhook configuration and the Service as rendered (server-side dry run).
+    const cp = cluster();
+    expectStatus(await cp.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations?dryRun=All&fieldValidation=Strict', vwc), 201, 'dry-run VWC');
+    expectStatus(await cp.request('POST', '/api/v1/namespaces/default/services?dryRun=All&fieldValidation=Strict', { ...svc, metadata: { ...svc.metadata, namespace: 'default' } }), 201, 'dry-run Service');
+  });
+
+  test('[WEBHOOK-CERTMANAGER] instead of the self-managed certificate: Certificate serving-cert for the webhook Service, mounted for --webhook-cert-path, CA injected by cert-manager', async (t) => {
+    const dir = enabledConfigCopy(['CERTMANAGER', 'WEBHOOK-CERTMANAGER']);
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    // As the header says: comment out the line under [WEBHOOK-SELFMANAGED].
+    const kfile = join(dir, 'default', 'kustomization.yaml');
+    writeFileSync(kfile, readFileSync(kfile, 'utf8').replace(/^(# \[WEBHOOK-SELFMANAGED\].*\n)- \.\.\/webhook-selfmanaged$/m, '$1#- ../webhook-selfmanaged'));
+    const docs = await render(join(dir, 'default'));
+    assert.equal(docs.find((d) => d.metadata.name.startsWith('ts-controller-manager-webhook-cert')), undefined, 'no self-managed RBAC');
+    const cert = byName(docs, 'Certificate', 'ts-controller-manager-serving-cert');
+    assert.equal(cert?.metadata.namespace, ns);
+    assert.deepEqual(cert?.spec?.['dnsNames'], [`${webhookService}.${ns}.svc`, `${webhookService}.${ns}.svc.cluster.local`]);
+    assert.equal(cert?.spec?.['secretName'], 'webhook-server-cert');
+    const inject = `${ns}/ts-controller-manager-serving-cert`;
+    const vwc = byName(docs, 'ValidatingWebhookConfiguration', defaultValidatingWebhookConfigurations);
+    assert.equal(vwc?.metadata.annotations?.['cert-manager.io/inject-ca-from'], inject);
+    const crd = byName(docs, 'CustomResourceDefinition', 'networks.samplecrd.k8s.io');
+    assert.equal(crd?.metadata.annotations?.['cert-manager.io/inject-ca-from'], inject);
+    assert.equal(byName(docs, 'CustomResourceDefinition', 'foos.samplecontroller.k8s.io')?.metadata.annotations?.['cert-manager.io/inject-ca-from'], undefined);
+    const dep = find(docs, 'Deployment')?.spec as unknown as DeploymentSpec;
+    const container = dep.template.spec.containers[0];
+    assert.ok(container);
+    // The cert-manager flags come last: they win over the self-managed mode (the last occurrence of a flag does).
+    assert.deepEqual(container.args.slice(-2), ['--webhook-cert-mode=dir', '--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs']);
+    assert.deepEqual(container.volumeMounts.find((m) => m.name === 'webhook-certs'), { name: 'webhook-certs', mountPath: '/tmp/k8s-webhook-server/serving-certs', readOnly: true });
+    assert.deepEqual(dep.template.spec.volumes.find((v) => v.name === 'webhook-certs')?.secret, { secretName: 'webhook-server-cert', optional: false });
+    const o = parseOptions(container.args, { POD_NAMESPACE: ns });
+    assert.deepEqual([o.webhookCertMode, o.webhookCertPath], ['dir', '/tmp/k8s-webhook-server/serving-certs'], 'the binary parses the rendered flags as the cert-manager mode');
   });
 
   test('enabled: Certificate for the Service name, mounted for --metrics-cert-dir, verified by the ServiceMonitor, NetworkPolicy', async (t) => {

@@ -15,6 +15,10 @@
  *    server);
  *  - a Network converges from the Pod: neutron-server behind a real Keystone (hack/neutron/up.sh, NEUTRON_HOST=HOST_IP),
  *    clouds.yaml from the Secret neutron-cloud-config through config/default's NEUTRON section (enabled in a copy);
+ *  - the Network webhooks config/default ships (self-managed certificate): the API server (on the host) calls the Pod
+ *    through the webhook Service's ClusterIP — hack/node/node.sh routes the Service range into the node, where
+ *    kube-proxy forwards it — so an invalid Network is refused with the webhook's message in kubectl's output, v1 and
+ *    v2 reads of one Network agree, and with the manager scaled to 0 a Network create fails (failurePolicy Fail);
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
  *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
  *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
@@ -47,6 +51,7 @@ import {
 import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 import { enabledConfigCopy } from './helpers/kustomize.ts';
 import { assertManagerManifestApplied } from './helpers/nodemanifest.ts';
+import { validateNetwork } from '../pkg/controllers/network/validation.ts';
 
 const run = promisify(execFile);
 
@@ -65,7 +70,7 @@ interface DeploymentObject {
   metadata: { labels?: Record<string, string> };
   spec: { replicas?: number; template: { spec: {
     serviceAccountName?: string; automountServiceAccountToken?: boolean; volumes?: unknown[];
-    containers: { name: string; env?: { name: string; value?: string; valueFrom?: unknown }[]; volumeMounts?: unknown[] }[];
+    containers: { name: string; args?: string[]; env?: { name: string; value?: string; valueFrom?: unknown }[]; volumeMounts?: unknown[] }[];
   } } };
 }
 
@@ -177,6 +182,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     container.env = (container.env ?? []).map((e) => (e.name === 'WATCH_NAMESPACE' ? { name: e.name, value: rotNs } : e));
     assert.ok(container.env.some((e) => e.name === 'WATCH_NAMESPACE' && e.value === rotNs), 'WATCH_NAMESPACE set');
     container.volumeMounts = [...(container.volumeMounts ?? []), { name: 'short-token', mountPath: saDir, readOnly: true }];
+    // Without the webhook flags: the webhooks are config/default's manager's (its Secret, its RBAC, behind its Service).
+    container.args = (container.args ?? []).filter((a) => !a.startsWith('--webhook-'));
     podSpec.serviceAccountName = rotName;
     podSpec.automountServiceAccountToken = false;
     podSpec.volumes = [...(podSpec.volumes ?? []), { name: 'short-token', projected: { sources: [
@@ -361,7 +368,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     if (exit.finishedAt) t.diagnostic(`old container finishedAt ${exit.finishedAt} → acquisition ${((acquiredAt - micros(exit.finishedAt)) / 1e6).toFixed(3)} s (second precision)`);
   });
 
-  test('a Network converges from the Pod: Ready, and one Neutron network tagged with its uid (neutron-server reached from the Pod)', async (t) => {
+  test('a Network converges from the Pod: Ready, and one Neutron network tagged with its uid (neutron-server reached from the Pod); the Network webhooks through the Service: an invalid Network refused with the webhook\'s message by kubectl, v1 and v2 reads agree, with the manager scaled to 0 a create fails (failurePolicy Fail)', async (t) => {
     // neutron-server behind a real Keystone, both bound to and advertised on the host's end of the node's veth
     // (HOST_IP, where the API server listens too): the Pod authenticates at Keystone, finds Neutron in the catalog,
     // and reaches both through its bridge, masquerade and the veth — as a cluster reaches its cloud's API.
@@ -386,9 +393,23 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
     t.diagnostic(`Pod ${pod.metadata.name} uses Keystone at ${neutron.keystoneUrl ?? '?'} and Neutron at ${neutron.endpoint}`);
-    const created = expectStatus<{ metadata: { uid: string } }>(await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
-      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
-    }), 201, 'Network');
+    // The create goes through the webhooks (conversion to the stored v2, validation). Right after the rollout it may
+    // fail or hang: the one run so far (26 Nov) saw this POST time out on the client side right after the new Pod
+    // took the Lease (the API server's call through the Service most likely still went to the terminated Pod), while
+    // the same create through the Service answered at once a minute later. Retried (a 5xx "failed calling webhook" or
+    // a client timeout), and the wait reported.
+    const t0 = Date.now();
+    let lastRefusal = '';
+    const created = await waitFor('the Network created (through the webhooks)', async () => {
+      const res = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
+        apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
+      });
+      if (res.status === 201) return JSON.parse(res.body) as { metadata: { uid: string } };
+      assert.ok(res.status >= 500 && /failed calling webhook|conversion webhook/.test(res.body), `create: HTTP ${res.status} ${res.body}`);
+      lastRefusal = res.body.slice(0, 200);
+      return undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250 });
+    t.diagnostic(`Network created ${Date.now() - t0} ms after the new Pod held the Lease${lastRefusal ? ` (refused before: ${lastRefusal})` : ''}`);
     await waitFor('the Network Ready', async () => {
       const res = await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net');
       const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
@@ -400,6 +421,36 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
     const tagged = all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag));
     assert.equal(tagged.length, 1, `one Neutron network tagged ${tag} among ${all.length}: ${JSON.stringify(all)}`);
+
+    // The Network webhooks (config/default): the API server calls the Pod through the webhook Service's ClusterIP
+    // (kube-proxy in the node) — the Network above was already written and read through the conversion.
+    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-invalid', namespace: 'node-e2e' }, spec: { cidr: '224.1.0.0/16' } };
+    const expected = validateNetwork(invalid);
+    assert.ok(!expected.ok);
+    const file = join(auditDir, 'invalid-network.json');
+    writeFileSync(file, JSON.stringify(invalid));
+    const refused = await kubectl('create', '-f', file).then((out) => `created?! ${out}`, (err: { stderr?: string; message?: string }) => err.stderr ?? err.message ?? '');
+    t.diagnostic(refused.trim());
+    assert.ok(refused.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${expected.message}`), refused);
+    const v1 = expectStatus<{ metadata: { resourceVersion: string }; spec: Record<string, unknown> }>(await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net'), 200, 'v1 read');
+    const v2 = expectStatus<{ metadata: { resourceVersion: string }; spec: Record<string, unknown> }>(await cp.get('/apis/samplecrd.k8s.io/v2/namespaces/node-e2e/networks/node-e2e-net'), 200, 'v2 read');
+    assert.equal(v1.metadata.resourceVersion, v2.metadata.resourceVersion);
+    assert.deepEqual(v1.spec, { cidr: '192.168.7.0/24', gateway: '192.168.7.1' });
+    assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.7.0/24', gateway: '192.168.7.1' }] });
+
+    // No webhook server: failurePolicy Fail refuses every Network write (and every v1 read, through the conversion).
+    await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=0');
+    await waitFor('no manager Pod left', async () => (await pods()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
+    const valid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-nowebhook', namespace: 'node-e2e' }, spec: { cidr: '192.168.8.0/24' } };
+    const down = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid);
+    t.diagnostic(`create with no webhook server: HTTP ${down.status} ${down.body.slice(0, 300)}`);
+    assert.ok(down.status >= 500, `HTTP ${down.status}: ${down.body}`);
+    assert.match(down.body, /failed calling webhook|conversion webhook/);
+    await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=1');
+    await waitFor('the manager Pod Ready again', async () => (await pods()).find(isReady), { timeoutMs: 120_000, intervalMs: 500 });
+    await waitFor('Network writes accepted again', async () =>
+      (await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid)).status === 201, { timeoutMs: 60_000, intervalMs: 500 });
+    expectStatus(await cp.request('DELETE', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-nowebhook'), 200, 'delete');
   });
 
   test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {

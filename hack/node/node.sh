@@ -43,6 +43,10 @@ case "$cmd" in
     ip -n "$NETNS" addr add "$NODE_IP/30" dev eth0
     ip -n "$NETNS" link set eth0 up
     ip -n "$NETNS" route add default via "$HOST_IP"
+    # The node-mode API server (on the host) calls webhooks through their Service's ClusterIP (its default service
+    # resolver): route the Service range (--service-cluster-ip-range of pkg/testing/controlplane.ts) into the node,
+    # where kube-proxy's rules forward it to the Pod. Gone with the veth on `down`.
+    ip route add 10.0.0.0/24 via "$NODE_IP" dev "$HOST_IF"
     ip netns exec "$NETNS" sysctl -qw net.ipv4.ip_forward=1
     for h in $(hierarchies); do
       mkdir -p "$h/$CGROOT"

@@ -4,9 +4,9 @@
  * regenerating fails this test (and so `make test`). The generator is run in memory with exactly the arguments of each
  * `gen types` command of package.json's "generate" script — no cluster involved.
  *
- * Network's types come from config/crd/v2 (v1 and v2), while config/crd/bases still installs the single-version v1 CRD
- * (no conversion webhook needed; docs/network-v2.md): the v1 version in both files must be the same, or the v1 types
- * would describe a schema nobody installs.
+ * Network's types come from config/crd/v2 (v1 and v2), while config/crd/bases still holds the single-version v1 CRD
+ * (docs/network-v2.md): the v1 version in both files must be the same, or the v1 types would describe a schema nobody
+ * installs.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -21,9 +21,13 @@ export async function kubectlOn(cp: ControlPlane, ...args: string[]): Promise<st
   return stdout;
 }
 
-/** Installs config/crd and waits until both CRDs are Established (idempotent). */
+/**
+ * Installs config/crd/bases (Foo; the single-version v1 Network, which needs no conversion webhook) and waits until both
+ * CRDs are Established (idempotent). config/crd itself installs the two-version Network converted by the manager's
+ * webhook Service, which the shared cluster does not run (test/webhook-network.test.ts covers that one).
+ */
 export async function installCRDs(): Promise<void> {
-  await kubectl('apply', '--server-side', '--force-conflicts', '-k', 'config/crd');
+  await kubectl('apply', '--server-side', '--force-conflicts', '-f', 'config/crd/bases');
   await kubectl('wait', '--for=condition=Established', '--timeout=60s',
     'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io');
 }
@@ -43,7 +47,7 @@ export async function privateControlPlane(t: { after(fn: () => Promise<void>): v
 /** Installs this project's CRDs on `cp` (waiting until Established) and creates `namespace`. */
 export async function prepareControlPlane(cp: ControlPlane, namespace: string): Promise<void> {
   const kubectlBin = join(cp.k8sBinDir, 'kubectl');
-  await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-k', 'config/crd'], { cwd: repoRoot });
+  await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases'], { cwd: repoRoot });
   await run(kubectlBin, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s',
     'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io']);
   const res = await cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });

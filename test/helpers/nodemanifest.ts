@@ -35,6 +35,8 @@ const MANIFEST = {
   liveness: { initialDelaySeconds: 15, periodSeconds: 20 },
   serviceAccount: 'ts-controller-manager-controller-manager', // controller-manager, with config/default's namePrefix
 };
+/** What config/default's manager_webhook_patch.yaml adds to the Deployment: its webhook flag and the webhook port. */
+const DEFAULT_PATCH = { args: ['--webhook-cert-mode=self-managed'], webhookPort: 9443 };
 
 /** One socket of /proc/<pid>/net/tcp{,6}: addresses rendered as IPv4 when v4 or v4-mapped. */
 interface Socket { local: string; localPort: number; remote: string; remotePort: number; state: string }
@@ -135,7 +137,8 @@ export async function assertManagerManifestApplied(env: NodeEnv, pod: Pod): Prom
 
   // containers[manager].args: the process's argv, after the image's entrypoint.
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  assert.deepEqual(argv.slice(-MANIFEST.args.length), MANIFEST.args, `args: /proc/${pid}/cmdline is ${JSON.stringify(argv)}`);
+  const args = [...MANIFEST.args, ...DEFAULT_PATCH.args];
+  assert.deepEqual(argv.slice(-args.length), args, `args (manager.yaml's, then config/default's webhook patch): /proc/${pid}/cmdline is ${JSON.stringify(argv)}`);
   out.push(`cmdline: ${argv.join(' ')}`);
 
   // env[WATCH_NAMESPACE].value "": present and empty in the process environment (empty = all namespaces).
@@ -145,7 +148,7 @@ export async function assertManagerManifestApplied(env: NodeEnv, pod: Pod): Prom
 
   // ports + the bind-address args: the process listens on 8443 and 8081 in the Pod's network namespace.
   const listening = socketsOf(pid).filter((s) => s.state === 'LISTEN');
-  for (const port of [MANIFEST.metricsPort, MANIFEST.healthPort]) {
+  for (const port of [MANIFEST.metricsPort, MANIFEST.healthPort, DEFAULT_PATCH.webhookPort]) {
     assert.ok(listening.some((s) => s.localPort === port), `a listener on ${port} in the Pod's netns: ${JSON.stringify(listening)}`);
   }
   out.push(`listening in the Pod's netns: ${listening.map((s) => `${s.local}:${s.localPort}`).join(', ')}`);
