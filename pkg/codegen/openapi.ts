@@ -24,7 +24,7 @@
  * and a non-trivial default (not `{}` or `""`, Go's zero values) go into the doc comment.
  */
 import { posix } from 'node:path';
-import { docLines, literal, propertyKey, renderDoc, type JSONSchemaProps } from './schema.ts';
+import { arrayOf, docLines, literal, propertyKey, renderDoc, scalarType, type JSONSchemaProps } from './schema.ts';
 import { generatedFileName, type GeneratedFile } from './types.ts';
 
 /** The OpenAPI v3 schema fields the built-in generator reads. */
@@ -159,19 +159,11 @@ class PackageRenderer {
     if (Array.isArray(s.enum) && s.enum.length > 0) return [...new Set(s.enum.map(literal))].sort().join(' | ');
     const alternatives = s.oneOf ?? s.anyOf;
     if (alternatives && alternatives.length > 0) return [...new Set(alternatives.map((a) => this.typeOf(a, stack)))].sort().join(' | ');
+    const scalar = scalarType(s.type);
+    if (scalar) return scalar;
     switch (s.type) {
-      case 'string':
-        return 'string';
-      case 'integer':
-      case 'number':
-        return 'number';
-      case 'boolean':
-        return 'boolean';
-      case 'array': {
-        if (!s.items) return 'unknown[]';
-        const item = this.typeOf(s.items, stack);
-        return /^[A-Za-z0-9_$]+(\[\])*$/.test(item) ? `${item}[]` : `Array<${item}>`;
-      }
+      case 'array':
+        return s.items ? arrayOf(this.typeOf(s.items, stack)) : 'unknown[]';
       case 'object':
       case undefined: {
         if (s.properties && Object.keys(s.properties).length > 0) return `{\n${this.members(s, '    ')}  }`;

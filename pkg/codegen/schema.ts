@@ -79,6 +79,17 @@ export function singular(name: string): string {
   return `${name}Item`;
 }
 
+/** The TypeScript type of a scalar schema `type` (string, integer, number, boolean), else undefined. */
+export function scalarType(type: unknown): 'string' | 'number' | 'boolean' | undefined {
+  if (type === 'string' || type === 'boolean') return type;
+  return type === 'integer' || type === 'number' ? 'number' : undefined;
+}
+
+/** An array of `item`: `T[]` for a plain (possibly array) name, `Array<…>` for anything else (a union, an object). */
+export function arrayOf(item: string): string {
+  return /^[A-Za-z0-9_$]+(\[\])*$/.test(item) ? `${item}[]` : `Array<${item}>`;
+}
+
 /** A TypeScript literal for an enum value or default. */
 export function literal(v: unknown): string {
   if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n').replace(/\r/g, '\\r')}'`;
@@ -152,19 +163,11 @@ export class SchemaEmitter {
     if (Array.isArray(s.enum) && s.enum.length > 0) {
       return [...new Set(s.enum.filter((v) => v !== null || !s.nullable).map(literal))].join(' | ');
     }
+    const scalar = scalarType(s.type);
+    if (scalar) return scalar;
     switch (s.type) {
-      case 'string':
-        return 'string';
-      case 'integer':
-      case 'number':
-        return 'number';
-      case 'boolean':
-        return 'boolean';
-      case 'array': {
-        if (!s.items) return 'unknown[]';
-        const item = this.typeOf(s.items, singular(nameHint));
-        return /^[A-Za-z0-9_$]+(\[\])*$/.test(item) ? `${item}[]` : `Array<${item}>`;
-      }
+      case 'array':
+        return s.items ? arrayOf(this.typeOf(s.items, singular(nameHint))) : 'unknown[]';
       case 'object':
         return this.objectType(s, nameHint);
       default:
