@@ -154,7 +154,16 @@ uninstall: ## Remove the CRDs (and every Foo and Network!) from the cluster of K
 
 .PHONY: deploy
 deploy: ## kubectl apply -k config/default with image IMG (default ts-controller-manager:dev).
-	$(KUBECTL) kustomize config/default | sed 's|image: ts-controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
+	$(RENDER_DEFAULT) | $(KUBECTL) apply -f -
+
+# config/default as one YAML with the image IMG (what deploy applies).
+RENDER_DEFAULT = $(KUBECTL) kustomize config/default | sed 's|image: ts-controller-manager:latest|image: $(IMG)|'
+INSTALLER ?= dist/install.yaml
+
+.PHONY: build-installer
+build-installer: ## Write config/default with image IMG as one file, INSTALLER (dist/install.yaml): `kubectl apply -f` it anywhere (kubebuilder's build-installer).
+	@mkdir -p $(dir $(INSTALLER))
+	$(RENDER_DEFAULT) > $(INSTALLER).tmp || { rm -f $(INSTALLER).tmp; exit 1; }; mv $(INSTALLER).tmp $(INSTALLER)
 
 .PHONY: chart
 chart: deps ## Regenerate the Helm chart's generated parts (dist/chart: crds/, templates/generated/) from config/ (docs/helm.md).

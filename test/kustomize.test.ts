@@ -6,11 +6,15 @@
  * (Deployment, NetworkPolicy) are dry-run against the real API server (schema and field validation).
  */
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
+import { loadAll } from 'js-yaml';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { cluster, expectStatus } from './helpers/cluster.ts';
-import { kubectl } from './helpers/crds.ts';
+import { kubectl, repoRoot } from './helpers/crds.ts';
 import { enabledConfigCopy, find, render, type Doc } from './helpers/kustomize.ts';
 import {
   defaultConversionCrds, defaultValidatingWebhookConfigurations, defaultWebhookCertSecret, defaultWebhookServiceName, parseOptions,
@@ -27,6 +31,7 @@ interface DeploymentSpec {
   template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes: { name: string; secret?: { secretName: string; optional?: boolean; items?: unknown[] } }[] } };
 }
 
+const run = promisify(execFile);
 const ns = 'ts-controller-manager-system';
 const service = 'ts-controller-manager-controller-manager-metrics-service';
 const webhookService = 'ts-controller-manager-webhook-service';
@@ -205,5 +210,30 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     ]);
     const body = { ...deployment, metadata: { ...deployment.metadata, namespace: 'default' } };
     expectStatus(await cluster().request('POST', '/apis/apps/v1/namespaces/default/deployments?dryRun=All&fieldValidation=Strict', body), 201, 'dry-run Deployment');
+  });
+});
+
+describe('make build-installer (kubebuilder\'s one-file install)', () => {
+  test('writes exactly what config/default renders, with the image IMG, and fails without writing when kustomize fails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tscm-installer-'));
+    try {
+      const out = join(dir, 'dist', 'install.yaml');
+      const kubectlBin = join(cluster().k8sBinDir, 'kubectl');
+      const img = 'registry.example.com/tscm:v1.2.3';
+      await run('make', ['-s', 'build-installer', `IMG=${img}`, `INSTALLER=${out}`, `KUBECTL=${kubectlBin}`], { cwd: repoRoot });
+      const installed = loadAll(readFileSync(out, 'utf8')) as Doc[];
+      const rendered = await render('config/default');
+      assert.deepEqual(installed.map((d) => `${d.kind}/${d.metadata.name}`), rendered.map((d) => `${d.kind}/${d.metadata.name}`));
+      const podSpec = (find(installed, 'Deployment')?.spec as { template: { spec: { containers: { image: string }[] } } } | undefined)?.template.spec;
+      const images = podSpec?.containers.map((c) => c.image);
+      assert.deepEqual(images, [img]);
+      assert.ok(installed.some((d) => d.kind === 'CustomResourceDefinition' && d.metadata.name === 'networks.samplecrd.k8s.io'), 'the CRDs are in the file');
+      // A broken kustomize build (pipefail) must fail the target and leave no half-written file behind.
+      const broken = join(dir, 'broken.yaml');
+      await assert.rejects(run('make', ['-s', 'build-installer', `INSTALLER=${broken}`, 'KUBECTL=false'], { cwd: repoRoot }));
+      assert.deepEqual(readdirSync(dir), ['dist'], 'no file (nor a temporary one) written when the render fails');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
