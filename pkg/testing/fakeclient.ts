@@ -9,6 +9,8 @@
  *   await reconcile({ namespace: 'a', name: 'x' }, signal, reconcileContext('a/x'));
  *
  * Semantics it implements as kube-apiserver does (each proven on both by test/fakeclient-conformance.test.ts):
+ *  - request bodies are taken as JSON, as RestClient sends them (a Date becomes its ISO string, undefined members are
+ *    left out, null in a list); the caller's object is copied, never kept.
  *  - resourceVersion: one counter for the whole store, bumped by every write that changes something; a write that
  *    changes nothing (an identical update, an empty merge patch) keeps the resourceVersion.
  *  - update (PUT) with a stale `metadata.resourceVersion` → 409 Conflict; a custom resource without one → 422.
@@ -124,7 +126,42 @@ interface Target { res: FakeResource; namespace: string | undefined; name: strin
 
 const nameAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const clone = <T>(v: T): T => structuredClone(v);
+/**
+ * A deep copy with JSON's semantics — what a request body becomes on the wire and what the server stores: `toJSON()`
+ * is honoured (a Date becomes its ISO string), object members that are undefined, functions or symbols are left out
+ * and in arrays become null, non-finite numbers become null; a bigint throws, as JSON.stringify does. Every copy the
+ * fake makes (bodies in, objects out, cache entries) goes through it: a walk of plain JSON copies a Deployment in
+ * ~2.7 µs where structuredClone takes ~14 µs (JSON.parse(JSON.stringify()) ~9 µs), and a warm run of
+ * examples/memcached/reconcile.test.ts's scenario went from 4.0 to 2.9 ms (docs/testing.md "How much faster").
+ */
+function clone<T>(v: T): T {
+  return jsonCopy(v, false) as T;
+}
+
+function jsonCopy(v: unknown, inArray: boolean): unknown {
+  switch (typeof v) {
+    case 'string': case 'boolean': return v;
+    case 'number': return Number.isFinite(v) ? v : null;
+    case 'undefined': case 'function': case 'symbol': return inArray ? null : undefined;
+    case 'bigint': throw new TypeError('Do not know how to serialize a BigInt');
+    default: break;
+  }
+  if (v === null) return null;
+  const o = v as { toJSON?: unknown };
+  if (typeof o.toJSON === 'function') return jsonCopy((o.toJSON as () => unknown)(), inArray);
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = jsonCopy(v[i], true);
+    return out;
+  }
+  const out: Json = {};
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const c = jsonCopy((v as Json)[k], false);
+    if (c !== undefined) out[k] = c;
+  }
+  return out;
+}
 
 /**
  * An in-memory API server behind the client interface (`ApiClient`), with listers on its store (controller-runtime's
@@ -202,7 +239,7 @@ export class FakeClient implements ApiClient {
   /** The JSON request interface of RestClient, answered from memory (ApiError for non-2xx, as RestClient). */
   json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
     try {
-      opts.signal?.throwIfAborted();
+      if (opts.signal?.aborted) throw opts.signal.reason; // what throwIfAborted() throws, without its first-call cost
       return Promise.resolve(this.handle(method, path, opts) as T);
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
@@ -213,7 +250,7 @@ export class FakeClient implements ApiClient {
 
   private handle(method: Verb, path: string, opts: RequestOptions): unknown {
     const [p = '', qs] = path.split('?', 2);
-    const query: Record<string, unknown> = { ...Object.fromEntries(new URLSearchParams(qs ?? '')), ...opts.query };
+    const query: Record<string, unknown> = qs ? { ...Object.fromEntries(new URLSearchParams(qs)), ...opts.query } : { ...opts.query };
     if (query['watch'] === 'true' || query['watch'] === true) throw new FakeUnsupportedError('watch (json() cannot stream; use informer(type) for a cache)');
     if (query['fieldValidation'] === 'Strict') throw new FakeUnsupportedError("fieldValidation 'Strict' (the fake does not validate)");
     const t = this.route(method, p);
@@ -446,7 +483,8 @@ export class FakeClient implements ApiClient {
 
   /**
    * An update (PUT, patch result, apply result) of `existing` to `incoming`: resourceVersion fence, subresource
-   * separation, immutable metadata, generation, finalizer rules; no change → no write.
+   * separation, immutable metadata, generation, finalizer rules; no change → no write. `incoming` is a private copy
+   * that write takes over (every caller passes a parsed or cloned body, or a merge result): it is not copied again.
    */
   private write(t: Target, existing: Stored, incoming: Json, dryRun: boolean, method: string, path: string): unknown {
     const { res } = t;
@@ -463,7 +501,7 @@ export class FakeClient implements ApiClient {
       next = clone(old);
       if (incoming['status'] === undefined) delete next['status']; else next['status'] = clone(incoming['status']);
     } else {
-      next = { ...clone(incoming), apiVersion: apiVersionOf(res.type), kind: res.type.kind };
+      next = { ...incoming, apiVersion: apiVersionOf(res.type), kind: res.type.kind };
       const m: ObjectMeta & Json = { ...inMeta };
       for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'name', 'namespace'] as const) {
         const v = (om as Json)[k];
