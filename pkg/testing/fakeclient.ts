@@ -65,6 +65,7 @@ import { readCRDs, type CustomResourceDefinition } from './crds.ts';
 
 /** Thrown for what the fake does not model: the message names the feature. Never an ApiError. */
 export class FakeUnsupportedError extends Error {
+  /** `feature`: what is not supported, named in the message (e.g. 'the scale subresource'). */
   constructor(feature: string) {
     super(`FakeClient does not support ${feature}; test this against a real API server (startTestEnv)`);
     this.name = 'FakeUnsupportedError';
@@ -81,14 +82,15 @@ interface SchemaNode {
 
 /** How the fake treats one resource type. */
 export interface FakeResource {
+  /** The group, version, resource, kind and scope served. */
   type: ResourceType;
   /** The type has a `/status` subresource. */
   statusSubresource?: boolean;
   /** Objects carry metadata.generation (custom resources and most built-ins with a spec). */
   generation?: boolean;
-  /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415. */
   /** A change of metadata.annotations bumps the generation too (Deployments: annotations are copied to ReplicaSets). */
   annotationsBumpGeneration?: boolean;
+  /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415. */
   custom?: boolean;
   /** openAPIV3Schema of a CRD version: its defaults are applied. */
   schema?: SchemaNode;
@@ -179,6 +181,7 @@ export class FakeClient implements ApiClient {
   private rv = 1000;
   private readonly now: () => number;
 
+  /** An empty store (but for `opts.objects`) serving the built-in types, `opts.resources` and the CRDs of `opts.crdPaths`. */
   constructor(opts: FakeClientOptions = {}) {
     this.now = opts.now ?? Date.now;
     for (const b of builtins) this.types.set(resourceId(b.type), b);
@@ -609,20 +612,24 @@ export class FakeClient implements ApiClient {
 
 /** A fake informer: a cache kept current by the FakeClient's writes (see FakeClient.informer). */
 export class FakeInformer<T extends KubeObject> {
+  /** The resource type it caches. */
   readonly resource: ResourceType;
   readonly #indexer: Indexer<T>;
   readonly #lister: Lister<T>;
 
+  /** Made by `FakeClient.informer(type)`, which fills `indexer` and keeps it current. */
   constructor(resource: ResourceType, indexer: Indexer<T>) {
     this.resource = resource;
     this.#indexer = indexer;
     this.#lister = new Lister(indexer);
   }
 
+  /** A Lister on the cache (get by namespace/name, list by namespace and label selector), as a real informer's. */
   lister(): Lister<T> {
     return this.#lister;
   }
 
+  /** The cache itself, read-only (byIndex, listKeys, …), as a real informer's getIndexer(). */
   getIndexer(): IndexerReader<T> {
     return this.#indexer;
   }
