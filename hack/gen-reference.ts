@@ -14,8 +14,9 @@
  * absolute paths), so test/reference.test.ts can compare the checked-in docs/reference/ with a fresh generation.
  *
  *   node hack/gen-reference.ts          # (make reference) rewrite docs/reference/
- *   node hack/gen-reference.ts --check  # exit 1 if docs/reference/ is stale or an export has no doc comment
- *   node hack/gen-reference.ts --members  # list the public members of exported classes/interfaces without one
+ *   node hack/gen-reference.ts --check  # exit 1 if docs/reference/ is stale, or an export or a public member of an
+ *                                       # exported class or interface has no doc comment
+ *   node hack/gen-reference.ts --members  # list the public members without one
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
@@ -47,7 +48,7 @@ export interface ExportDoc {
   tags: { name: string; text: string }[];
   /** Documented members of a class or interface: name and the first paragraph of its comment. */
   members: { name: string; doc: string }[];
-  /** Public members of a class or interface without a doc comment (reported by `--members`, not on the pages). */
+  /** Public members of a class or interface without a doc comment (`--check` fails on them; not on the pages). */
   undocumentedMembers: string[];
   /** The source file that declares it, relative to the repository ('/'-separated). */
   source: string;
@@ -477,9 +478,11 @@ if (import.meta.main) {
     const have = checkedIn();
     const stale = [...new Set([...pages.keys(), ...have.keys()])].filter((n) => pages.get(n) !== have.get(n));
     const missing = undocumented(docs);
+    const members = undocumentedMembers(docs);
     if (stale.length > 0) console.error(`docs/reference is stale (${stale.join(', ')}): run make reference`);
     if (missing.length > 0) console.error(`${missing.length} export(s) without a doc comment:\n${missing.join('\n')}`);
-    process.exitCode = stale.length > 0 || missing.length > 0 ? 1 : 0;
+    if (members.length > 0) console.error(`${members.length} public member(s) without a doc comment:\n${members.join('\n')}`);
+    process.exitCode = stale.length > 0 || missing.length > 0 || members.length > 0 ? 1 : 0;
   } else {
     const dir = join(repo, referenceDir);
     rmSync(dir, { recursive: true, force: true });
