@@ -14,7 +14,9 @@
  * absolute paths), so test/reference.test.ts can compare the checked-in docs/reference/ with a fresh generation.
  *
  *   node hack/gen-reference.ts          # (make reference) rewrite docs/reference/
- *   node hack/gen-reference.ts --check  # exit 1 if docs/reference/ is stale or an export has no doc comment
+ *   node hack/gen-reference.ts --check  # exit 1 if docs/reference/ is stale, or an export or a public member of an
+ *                                       # exported class or interface has no doc comment
+ *   node hack/gen-reference.ts --members  # list the public members without one
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
@@ -46,6 +48,8 @@ export interface ExportDoc {
   tags: { name: string; text: string }[];
   /** Documented members of a class or interface: name and the first paragraph of its comment. */
   members: { name: string; doc: string }[];
+  /** Public members of a class or interface without a doc comment (`--check` fails on them; not on the pages). */
+  undocumentedMembers: string[];
   /** The source file that declares it, relative to the repository ('/'-separated). */
   source: string;
 }
@@ -170,11 +174,15 @@ function reExportDoc(st: ts.ExportDeclaration): string {
 
 const tagText = (tag: ts.JSDocTagInfo): string => ts.displayPartsToString(tag.text ?? []).trim();
 
-/** Members of a class or interface declaration that have a doc comment (private and #private ones left out). */
-function documentedMembers(checker: ts.TypeChecker, decl: ts.Declaration): { name: string; doc: string }[] {
-  if (!ts.isClassDeclaration(decl) && !ts.isInterfaceDeclaration(decl)) return [];
+/**
+ * Members of a class or interface declaration that have a doc comment (private and #private ones left out), and the
+ * names of the public ones that have none (a constructor without parameters and without a comment is not counted).
+ */
+function members(checker: ts.TypeChecker, decl: ts.Declaration): { documented: { name: string; doc: string }[]; undocumented: string[] } {
+  if (!ts.isClassDeclaration(decl) && !ts.isInterfaceDeclaration(decl)) return { documented: [], undocumented: [] };
   const out: { name: string; doc: string }[] = [];
   const seen = new Set<string>();
+  const missing = new Set<string>();
   for (const m of decl.members) {
     if (m.name === undefined || isPrivateMember(m)) continue;
     const sym = checker.getSymbolAtLocation(m.name);
@@ -182,7 +190,7 @@ function documentedMembers(checker: ts.TypeChecker, decl: ts.Declaration): { nam
     const name = ts.isConstructorDeclaration(m) ? 'constructor' : sym.getName();
     if (seen.has(name)) continue;
     const doc = firstParagraph(ts.displayPartsToString(sym.getDocumentationComment(checker)));
-    if (doc === '') continue;
+    if (doc === '') { missing.add(name); continue; }
     seen.add(name);
     out.push({ name, doc });
   }
@@ -191,9 +199,9 @@ function documentedMembers(checker: ts.TypeChecker, decl: ts.Declaration): { nam
     if (!ts.isConstructorDeclaration(m) || seen.has('constructor')) continue;
     const sig = checker.getSignatureFromDeclaration(m);
     const doc = sig === undefined ? '' : firstParagraph(ts.displayPartsToString(sig.getDocumentationComment(checker)));
-    if (doc !== '') { out.unshift({ name: 'constructor', doc }); seen.add('constructor'); }
+    if (doc !== '') { out.unshift({ name: 'constructor', doc }); seen.add('constructor'); } else if (m.parameters.length > 0) missing.add('constructor');
   }
-  return out;
+  return { documented: out, undocumented: [...missing].filter((n) => !seen.has(n)) };
 }
 
 const firstParagraph = (s: string): string => (s.trim().split(/\n\s*\n/)[0] ?? '').trim();
@@ -235,7 +243,8 @@ export function collect(): EntryPointDoc[] {
     }
     return {
       name, kind: [...new Set(decls.map(kindOf))].join(' + '), signature, doc, tags,
-      members: decls.flatMap((d) => documentedMembers(checker, d)), source: sourceOf(first.getSourceFile().fileName),
+      members: decls.flatMap((d) => members(checker, d).documented),
+      undocumentedMembers: decls.flatMap((d) => members(checker, d).undocumented), source: sourceOf(first.getSourceFile().fileName),
     };
   };
 
@@ -280,6 +289,12 @@ export function collect(): EntryPointDoc[] {
 export function undocumented(docs: EntryPointDoc[]): string[] {
   return docs.flatMap((d) => d.sections.flatMap((s) => s.exports.filter((e) => e.doc === '')
     .map((e) => `${d.entry.specifier}: ${e.name} (${e.kind}, ${e.source})`)));
+}
+
+/** Public members of exported classes and interfaces without a doc comment, as `specifier: Export.member (source)`. */
+export function undocumentedMembers(docs: EntryPointDoc[]): string[] {
+  return docs.flatMap((d) => d.sections.flatMap((s) => s.exports.flatMap((e) => e.undocumentedMembers
+    .map((m) => `${d.entry.specifier}: ${e.name}.${m} (${e.source})`))));
 }
 
 /** GitHub's heading anchor (as test/docs-links.test.ts computes it), without duplicate numbering. */
@@ -455,13 +470,19 @@ export function checkedIn(): Map<string, string> {
 if (import.meta.main) {
   const docs = collect();
   const pages = generate(docs);
-  if (process.argv.includes('--check')) {
+  if (process.argv.includes('--members')) {
+    const missing = undocumentedMembers(docs);
+    console.log(`${missing.length} public member(s) of exported classes and interfaces without a doc comment${missing.length > 0 ? ':' : ''}`);
+    if (missing.length > 0) console.log(missing.join('\n'));
+  } else if (process.argv.includes('--check')) {
     const have = checkedIn();
     const stale = [...new Set([...pages.keys(), ...have.keys()])].filter((n) => pages.get(n) !== have.get(n));
     const missing = undocumented(docs);
+    const members = undocumentedMembers(docs);
     if (stale.length > 0) console.error(`docs/reference is stale (${stale.join(', ')}): run make reference`);
     if (missing.length > 0) console.error(`${missing.length} export(s) without a doc comment:\n${missing.join('\n')}`);
-    process.exitCode = stale.length > 0 || missing.length > 0 ? 1 : 0;
+    if (members.length > 0) console.error(`${members.length} public member(s) without a doc comment:\n${members.join('\n')}`);
+    process.exitCode = stale.length > 0 || missing.length > 0 || members.length > 0 ? 1 : 0;
   } else {
     const dir = join(repo, referenceDir);
     rmSync(dir, { recursive: true, force: true });

@@ -74,6 +74,18 @@ export function conformance(kit: () => ConformanceKit): void {
     await assert.rejects(cms(`${n}-missing`).create({ metadata: { name: 'x' } }), apiError(404, 'NotFound'));
   });
 
+  test('a body is what JSON makes of it: a Date becomes its ISO string, undefined members are left out (null in a list); the caller\'s object is not kept', async (t) => {
+    const n = await ns(t);
+    const spec: Record<string, unknown> = { when: new Date(0), gone: undefined, list: [1, undefined, 'x'], nested: { keep: true, drop: undefined } };
+    const g = await gds(n).create({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Gadget', metadata: { name: 'a' }, spec });
+    const want = { when: '1970-01-01T00:00:00.000Z', list: [1, null, 'x'], nested: { keep: true } };
+    assert.deepEqual(g.spec, want);
+    (spec['nested'] as Record<string, unknown>)['keep'] = false; // a later change of the caller's object is not stored
+    assert.deepEqual((await gds(n).get('a')).spec, want);
+    const p = await gds(n).patch('a', { merge: { spec: { when: new Date(1000), list: undefined } } });
+    assert.deepEqual(p.spec, { ...want, when: '1970-01-01T00:00:01.000Z' }, 'undefined in a merge patch is left out, not a deletion');
+  });
+
   test('generateName: the prefix and 5 random characters; a name or generateName is required (422)', async (t) => {
     const n = await ns(t);
     const a = await cms(n).create({ metadata: { generateName: 'gen-' } });

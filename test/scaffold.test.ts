@@ -5,8 +5,10 @@
  * `npm install` (the npm registry; npm's cache makes it quick when warm), `npm test` (main.test.ts, the kinds'
  * controller tests and the webhook test of `create webhook` on a control plane from the packed
  * `ts-controller-manager/testing`, i.e. the cached binaries in
- * ~/.cache/ts-controller-manager), `npm run typecheck`, `npm run build` (and the built manager answers --help), and
- * the checked-in types equal what `npm run generate` makes. Each step's time is printed (the issue's goal, init →
+ * ~/.cache/ts-controller-manager), `npm run typecheck`, `npm run build` (and the built manager answers --help),
+ * the checked-in types equal what `npm run generate` makes, and `make docker-build CONTAINER_TOOL=podman` builds the
+ * image (the local Node base of hack/image passed by the Makefile's BUILD_ARGS, as there is no registry here; the
+ * image answers --help and, with no cluster, exits 1 with one line; only its tag is removed afterwards). Each step's time is printed (the issue's goal, init →
  * green test in ≤ 5 min, is a bench figure, not asserted).
  */
 import assert from 'node:assert/strict';
@@ -23,8 +25,11 @@ import { coreResources, type KubeObject } from '../pkg/index.ts';
 import { selfSignedCertificate } from '../pkg/manager/selfsigned.ts';
 import { startTestEnv } from '../pkg/testing/index.ts';
 import { repoRoot } from './helpers/crds.ts';
+import { weakenedNote, weakeningSwitch } from './helpers/weakening.ts';
 
 const execFileP = promisify(execFile);
+const skipImageWhat = 'skips the container image build of the generated project';
+const skipImage = weakeningSwitch('TSCM_SKIP_IMAGE_TEST', skipImageWhat, { weakens: (v) => v === '1' });
 const node = join(repoRoot, 'node_modules', '.bin', 'node');
 
 /** The environment of the user's shell: none of this test runner's own settings leak into the commands it runs. */
@@ -37,9 +42,9 @@ function userEnv(): NodeJS.ProcessEnv {
 interface Run { code: number; out: string; ms: number }
 
 /** Runs a command to its end; never rejects: the exit code and the combined output are asserted by the caller. */
-async function runCmd(file: string, args: string[], cwd: string): Promise<Run> {
+async function runCmd(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = userEnv()): Promise<Run> {
   const t0 = performance.now();
-  const res = await execFileP(file, args, { cwd, env: userEnv(), maxBuffer: 64 << 20 }).then(
+  const res = await execFileP(file, args, { cwd, env, maxBuffer: 64 << 20 }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (err: { code?: number; stdout?: string; stderr?: string; message: string }) =>
       // A number: the exit code; otherwise the command did not run (err.message says why).
@@ -125,7 +130,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     await step(t, 'npm install', 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], project);
     const res = await step(t, 'npm test', 'npm', ['test'], project);
     for (const line of res.out.split('\n').filter((l) => /control plane ready in|✔|✖/.test(l))) t.diagnostic(line.trim());
-    assert.match(res.out, /ℹ pass 10\n/, res.out.slice(-3000)); // main.test.ts 2, each controller's 3, the webhooks' 2
+    assert.match(res.out, /ℹ pass 11\n/, res.out.slice(-3000)); // main.test.ts 3, each controller's 3, the webhooks' 2
     assert.match(res.out, /ℹ fail 0\n/);
   });
 
@@ -137,6 +142,43 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.match(help.out, /--leader-elect/);
     // `npm run generate` with --check: the types create api wrote are the generator's (the packed bin's) own.
     await step(t, 'gen types --check', 'npm', ['run', 'generate', '--', '--check'], project);
+  });
+
+  test(`make docker-build CONTAINER_TOOL=podman builds the image with no edit; it answers --help and, with no cluster, exits 1 with one line`, { skip: skipImage !== undefined && weakenedNote('TSCM_SKIP_IMAGE_TEST', skipImage, skipImageWhat) }, async (t) => {
+    // podman as test/image.test.ts uses it (hack/image: private storage and configuration, runc, host network) and
+    // its local Node base image (no registry here): the generated Makefile's own knobs take them, CONTAINER_TOOL and
+    // BUILD_ARGS; nothing in the project is edited.
+    const setup = await runCmd('bash', [join(repoRoot, 'hack', 'image', 'setup.sh')], repoRoot);
+    assert.equal(setup.code, 0, `hack/image/setup.sh:\n${setup.out.slice(-3000)}`);
+    const base = /^BASE_IMAGE=(.+)$/m.exec(setup.out)?.[1];
+    assert.ok(base, `setup.sh names the local base image:\n${setup.out.slice(-1000)}`);
+    const conf = await runCmd('bash', ['-c', '. hack/image/lib.sh && printf "%s\\n%s\\n" "$CONTAINERS_CONF" "$CONTAINERS_STORAGE_CONF"'], repoRoot);
+    const [containersConf, storageConf] = conf.out.trim().split('\n');
+    assert.ok(containersConf && storageConf, conf.out);
+    const podmanEnv = { ...userEnv(), CONTAINERS_CONF: containersConf, CONTAINERS_STORAGE_CONF: storageConf };
+    const img = `localhost/guestbook-operator:scaffold-test-${process.pid}-${Date.now().toString(36)}`;
+    const podman = (...args: string[]): Promise<Run> => runCmd('podman', args, project, podmanEnv);
+    // Only this tag is removed afterwards: other runs build images in the same storage at the same time.
+    t.after(() => podman('rmi', img));
+    const caBundle = '/etc/ssl/certs/ca-certificates.crt'; // the intercepting proxy's CA, for npm ci inside the build
+    const buildArgs = ['--network host', `--build-arg BASE_IMAGE=${base}`, ...(existsSync(caBundle) ? [`--secret id=npm_ca,src=${caBundle}`] : [])];
+    const t0 = performance.now();
+    const build = await runCmd('make', ['docker-build', `IMG=${img}`, 'CONTAINER_TOOL=podman', `BUILD_ARGS=${buildArgs.join(' ')}`], project, podmanEnv);
+    times.push(['make docker-build', performance.now() - t0]);
+    t.diagnostic(`make docker-build: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    assert.equal(build.code, 0, `make docker-build:\n${build.out.slice(-6000)}`);
+    const [info] = JSON.parse((await podman('image', 'inspect', img)).out) as { Config: { User?: string; Entrypoint?: string[] } }[];
+    assert.deepEqual([info?.Config.User, info?.Config.Entrypoint], ['65532:65532', ['node', '--max-old-space-size-percentage=50', 'dist/main.js']]);
+
+    const help = await podman('run', '--rm', '--network', 'host', img, '--help');
+    assert.equal(help.code, 0, help.out);
+    assert.match(help.out, /--leader-elect/);
+    assert.match(help.out, /--webhook-cert-path/);
+    // No kubeconfig, no ServiceAccount: the manager starts, finds no credentials, and says so in one line, exit 1.
+    const bare = await podman('run', '--rm', '--network', 'host', img);
+    assert.equal(bare.code, 1, bare.out);
+    assert.match(bare.out, /^error: no Kubernetes credentials: set KUBECONFIG .*\n$/);
+    assert.equal(bare.out.split('\n').length, 2, bare.out);
   });
 
   test('config/ renders (kubectl kustomize) and applies to a real API server as make deploy does; the sample passes the CRD\'s schema, a bad object does not; its RBAC is enough for the built manager as the ServiceAccount', async (t) => {

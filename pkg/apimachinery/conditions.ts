@@ -14,11 +14,17 @@
 
 /** The fields of metav1.Condition these helpers read and write (generated condition types fit it). */
 export interface ConditionLike {
+  /** The key: at most one condition per type. */
   type: string;
+  /** 'True', 'False' or 'Unknown'; a change moves `lastTransitionTime`. */
   status: string;
+  /** A CamelCase word for programs. */
   reason?: string;
+  /** For humans. */
   message?: string;
+  /** The metadata.generation the condition was computed from. */
   observedGeneration?: number;
+  /** When `status` last changed (RFC 3339, second precision); set by `setStatusCondition` when not given. */
   lastTransitionTime?: string;
 }
 

@@ -24,10 +24,13 @@ export interface Requirement {
 
 /** A parsed label selector (apimachinery's labels.Selector): its requirements, a matcher, and its canonical string. */
 export interface Selector {
+  /** Its requirements, all of which must hold (ANDed). */
   readonly requirements: readonly Requirement[];
   /** True when the selector selects everything. */
   readonly empty: boolean;
+  /** Whether a set of labels (undefined = none) satisfies every requirement. */
   matches(labels: Readonly<Record<string, string>> | undefined): boolean;
+  /** The selector in the API server's syntax (`app=web,tier!=db`), as sent in `labelSelector`. */
   toString(): string;
 }
 

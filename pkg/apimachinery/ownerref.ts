@@ -36,7 +36,9 @@ export type Owner = Required<Pick<KubeObject, 'apiVersion' | 'kind'>> & KubeObje
  * (controller-runtime's AlreadyOwnedError): two controllers must never fight over one object.
  */
 export class AlreadyOwnedError extends Error {
+  /** The controller reference `obj` already has (another owner). */
   readonly owner: OwnerReference;
+  /** `obj` is already controlled by `owner`: the message names both. */
   constructor(obj: KubeObject, owner: OwnerReference) {
     const { namespace, name } = obj.metadata ?? {};
     super(`${obj.kind ?? 'object'} ${namespace ? `${namespace}/` : ''}${name ?? ''} is already controlled by ${owner.kind} ${owner.name} (uid ${owner.uid}): refusing to set a second controller reference`);

@@ -12,10 +12,13 @@
 export interface ResourceType {
   /** API group; '' for the core group (pods, services, configmaps, …). */
   readonly group: string;
+  /** API version, e.g. 'v1'. */
   readonly version: string;
   /** Lower-case plural used in URLs, e.g. 'deployments'. */
   readonly resource: string;
+  /** The objects' kind, e.g. 'Deployment'. */
   readonly kind: string;
+  /** Whether its objects live in namespaces (false: cluster-scoped, e.g. Namespaces, Nodes, CRDs). */
   readonly namespaced: boolean;
 }
 

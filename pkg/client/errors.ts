@@ -10,10 +10,14 @@ import type { RawResponse } from './request.ts';
 
 /** A Kubernetes `Status` error from the API server (or a transport-level failure with status 0). */
 export class ApiError extends Error {
+  /** The HTTP status code (404, 409, …); 0 for a transport-level failure (no answer). */
   readonly status: number;
+  /** The Status's reason (`NotFound`, `Conflict`, `AlreadyExists`, …), else the HTTP status text. */
   readonly reason: string;
+  /** The answer's body: the parsed Status object, or its text when it was not JSON. */
   readonly body: unknown;
 
+  /** Usually made by the client (see fromResponse); the message names the request. */
   constructor(status: number, reason: string, message: string, body: unknown) {
     super(message);
     this.name = 'ApiError';
@@ -22,6 +26,7 @@ export class ApiError extends Error {
     this.body = body;
   }
 
+  /** The error of a non-2xx answer: reason and message from its Status body, else one bounded line of its text. */
   static async fromResponse(method: string, path: string, res: RawResponse): Promise<ApiError> {
     const text = await res.text().catch(() => '');
     let body: unknown = text;

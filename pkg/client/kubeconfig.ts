@@ -101,28 +101,37 @@ function named(list: unknown, what: string, source: string): { name: string; bod
  * of client-node's KubeConfig; merging follows kubectl (first definition of a name wins).
  */
 export class KubeConfig {
+  /** The API servers: name, server URL, CA and TLS settings. */
   clusters: Cluster[] = [];
+  /** The credentials: client certificates, tokens, exec plugins. */
   users: User[] = [];
+  /** Named (cluster, user, namespace) triples. */
   contexts: Context[] = [];
+  /** The name of the context in use ('' when none). */
   currentContext = '';
 
+  /** Every context (the array itself, not a copy). */
   getContexts(): Context[] {
     return this.contexts;
   }
 
+  /** The name of the current context ('' when none). */
   getCurrentContext(): string {
     return this.currentContext;
   }
 
+  /** The context called `name`, or null. */
   getContextObject(name: string): Context | null {
     return this.contexts.find((c) => c.name === name) ?? null;
   }
 
+  /** The cluster of the current context, or null when there is no such context or cluster. */
   getCurrentCluster(): Cluster | null {
     const ctx = this.getContextObject(this.currentContext);
     return ctx ? (this.clusters.find((c) => c.name === ctx.cluster) ?? null) : null;
   }
 
+  /** The user of the current context, or null when there is no such context or user. */
   getCurrentUser(): User | null {
     const ctx = this.getContextObject(this.currentContext);
     return ctx ? (this.users.find((u) => u.name === ctx.user) ?? null) : null;
@@ -137,6 +146,7 @@ export class KubeConfig {
     this.currentContext = fresh.currentContext;
   }
 
+  /** Replaces this configuration with the file at `path` (relative paths in it resolved against its directory). Throws if unreadable. */
   loadFromFile(path: string): void {
     this.loadFromString(readFileSync(path, 'utf8'), dirname(path));
   }
@@ -159,6 +169,7 @@ export class KubeConfig {
     return used;
   }
 
+  /** Replaces this configuration with the given objects (kept as given, not copied). */
   loadFromOptions(opts: { clusters: Cluster[]; users: User[]; contexts: Context[]; currentContext: string }): void {
     this.clusters = opts.clusters;
     this.users = opts.users;

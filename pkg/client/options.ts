@@ -11,6 +11,7 @@ import type { Query } from './request.ts';
 
 /** What every call accepts. */
 export interface CallOptions {
+  /** Aborting it cuts a GET at once; a write is refused if it aborted before the write was sent (then runs to its answer). */
   signal?: AbortSignal;
   /** Whole-request timeout (RestClient's default 30 s). */
   timeoutMs?: number;
@@ -28,6 +29,7 @@ export interface WriteOptions extends CallOptions {
   dryRun?: boolean;
   /** Recorded in `metadata.managedFields` as the manager of the fields this write sets (optional outside apply). */
   fieldManager?: string;
+  /** `Strict`: an unknown or duplicate field fails the write (400); `Warn` (the server's default): a warning; `Ignore`. */
   fieldValidation?: FieldValidation;
 }
 
@@ -53,6 +55,7 @@ export interface ApplyOptions extends CallOptions {
   force?: boolean;
   /** `dryRun=All`: see WriteOptions.dryRun. */
   dryRun?: boolean;
+  /** See WriteOptions.fieldValidation. */
   fieldValidation?: FieldValidation;
 }
 
@@ -72,13 +75,17 @@ export interface ListOptions extends CallOptions {
   limit?: number;
   /** The `metadata.continue` token of the previous page. */
   continue?: string;
+  /** Absent: the latest (a quorum read); '0': whatever the API server's cache holds; else see resourceVersionMatch. */
   resourceVersion?: string;
+  /** With a resourceVersion: `Exact` that version (410 Gone once compacted), `NotOlderThan` it or newer. */
   resourceVersionMatch?: 'Exact' | 'NotOlderThan';
 }
 
 /** metav1.Preconditions: the delete happens only if the object still has this uid / resourceVersion (else 409). */
 export interface Preconditions {
+  /** Delete only the object with this uid (not a later one of the same name). */
   uid?: string;
+  /** Delete only if nothing changed it since this resourceVersion was read. */
   resourceVersion?: string;
 }
 
@@ -90,7 +97,9 @@ export interface Preconditions {
  * ownerReferences and leaves them.
  */
 export interface DeleteOptions extends CallOptions {
+  /** Delete only if the object still has this uid / resourceVersion (else 409 Conflict). */
   preconditions?: Preconditions;
+  /** What happens to the dependents (see above); absent: the resource's default (Background for most). */
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   /** Seconds before the object is deleted (Pods: the termination grace period); 0 = at once. */
   gracePeriodSeconds?: number;
@@ -100,36 +109,55 @@ export interface DeleteOptions extends CallOptions {
 
 /** metav1.ListMeta. */
 export interface ListMeta {
+  /** The version the list was read at: a watch started from it misses nothing. */
   resourceVersion?: string;
+  /** Present when more pages remain: pass it as ListOptions.continue. */
   continue?: string;
+  /** An estimate of the items after this page (absent when unknown, e.g. with a label selector). */
   remainingItemCount?: number;
 }
 
 /** A list answer (`<Kind>List`). */
 export interface ObjectList<T> {
+  /** The list's `group/version`. */
   apiVersion?: string;
+  /** `<Kind>List`. */
   kind?: string;
+  /** The list's resourceVersion and paging. */
   metadata: ListMeta;
+  /** The objects (the server may leave out their apiVersion and kind). */
   items: T[];
 }
 
 /** metav1.Status: what some calls (a DELETE that removed the object at once) answer instead of an object. */
 export interface Status {
+  /** `v1`. */
   apiVersion?: string;
+  /** Always `Status`. */
   kind: 'Status';
+  /** `Success` or `Failure`. */
   status?: 'Success' | 'Failure';
+  /** For humans. */
   message?: string;
+  /** A CamelCase word for programs (e.g. `NotFound`, `Conflict`). */
   reason?: string;
+  /** The HTTP status code. */
   code?: number;
+  /** The object the answer is about. */
   details?: { name?: string; group?: string; kind?: string; uid?: string };
 }
 
 /** autoscaling/v1 Scale: the `/scale` subresource of Deployments, ReplicaSets, StatefulSets and CRDs that enable it. */
 export interface Scale {
+  /** `autoscaling/v1`. */
   apiVersion?: 'autoscaling/v1';
+  /** `Scale`. */
   kind?: 'Scale';
+  /** The scaled object's name, namespace and resourceVersion (an update with a stale one is 409). */
   metadata?: ObjectMeta;
+  /** The desired replicas: what an update of /scale changes. */
   spec?: { replicas?: number };
+  /** The observed replicas and the label selector of the Pods they count. */
   status?: { replicas: number; selector?: string };
 }
 

@@ -14,11 +14,13 @@ export type Query = Record<string, string | number | boolean | undefined>;
 
 /** Options of one raw request: query, body, content type, cancellation and timeout. */
 export interface RequestOptions {
+  /** Query parameters (undefined values are left out). */
   query?: Query;
   /** JSON-serialised unless a string. */
   body?: unknown;
   /** Defaults to application/json; use application/merge-patch+json etc. for PATCH. */
   contentType?: string;
+  /** Aborting it cuts a GET; a write is refused if it aborted before the write was sent. */
   signal?: AbortSignal;
   /** Timeout for the whole request, body included. Default 30 s; 0 = none (watches: pass your own signal). */
   timeoutMs?: number;

@@ -40,8 +40,11 @@ import type { ResourceType } from '../apimachinery/resource.ts';
 
 /** Options of `new RestClient(opts)`: credentials, metrics registry, user agent, write gate, transport. */
 export interface RestClientOptions {
+  /** Where to connect and with which credentials (the current context). */
   kubeConfig: KubeConfig;
+  /** Where `rest_client_requests_total` and the retry counter are registered (default the process-wide registry). */
   registry?: Registry;
+  /** The User-Agent header (default `ts-controller-manager`). */
   userAgent?: string;
   /**
    * Write gate (leader election): once this signal aborts, every request other than GET is refused with its reason
@@ -97,8 +100,11 @@ interface Response extends RawResponse {
  * write gate, and `rest_client_requests_total` metrics. `resource(type)` gives a typed ResourceClient.
  */
 export class RestClient implements ApiClient {
+  /** The configuration it was made from (its current context's cluster and user). */
   readonly kubeConfig: KubeConfig;
+  /** The API server's URL, without a trailing slash. */
   readonly server: string;
+  /** The connection pool it sends on: shared by every RestClient of the same kubeconfig settings, or `opts.transport`. */
   readonly transport: Transport;
   /** Path prefix of the server URL (e.g. "/k8s/clusters/c1" behind a proxying gateway), '' for most. */
   private readonly prefix: string;
@@ -114,6 +120,7 @@ export class RestClient implements ApiClient {
   /** Drops this client's hold on the shared Transport (no-op for a caller-owned one). */
   private readonly releaseTransport: () => void;
 
+  /** Takes a hold on the shared Transport of `opts.kubeConfig` (or uses `opts.transport`); release it with close(). Sends nothing. */
   constructor(opts: RestClientOptions) {
     this.writeGate = opts.writeGate;
     this.kubeConfig = opts.kubeConfig;

@@ -110,11 +110,16 @@ export interface ApiClient extends JsonClient {
 export class ResourceClient<T extends KubeObject> {
   readonly #s: Scope;
 
+  /**
+   * A client of `type` over `rest` (usually `client.resource(type)` instead), in `namespace` or, without one, all
+   * namespaces (list only) or a cluster-scoped type. Throws for a namespace with a cluster-scoped type.
+   */
   constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     if (namespace && !type.namespaced) throw new Error(`${resourceId(type)} is cluster-scoped: no namespace allowed`);
     this.#s = new Scope(rest, type, namespace || undefined);
   }
 
+  /** The resource type this client reads and writes. */
   get type(): ResourceType {
     return this.#s.type;
   }
@@ -229,10 +234,12 @@ function applyCall<T extends KubeObject>(scope: Scope, config: ApplyConfiguratio
 export class StatusClient<T extends KubeObject> {
   readonly #s: Scope;
 
+  /** The /status client of `type` over `rest` in `namespace` (usually `resourceClient.status()` instead). */
   constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     this.#s = new Scope(rest, type, namespace || undefined);
   }
 
+  /** GET the object through /status (the whole object, as the server answers it). 404 → ApiError. */
   async get(name: string, opts: GetOptions = {}): Promise<T> {
     return this.#s.send<T>('GET', this.#s.objectPath(name, undefined, 'status'), call(opts, { query: { resourceVersion: opts.resourceVersion } }));
   }
@@ -242,6 +249,7 @@ export class StatusClient<T extends KubeObject> {
     return this.#s.send<T>('PUT', this.#s.objectPath(nameOf(obj), obj, 'status'), call(opts, { query: writeQuery(opts), body: this.#s.typed(obj) }));
   }
 
+  /** PATCH the status (merge, JSON or strategic patch); changes outside `status` in the patch are ignored. */
   async patch(name: string, patch: Patch<T>, opts: PatchOptions = {}): Promise<T> {
     const { contentType, body } = patchContentType(patch);
     return this.#s.send<T>('PATCH', this.#s.objectPath(name, undefined, 'status'), call(opts, { query: writeQuery(opts), body, contentType }));
@@ -260,14 +268,17 @@ export class StatusClient<T extends KubeObject> {
 export class ScaleClient {
   readonly #s: Scope;
 
+  /** The /scale client of `type` over `rest` in `namespace` (usually `resourceClient.scale()` instead). */
   constructor(rest: JsonClient, type: ResourceType, namespace?: string) {
     this.#s = new Scope(rest, type, namespace || undefined);
   }
 
+  /** GET the object's Scale: desired replicas in `spec`, observed replicas and the Pod selector in `status`. */
   async get(name: string, opts: GetOptions = {}): Promise<Scale> {
     return this.#s.send<Scale>('GET', this.#s.objectPath(name, undefined, 'scale'), call(opts, { query: { resourceVersion: opts.resourceVersion } }));
   }
 
+  /** PUT the Scale: sets `spec.replicas` of object `name`; 409 when `scale.metadata.resourceVersion` is stale. */
   async update(name: string, scale: Scale, opts: UpdateOptions = {}): Promise<Scale> {
     const body: Scale = { apiVersion: 'autoscaling/v1', kind: 'Scale', ...scale, metadata: { ...scale.metadata, name, ...(this.#s.ns ? { namespace: this.#s.ns } : {}) } };
     return this.#s.send<Scale>('PUT', this.#s.objectPath(name, undefined, 'scale'), call(opts, { query: writeQuery(opts), body }));

@@ -92,6 +92,7 @@ export interface Result {
 export interface ReconcileContext {
   /** Logger with controller, namespace, name and reconcileID fields. */
   log: Logger;
+  /** A random UUID per reconcile call (in every log line of it), as controller-runtime's. */
   reconcileID: string;
   /** The work-queue key this reconcile is for. */
   key: string;
@@ -163,6 +164,7 @@ function hasNamespacedName(req: unknown): req is Request {
  * workers reconcile them, a key is never reconciled twice at once, and failures are retried with per-key backoff.
  */
 export class Controller<Req = Request> {
+  /** The controller's name: the `controller` label of its metrics and the field of its logs. */
   readonly name: string;
   /** Controllers act on the cluster: the Manager runs them only on the leader. */
   readonly needLeaderElection = true;
@@ -188,6 +190,7 @@ export class Controller<Req = Request> {
   private drained: Promise<void> | undefined;
   private inFlightCount = 0;
 
+  /** Starts nothing (the Manager calls start(signal)); throws without a name. Usually made by ControllerBuilder. */
   constructor(opts: ControllerOptions<Req>) {
     if (!opts.name) throw new Error('controller name is required');
     const workers = opts.maxConcurrentReconciles ?? 1;

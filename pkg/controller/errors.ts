@@ -23,6 +23,7 @@
  */
 
 export class TerminalError extends Error {
+  /** A reconcile failure that retrying cannot fix: logged and counted, never requeued. `options.cause` keeps the original. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'TerminalError';
@@ -51,6 +52,7 @@ export class PriorityError extends Error {
   /** Queue priority of the error requeue (PriorityNormal 0, PriorityLow -100; higher first). */
   readonly priority: number;
 
+  /** Usually made by `withPriority(err, priority)`, which keeps `err` as the cause. */
   constructor(priority: number, message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PriorityError';

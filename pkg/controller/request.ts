@@ -7,7 +7,9 @@
  */
 
 export interface Request {
+  /** The object's namespace; '' for a cluster-scoped object. */
   namespace: string;
+  /** The object's name. */
   name: string;
 }
 

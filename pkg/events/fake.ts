@@ -14,9 +14,12 @@ export interface RecordedEvent {
 
 /** A Recorder for unit tests (client-go's record.FakeRecorder): keeps every event in memory, in order. */
 export class FakeRecorder implements Recorder {
+  /** Every event as `"<type> <reason> <message>"`, in order: for assertions. */
   readonly events: string[] = [];
+  /** Every call in full (the object's reference included), in order. */
   readonly recorded: RecordedEvent[] = [];
 
+  /** Records the event in `events` and `recorded`; nothing is written anywhere. */
   event(obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void {
     this.events.push(`${type} ${reason} ${message}`);
     this.recorded.push({ ref: objectReference(obj), type, reason, message });

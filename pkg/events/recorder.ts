@@ -46,12 +46,19 @@ export type EventType = 'Normal' | 'Warning';
 
 /** The object an Event is about (corev1.ObjectReference). */
 export interface ObjectReference {
+  /** The object's `group/version`. */
   apiVersion?: string;
+  /** The object's kind. */
   kind?: string;
+  /** The object's namespace (also the Event's); absent for cluster-scoped objects. */
   namespace?: string;
+  /** The object's name. */
   name?: string;
+  /** The object's uid. */
   uid?: string;
+  /** The version of the object the event is about. */
   resourceVersion?: string;
+  /** A part of the object (e.g. `spec.containers{web}`), when the event is about that part. */
   fieldPath?: string;
 }
 
@@ -120,6 +127,10 @@ export class RestEventSink implements EventSink {
 
 /** What controllers depend on: one method, fire-and-forget. */
 export interface Recorder {
+  /**
+   * Records an Event about `obj` (`Normal` or `Warning`, a CamelCase `reason`, a message for humans); returns at
+   * once: the write happens in the background and never throws into the caller.
+   */
   event(obj: KubeObject | ObjectReference, type: EventType, reason: string, message: string): void;
 }
 
@@ -205,6 +216,7 @@ export class EventBroadcaster {
   /** Resolves when abandoned: flush() and shutdown() stop waiting for writes in flight then. */
   private readonly abandoned = new Promise<void>((resolve) => this.abandonAc.signal.addEventListener('abort', () => resolve(), { once: true }));
 
+  /** Writes nothing yet; `recorderFor(component)` hands out recorders that share its queue and sink. */
   constructor(opts: Omit<EventRecorderOptions, 'component'>) {
     this.opts = opts;
     this.clock = opts.clock ?? realClock;

@@ -63,10 +63,15 @@ export interface SharedInformerFactoryOptions {
 export interface InformerForOptions<T extends KubeObject> {
   /** Overrides the factory's namespace scope for this informer ([] = all namespaces). */
   namespaces?: readonly string[];
+  /** Cache only the objects matching this label selector (sent with the list and watch): a separate informer. */
   labelSelector?: string;
+  /** Cache only the objects matching this field selector (sent with the list and watch): a separate informer. */
   fieldSelector?: string;
+  /** Applied to every object before it is cached (then frozen); default: drop managedFields. */
   transform?: (obj: KubeObject) => T;
+  /** Secondary indexes of the cache, by name (the `namespace` index always exists). */
   indexers?: Indexers<T>;
+  /** Resync period of this informer's handlers (ms; 0 = never); default the factory's. */
   resyncPeriodMs?: number;
 }
 
@@ -85,6 +90,7 @@ function normalizeScope(resource: ResourceType, namespaces: readonly string[]): 
  * process shares one list+watch and one cache per type (client-go's SharedInformerFactory).
  */
 export class SharedInformerFactory {
+  /** Counts the watches open per resource and namespace (opts.watchCounter, or this factory's own). */
   readonly watchCounter: WatchCounter;
   private readonly opts: SharedInformerFactoryOptions;
   private readonly namespaces: readonly string[];
@@ -96,6 +102,7 @@ export class SharedInformerFactory {
   private readonly clock: Clock;
   private readonly log: Logger;
 
+  /** Creates no informer and starts nothing: informerFor() creates, start(signal) runs them. */
   constructor(opts: SharedInformerFactoryOptions) {
     this.opts = opts;
     this.namespaces = opts.namespaces ?? [];

@@ -31,17 +31,23 @@ export function namespaceIndexFunc(obj: KubeObject): string[] {
 
 /** The read side of the cache, as handed to controllers. */
 export interface IndexerReader<T> {
+  /** How many objects are cached. */
   readonly size: number;
+  /** The object stored under `key` (`namespace/name`, or `name` for cluster-scoped objects), or undefined. */
   getByKey(key: string): T | undefined;
   /** The stored object with the same key as `obj`. */
   get(obj: T): T | undefined;
+  /** Every cached object (a new array of the stored, immutable objects). */
   list(): T[];
+  /** Every key. */
   listKeys(): string[];
   /** Objects whose IndexFunc `indexName` returned `value`. Throws if the index does not exist. */
   byIndex(indexName: string, value: string): T[];
+  /** The keys of the objects whose IndexFunc `indexName` returned `value`. Throws if the index does not exist. */
   indexKeys(indexName: string, value: string): string[];
   /** The values currently present in an index. */
   listIndexFuncValues(indexName: string): string[];
+  /** Whether an index of that name exists (`namespace` always does). */
   hasIndex(indexName: string): boolean;
   /** Adds indexes (and indexes existing items). Throws if a name is already taken. */
   addIndexers(indexers: Indexers<T>): void;
@@ -65,24 +71,29 @@ export class Indexer<T extends KubeObject> implements IndexerReader<T> {
   private readonly keyFunc: (obj: T) => string;
   private readonly onIndexError: ((indexName: string, key: string, err: unknown) => void) | undefined;
 
+  /** An empty cache with the `namespace` index and `opts.indexers`, keyed by `opts.keyFunc` (default `namespace/name`). */
   constructor(opts: IndexerOptions<T> = {}) {
     this.keyFunc = opts.keyFunc ?? metaNamespaceKey;
     this.onIndexError = opts.onIndexError;
     this.addIndexers({ [NAMESPACE_INDEX]: namespaceIndexFunc, ...opts.indexers });
   }
 
+  /** How many objects are cached. */
   get size(): number {
     return this.items.size;
   }
 
+  /** The key of an object, or of a deletion tombstone (its recorded key). */
   keyOf(obj: T | DeletedFinalStateUnknown<T>): string {
     return deletionHandlingKey(obj as T);
   }
 
+  /** Stores `obj` under its key (replacing what was there) and indexes it. */
   add(obj: T): void {
     this.put(this.keyFunc(obj), obj);
   }
 
+  /** The same as add(): stores `obj` under its key and re-indexes it. */
   update(obj: T): void {
     this.put(this.keyFunc(obj), obj);
   }
@@ -92,6 +103,7 @@ export class Indexer<T extends KubeObject> implements IndexerReader<T> {
     this.deleteByKey(deletionHandlingKey(obj as T));
   }
 
+  /** Removes the object stored under `key` and its index entries; nothing happens if there is none. */
   deleteByKey(key: string): void {
     const old = this.items.get(key);
     if (old === undefined) return;
@@ -106,6 +118,7 @@ export class Indexer<T extends KubeObject> implements IndexerReader<T> {
     for (const obj of list) this.put(this.keyFunc(obj), obj);
   }
 
+  /** The object stored under `key`, or undefined. */
   getByKey(key: string): T | undefined {
     return this.items.get(key);
   }
@@ -114,18 +127,22 @@ export class Indexer<T extends KubeObject> implements IndexerReader<T> {
     return this.items.get(this.keyFunc(obj));
   }
 
+  /** Every stored object (a new array; the objects themselves are not copied). */
   list(): T[] {
     return [...this.items.values()];
   }
 
+  /** Every key. */
   listKeys(): string[] {
     return [...this.items.keys()];
   }
 
+  /** Whether an index of that name exists. */
   hasIndex(indexName: string): boolean {
     return this.indexers.has(indexName);
   }
 
+  /** The keys under `value` in index `indexName`. Throws if the index does not exist. */
   indexKeys(indexName: string, value: string): string[] {
     const idx = this.indices.get(indexName);
     if (!idx) throw new Error(`index ${JSON.stringify(indexName)} does not exist`);

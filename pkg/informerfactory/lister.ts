@@ -16,6 +16,7 @@ import { parseSelector, type Selector } from '../apimachinery/labelselector.ts';
 export class Lister<T extends KubeObject> {
   private readonly indexer: IndexerReader<T>;
 
+  /** A lister reading `indexer` (informers make theirs: use `informer.lister()`). */
   constructor(indexer: IndexerReader<T>) {
     this.indexer = indexer;
   }
@@ -25,6 +26,7 @@ export class Lister<T extends KubeObject> {
     return this.indexer.getByKey(keyOf(namespace, name));
   }
 
+  /** The cached object under `key` (`namespace/name`, or `name` when cluster-scoped), or undefined. */
   getByKey(key: string): T | undefined {
     return this.indexer.getByKey(key);
   }

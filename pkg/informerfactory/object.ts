@@ -14,8 +14,11 @@ import type { KubeObject } from '../apimachinery/meta.ts';
  * so the handler gets the last state the cache knew (`obj`, possibly stale) under its `key`.
  */
 export interface DeletedFinalStateUnknown<T> {
+  /** Tells a tombstone from an object. */
   readonly kind: 'DeletedFinalStateUnknown';
+  /** The deleted object's cache key (`namespace/name`). */
   readonly key: string;
+  /** The last state the cache knew (possibly stale), or undefined. */
   readonly obj: T | undefined;
 }
 

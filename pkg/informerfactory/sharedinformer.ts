@@ -103,6 +103,7 @@ export interface AddEventHandlerOptions {
  * of event handlers (client-go's SharedIndexInformer). The cache has one writer, the informer's processing loop.
  */
 export class SharedIndexInformer<T extends KubeObject = KubeObject> {
+  /** The resource type it lists and watches. */
   readonly resource: ResourceType;
   /** The namespaces listed ([''] = all namespaces or cluster-scoped). */
   readonly scopes: readonly string[];
@@ -122,6 +123,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   private started = false;
   private stopped = false;
 
+  /** Lists and watches nothing yet (start(signal) does); usually made by SharedInformerFactory.informerFor. */
   constructor(opts: SharedIndexInformerOptions<T>) {
     this.resource = opts.resource;
     const nsList = opts.resource.namespaced ? [...new Set((opts.namespaces ?? []).filter((n) => n !== ''))] : [];
@@ -206,6 +208,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     return this.indexer;
   }
 
+  /** The Lister on the cache (get, list by namespace and label selector): the objects are frozen, never copies. */
   lister(): Lister<T> {
     return this.listers;
   }
@@ -248,10 +251,12 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     return rvs.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a));
   }
 
+  /** Whether start() was called. */
   isStarted(): boolean {
     return this.started;
   }
 
+  /** Whether it stopped (its signal aborted and everything it ran ended). */
   isStopped(): boolean {
     return this.stopped;
   }

@@ -42,12 +42,17 @@ function notAfter(cert: Buffer): string | undefined {
 
 /** Options of CertDirWatcher: the directory and file names (default tls.crt/tls.key). */
 export interface CertDirWatcherOptions {
+  /** The directory holding the pair (e.g. a mounted Secret: its files are replaced through symlinks). */
   dir: string;
+  /** The certificate's file name in `dir` (default `tls.crt`). */
   certFile?: string;
+  /** The private key's file name in `dir` (default `tls.key`). */
   keyFile?: string;
   /** Re-read the files this often even without a filesystem event (default 10 s). */
   pollIntervalMs?: number;
+  /** The timers' clock (default the real one; a fake in tests). */
   clock?: Clock;
+  /** Where reloads and refused pairs are logged (default nowhere). */
   logger?: Logger;
 }
 
@@ -71,6 +76,7 @@ export class CertDirWatcher implements TlsSource {
   private again = false;
   private lastError = '';
 
+  /** Reads nothing yet: the first read happens when it starts. */
   constructor(opts: CertDirWatcherOptions) {
     this.dir = opts.dir;
     this.certPath = join(opts.dir, opts.certFile ?? 'tls.crt');
@@ -169,14 +175,19 @@ export class CertDirWatcher implements TlsSource {
 
 /** Options of GeneratedCertificate: the names the certificate is valid for, its lifetime and retry delay. */
 export interface GeneratedCertificateOptions {
+  /** The subject's common name (default `ts-controller-manager-metrics`). */
   commonName?: string;
+  /** Subject alternative DNS names (default `localhost`). */
   dnsNames?: string[];
+  /** Subject alternative IP addresses (default `127.0.0.1`). */
   ips?: string[];
   /** Lifetime of each certificate (default 365 days); renewed after two thirds of it. */
   validityMs?: number;
   /** Delay before retrying a failed renewal (default 1 minute). */
   retryMs?: number;
+  /** The renewal timers' clock (default the real one; a fake in tests). */
   clock?: Clock;
+  /** Where renewals and their failures are logged (default nowhere). */
   logger?: Logger;
   /** Certificate maker (tests); default selfSignedCertificate with the names above. */
   generate?: (validityMs: number) => Promise<{ cert: string; key: string }>;
@@ -193,6 +204,7 @@ export class GeneratedCertificate implements TlsSource {
   private readonly log: Logger;
   private readonly generate: (validityMs: number) => Promise<{ cert: string; key: string }>;
 
+  /** Makes nothing yet: the first certificate is made when it starts. */
   constructor(opts: GeneratedCertificateOptions = {}) {
     this.validityMs = opts.validityMs ?? defaultValidityMs;
     this.retryMs = opts.retryMs ?? 60_000;

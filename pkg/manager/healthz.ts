@@ -43,6 +43,7 @@ export class HealthChecks {
   private readonly clock: Clock;
   private readonly log: Logger;
 
+  /** No checks yet; each check gets `opts.timeoutMs` (default 10 s) before it counts as failed. */
   constructor(opts: { timeoutMs?: number; clock?: Clock; logger?: Logger } = {}) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.clock = opts.clock ?? realClock;
@@ -65,10 +66,12 @@ export class HealthChecks {
     this.checks[endpoint].set(name, fn);
   }
 
+  /** The names of the checks of `endpoint` ('healthz' or 'readyz'), sorted. */
   names(endpoint: Endpoint): string[] {
     return [...this.checks[endpoint].keys()].sort();
   }
 
+  /** Whether `endpoint` has a check called `name`. */
   has(endpoint: Endpoint, name: string): boolean {
     return this.checks[endpoint].has(name);
   }

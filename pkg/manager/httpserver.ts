@@ -38,7 +38,9 @@ export function parseBindAddress(text: string): BindAddress | undefined {
 
 /** A PEM certificate (chain) and its private key. */
 export interface TlsPair {
+  /** The certificate chain (PEM). */
   cert: Buffer;
+  /** Its private key (PEM). */
   key: Buffer;
 }
 

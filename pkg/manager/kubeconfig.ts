@@ -22,6 +22,7 @@ export { serviceAccountDir };
 
 /** A loaded kubeconfig and where it came from. */
 export interface KubeConfigSource {
+  /** The loaded configuration (its current context chosen). */
   kubeConfig: KubeConfig;
   /** Human-readable origin for the startup log (never contains credentials). */
   source: string;

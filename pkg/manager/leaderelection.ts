@@ -209,12 +209,14 @@ export type ElectionResult = 'stopped' | 'lost';
 
 /** What the Manager needs from leader election (the LeaderElector, or a fake in tests). */
 export interface LeaderElection {
+  /** The Lease's name. */
   readonly name: string;
   /**
    * Campaigns until `signal` aborts or leadership is lost. Never rejects for expected failures (API errors are
    * retried). Resolves "stopped" after releasing the lease if the signal aborted, "lost" if leadership was lost.
    */
   run(signal: AbortSignal, callbacks?: LeaderCallbacks): Promise<ElectionResult>;
+  /** Whether this replica holds the Lease now. */
   isLeader(): boolean;
 }
 
@@ -267,7 +269,9 @@ function masterStatus(registry: Registry): Gauge<'name'> {
  * term's signal aborts before any other candidate can acquire the Lease).
  */
 export class LeaderElector implements LeaderElection {
+  /** The Lease's name. */
   readonly name: string;
+  /** This replica's holder identity in the Lease. */
   readonly identity: string;
   private readonly lock: LeaseClient;
   private readonly leaseDurationMs: number;
@@ -304,6 +308,7 @@ export class LeaderElector implements LeaderElection {
   /** Standby only: cuts the current retry sleep short (set while the acquire loop sleeps). */
   private wake: (() => void) | undefined;
 
+  /** Campaigns for nothing yet (run() does). Throws unless leaseDuration > renewDeadline > 1.2 × retryPeriod > 0. */
   constructor(opts: LeaderElectorOptions) {
     if (!(opts.leaseDurationMs > opts.renewDeadlineMs)) throw new Error('leaseDuration must be greater than renewDeadline');
     if (!(opts.renewDeadlineMs > jitterFactor * opts.retryPeriodMs)) throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
@@ -325,6 +330,7 @@ export class LeaderElector implements LeaderElection {
     this.gauge.set({ name: this.name }, 0);
   }
 
+  /** Whether this replica holds the Lease now. */
   isLeader(): boolean {
     return this.leading;
   }

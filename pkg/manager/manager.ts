@@ -51,6 +51,7 @@ export interface ManagerOptions {
    * with a signal that aborts when shutdown begins. Undefined = nothing to wait for.
    */
   waitForCacheSync?: (signal: AbortSignal) => Promise<boolean | void>;
+  /** How long a graceful shutdown waits for the runnables to stop before it gives up (exit 1). */
   gracefulShutdownTimeoutMs: number;
   /**
    * How long, from becoming leader (from start without leader election), the caches may take to sync before that
@@ -70,7 +71,9 @@ export interface ManagerOptions {
   afterGatedStopped?: (signal: AbortSignal) => Promise<void>;
   /** Minimum time given to the lease release even when the graceful deadline has passed (default 5 s). */
   releaseGraceMs?: number;
+  /** The clock of its timers and time measurements (default the real one; a fake in tests). */
   clock?: Clock;
+  /** Where it logs (default nowhere). */
   logger?: Logger;
 }
 
@@ -105,6 +108,7 @@ export class Manager {
   private lose: () => void = () => {};
   private failureErr: Error | undefined;
 
+  /** Starts nothing: add runnables, then start(signal). */
   constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.clock = opts.clock ?? realClock;

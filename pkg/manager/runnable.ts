@@ -17,6 +17,7 @@ export interface Runnable {
   readonly name: string;
   /** True for runnables that may act only while this replica holds the leader-election lease (controllers). */
   readonly needLeaderElection: boolean;
+  /** Runs until `signal` aborts (or the work is done) and settles only once stopped; rejecting is a fatal failure. */
   start(signal: AbortSignal): Promise<void>;
   /** Work this runnable abandoned that is still running after `start` resolved (default: none). */
   stillRunning?(): boolean;

@@ -146,8 +146,10 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private options: BuilderOptions = {};
   private completed = false;
   private readonly mgr: ControllerHost;
+  /** The controller's name: in its metrics, logs and work queue (unique per manager). */
   readonly name: string;
 
+  /** Usually obtained from `mgr.controller(name)`. */
   constructor(mgr: ControllerHost, name: string) {
     this.mgr = mgr;
     this.name = name;
@@ -216,6 +218,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     return this;
   }
 
+  /** Workers, queue, rate limiter and timeouts of this controller (merged over earlier calls). */
   withOptions(opts: BuilderOptions): this {
     this.options = { ...this.options, ...opts };
     return this;

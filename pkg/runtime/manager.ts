@@ -62,7 +62,9 @@ import type { ApiClient } from '../client/typed.ts';
  * without a control plane (docs/testing.md).
  */
 export interface ReconcilerHost {
+  /** The shared cache of `resource` (one per type and manager): read objects through its lister, never the API. */
   informer<T extends KubeObject>(resource: ResourceType): { lister(): Lister<T> };
+  /** The client for writes (and the rare live read). */
   readonly client: ApiClient;
 }
 
@@ -75,9 +77,11 @@ export interface LeaderElectionOptions {
   id: string;
   /** Lease namespace. */
   namespace: string;
-  /** Defaults as client-go and controller-runtime: 15 s / 10 s / 2 s. */
+  /** How long a Lease holds without renewal before another replica may take it. Defaults as client-go and controller-runtime: 15 s / 10 s / 2 s. */
   leaseDurationMs?: number;
+  /** How long the leader keeps trying to renew before it gives up leading (10 s). */
   renewDeadlineMs?: number;
+  /** The interval between acquire and renew attempts (2 s). */
   retryPeriodMs?: number;
 }
 
@@ -179,11 +183,17 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
   readonly client: RestClient;
   /** Ungated client: informers, the Lease, access reviews (what every replica does). */
   readonly reader: RestClient;
+  /** The one shared informer factory: every controller's caches for a type are the same informer. */
   readonly factory: SharedInformerFactory;
+  /** Events: `events.recorderFor(component)` records Kubernetes Events through the guarded client. */
   readonly events: EventBroadcaster;
+  /** The metrics registry served on /metrics (options.registry, default the process-wide one). */
   readonly registry: Registry;
+  /** The manager's logger (options.logger, default JSON at info level). */
   readonly logger: Logger;
+  /** The /healthz and /readyz checks; add your own with `health.addReadyzCheck`/`addHealthzCheck`. */
   readonly health: HealthChecks;
+  /** This replica's identity in the Lease and the User-Agent: options.identity, default `<hostname>_<random UUID>`. */
   readonly identity: string;
   /** The Lease the controllers are gated on: the leader Lease, or with sharding this replica's shard Lease. */
   readonly elector: LeaderElector | undefined;
@@ -205,6 +215,10 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
       this.ensureWebhookServer().registerConversion(group, kind, conversion),
   };
 
+  /**
+   * Builds everything from `opts` and starts nothing (`run()` or `start(signal)` does). Credentials: `opts.kubeConfig`,
+   * else $KUBECONFIG, in-cluster, ~/.kube/config — throws `no Kubernetes credentials: …` when none exists.
+   */
   constructor(opts: ControllerManagerOptions = {}) {
     this.opts = opts;
     const log = (this.logger = opts.logger ?? newLogger({ level: 'info' }));

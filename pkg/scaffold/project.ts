@@ -296,7 +296,7 @@ function mainTs(o: ProjectOptions): string {
  * a comma list) limits what the informers watch. Webhooks (\`create webhook\`) are registered unless
  * ENABLE_WEBHOOKS=false (kubebuilder's switch: e.g. \`ENABLE_WEBHOOKS=false make run\` without serving certificates);
  * they are served on --webhook-bind-address with tls.crt/tls.key from --webhook-cert-path. Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 failure (lost
- * leadership, caches not synced in time), 2 bad flags.
+ * leadership, caches not synced in time, no credentials: one line), 2 bad flags.
  */
 import { parseArgs } from 'node:util';
 import { ControllerManager, parseWatchNamespace } from 'ts-controller-manager';
@@ -353,14 +353,21 @@ if (flags.help) {
   process.exit(0);
 }
 
-const mgr = new ControllerManager({
-  namespaces: parseWatchNamespace(process.env['WATCH_NAMESPACE']),
-  healthProbeBindAddress: flags['health-probe-bind-address'],
-  metrics: { bindAddress: flags['metrics-bind-address'], secure: flags['metrics-secure'] },
-  ...(flags['leader-elect'] ? { leaderElection: { id: '${o.repo}.${o.domain}', namespace: flags['leader-election-namespace'] } } : {}),
-  // The webhook server starts (on every replica) only once a webhook is registered below.
-  webhook: { bindAddress: flags['webhook-bind-address'], certDir: flags['webhook-cert-path'] },
-});
+let mgr: ControllerManager;
+try {
+  mgr = new ControllerManager({
+    namespaces: parseWatchNamespace(process.env['WATCH_NAMESPACE']),
+    healthProbeBindAddress: flags['health-probe-bind-address'],
+    metrics: { bindAddress: flags['metrics-bind-address'], secure: flags['metrics-secure'] },
+    ...(flags['leader-elect'] ? { leaderElection: { id: '${o.repo}.${o.domain}', namespace: flags['leader-election-namespace'] } } : {}),
+    // The webhook server starts (on every replica) only once a webhook is registered below.
+    webhook: { bindAddress: flags['webhook-bind-address'], certDir: flags['webhook-cert-path'] },
+  });
+} catch (err) {
+  // No credentials (no KUBECONFIG, no ServiceAccount, no ~/.kube/config) or an unreadable kubeconfig: one line, exit 1.
+  process.stderr.write(\`error: \${(err as Error).message}\\n\`);
+  process.exit(1);
+}
 
 // Each controller registers itself with the manager (informers, work queue, reconciler) before it starts.
 ${markers.controllers}
@@ -376,11 +383,14 @@ process.exitCode = await mgr.run(); // until SIGTERM/SIGINT: graceful shutdown, 
 
 function mainTestTs(): string {
   return `/**
- * main.ts's command line, without a cluster: --help answers at once, a bad flag exits 2 with one line. (Each
- * controller's behaviour is tested in controllers/<kind>.test.ts on a real API server.)
+ * main.ts's command line, without a cluster: --help answers at once, no credentials exit 1 and a bad flag exits 2, each
+ * with one line. (Each controller's behaviour is tested in controllers/<kind>.test.ts on a real API server.)
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 const main = (...args: string[]) => spawnSync(process.execPath, ['main.ts', ...args], { cwd: import.meta.dirname, encoding: 'utf8' });
@@ -391,6 +401,17 @@ test('--help lists the flags and exits 0', () => {
   assert.match(res.stdout, /--metrics-bind-address/);
   assert.match(res.stdout, /--leader-elect/);
   assert.match(res.stdout, /--webhook-cert-path/);
+});
+
+test('no credentials (no KUBECONFIG, no ServiceAccount, no ~/.kube/config): exits 1 with one line', () => {
+  const home = mkdtempSync(join(tmpdir(), 'no-kube-')); // an empty HOME: no ~/.kube/config
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+  for (const k of ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT']) delete env[k];
+  const res = spawnSync(process.execPath, ['main.ts', '--health-probe-bind-address=0'], { cwd: import.meta.dirname, encoding: 'utf8', env });
+  rmSync(home, { recursive: true, force: true });
+  assert.equal(res.status, 1, res.stderr);
+  assert.match(res.stderr, /^error: no Kubernetes credentials: set KUBECONFIG .*\\n$/);
+  assert.equal(res.stderr.split('\\n').length, 2, res.stderr);
 });
 
 test('a bad invocation exits 2 with one line', () => {

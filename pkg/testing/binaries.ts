@@ -15,7 +15,9 @@ import { join } from 'node:path';
 
 /** Paths of the control plane binaries startTestEnv runs. */
 export interface ControlPlaneBinaries {
+  /** Path of the etcd executable. */
   etcd: string;
+  /** Path of the kube-apiserver executable. */
   kubeApiserver: string;
   /** kubectl of the same source, when there is one. */
   kubectl: string | undefined;

@@ -17,12 +17,14 @@ import { delay } from './process.ts';
 
 /** The fields of a CustomResourceDefinition that installCRDs reads (the rest passes through). */
 export interface CustomResourceDefinition extends KubeObject {
+  /** The parts read here: group, scope, names, and each version's served flag, subresources and schema. */
   spec?: {
     group?: string;
     scope?: string;
     names?: { plural?: string; kind?: string };
     versions?: { name: string; served?: boolean; subresources?: { status?: unknown }; schema?: { openAPIV3Schema?: unknown } }[];
   };
+  /** Its conditions (`Established` once the API server serves it). */
   status?: { conditions?: Condition[] };
 }
 

@@ -148,6 +148,7 @@ export class TestEnv {
   readonly kubeConfig: KubeConfig;
   /** An admin client (its metrics on a private registry); closed by stop(). */
   readonly client: RestClient;
+  /** The etcd, kube-apiserver (and kubectl) this environment runs, and where they were found. */
   readonly binaries: ControlPlaneBinaries;
   /** The environment's temporary directory (PKI, data, `<component>/<component>.log`); removed by stop(). */
   readonly dir: string;

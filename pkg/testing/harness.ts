@@ -22,6 +22,7 @@ import { eventually } from './eventually.ts';
  * resolves with its exit code.
  */
 export interface RunningManager {
+  /** The manager, started (its controllers running, caches synced). */
   readonly manager: ControllerManager;
   /** The exit code `start` resolved with, when it stops (by stop(), the signal, or a failure). */
   readonly exited: Promise<number>;

@@ -19,9 +19,11 @@ import type { ApiClient } from '../client/typed.ts';
 
 /** A namespace made by testNamespace: its name and its (idempotent) deletion. */
 export interface TestNamespace {
+  /** `<prefix>-<5 random characters>`: never reused, so a namespace still Terminating never collides. */
   readonly name: string;
   /** Deletes the namespace (idempotent). */
   delete(): Promise<void>;
+  /** `await using ns = await testNamespace(…)`: delete() when the scope ends. */
   [Symbol.asyncDispose](): Promise<void>;
 }
 

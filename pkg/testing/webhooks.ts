@@ -44,7 +44,9 @@ export interface WebhookInstallOptions {
 
 /** Where the test's webhook server must serve: `new ControllerManager({ webhook: { bindAddress, certDir } })`. */
 export interface WebhookServing {
+  /** The loopback address the webhook server listens on (the API server calls it there). */
   host: string;
+  /** `localServingPort`, or a port that was free when the environment started. */
   port: number;
   /** `<host>:<port>`, for `webhook.bindAddress` (or `--webhook-bind-address`). */
   bindAddress: string;
@@ -56,8 +58,11 @@ export interface WebhookServing {
 
 /** The `clientConfig` of a webhook (admissionregistration.k8s.io/v1 WebhookClientConfig, apiextensions' likewise). */
 export interface WebhookClientConfig {
+  /** `https://host:port/path`: written in place of `service`, to the test's webhook server; an explicit one is kept. */
   url?: string;
+  /** The in-cluster Service a manifest names; replaced by `url` (its path kept). */
   service?: { namespace?: string; name?: string; path?: string; port?: number };
+  /** Base64 of the CA PEM the API server trusts for this webhook; the environment's CA where `service` was rewritten. */
   caBundle?: string;
 }
 
@@ -66,6 +71,7 @@ export interface WebhookClientConfig {
  * environment rewrites (each webhook's `clientConfig`) are typed; every other field is passed to the API server as is.
  */
 export interface WebhookConfiguration extends KubeObject {
+  /** The webhooks: each one's clientConfig is rewritten, everything else kept. */
   webhooks?: Array<{ name: string; clientConfig?: WebhookClientConfig; [field: string]: unknown }>;
 }
 

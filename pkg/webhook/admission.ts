@@ -30,64 +30,93 @@ export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
 /** A group/version/kind (or resource) as the AdmissionRequest spells it. */
 export interface GroupVersionKind {
+  /** The API group ('' for the core group). */
   group: string;
+  /** The version, e.g. `v1`. */
   version: string;
+  /** The kind, e.g. `Deployment`. */
   kind: string;
 }
 
 /** A group/version/resource as the AdmissionRequest spells it (`resource` is the plural name). */
 export interface GroupVersionResource {
+  /** The API group ('' for the core group). */
   group: string;
+  /** The version, e.g. `v1`. */
   version: string;
+  /** The plural resource name, e.g. `deployments`. */
   resource: string;
 }
 
 /** admission.k8s.io/v1 AdmissionRequest (the fields this package reads; the rest are passed through untouched). */
 export interface AdmissionRequest<T = KubeObject> {
+  /** Identifies this review; the response must echo it (the server matches them). */
   uid: string;
+  /** The kind of `object` as sent to this webhook (converted to the webhook's version by matchPolicy Equivalent). */
   kind?: GroupVersionKind;
+  /** The resource being written, as sent to this webhook. */
   resource?: GroupVersionResource;
+  /** The subresource (e.g. `status`, `scale`), absent for the main resource. */
   subResource?: string;
+  /** The object's name; may be empty on CREATE with generateName. */
   name?: string;
+  /** The object's namespace; absent for cluster-scoped objects. */
   namespace?: string;
+  /** CREATE, UPDATE, DELETE or CONNECT. */
   operation?: Operation;
+  /** Who asked: the authenticated user's name, uid, groups and extra attributes. */
   userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   /** The new object (CREATE, UPDATE); null for DELETE. */
   object?: T | null;
   /** The existing object (UPDATE, DELETE); null for CREATE. */
   oldObject?: T | null;
+  /** The request will not be persisted: a webhook with side effects must not act on it. */
   dryRun?: boolean;
+  /** The operation's options object (CreateOptions, UpdateOptions, DeleteOptions), as sent. */
   options?: unknown;
 }
 
 /** The status of a denied AdmissionResponse (a metav1.Status subset): HTTP code, reason, message for the client. */
 export interface AdmissionStatus {
+  /** The HTTP status code the client sees (default 403). */
   code?: number;
+  /** A CamelCase reason (default `Forbidden`). */
   reason?: string;
+  /** Why: shown to the client after `admission webhook "<name>" denied the request: `. */
   message?: string;
 }
 
 /** admission.k8s.io/v1 AdmissionResponse. */
 export interface AdmissionResponse {
+  /** The request's uid, echoed. */
   uid: string;
+  /** Whether the request may proceed. */
   allowed: boolean;
+  /** Why not (with `allowed: false`). */
   status?: AdmissionStatus;
   /** base64 of the JSON patch (RFC 6902). */
   patch?: string;
+  /** `JSONPatch` when `patch` is set (the only type the API server accepts). */
   patchType?: 'JSONPatch';
+  /** Shown to the client as `Warning:` lines (allowed or not). */
   warnings?: string[];
 }
 
 /** admission.k8s.io/v1 AdmissionReview: the envelope of a request (from the API server) or a response (to it). */
 export interface AdmissionReview {
+  /** Always admission.k8s.io/v1 (the only version served). */
   apiVersion: typeof admissionApiVersion;
+  /** Always `AdmissionReview`. */
   kind: 'AdmissionReview';
+  /** Set in what the API server sends. */
   request?: AdmissionRequest;
+  /** Set in the answer. */
   response?: AdmissionResponse;
 }
 
 /** The request envelope was not a valid review: the server answers HTTP 400 with this message. */
 export class BadRequestError extends Error {
+  /** `message`: what is wrong with the envelope, sent back as the 400's body. */
   constructor(message: string) {
     super(message);
     this.name = 'BadRequestError';
@@ -99,10 +128,14 @@ export class BadRequestError extends Error {
  * 'Forbidden') go into the response's status; `warnings` are shown to the client too.
  */
 export class Denied extends Error {
+  /** The HTTP status code of the denial (default 403). */
   readonly code: number;
+  /** Its reason (default `Forbidden`). */
   readonly reason: string;
+  /** Warnings sent with the denial. */
   readonly warnings: readonly string[];
 
+  /** A denial with `message`; `opts` override code and reason and add warnings (see `denied()`). */
   constructor(message: string, opts: { code?: number; reason?: string; warnings?: readonly string[] } = {}) {
     super(message);
     this.name = 'Denied';
@@ -132,6 +165,7 @@ export interface HandlerContext {
 
 /** What a Defaulter or Validator gets besides the object: the handler context and the whole AdmissionRequest. */
 export interface AdmissionContext<T> extends HandlerContext {
+  /** The whole request: operation, user, dryRun, subresource, old object. */
   request: AdmissionRequest<T>;
 }
 
@@ -143,8 +177,11 @@ export type ValidationResult = void | undefined | readonly string[] | Denied;
  * allows its operation. Objects are deep copies: changing them changes nothing.
  */
 export interface Validator<T extends KubeObject = KubeObject> {
+  /** Judges a new object (CREATE). */
   validateCreate?(obj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
+  /** Judges a change (UPDATE): the stored object and the one that would replace it. */
   validateUpdate?(oldObj: T, newObj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
+  /** Judges a deletion (DELETE) of the stored object. */
   validateDelete?(oldObj: T, ctx: AdmissionContext<T>): ValidationResult | Promise<ValidationResult>;
 }
 

@@ -32,6 +32,7 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
   private conversion: Conversion | undefined;
   private completed = false;
 
+  /** Usually obtained from `mgr.webhook(type)`; `gvk` names the paths (`/mutate-<group with dashes>-<version>-<kind lower-case>`, …). */
   constructor(registrar: WebhookRegistrar, gvk: GroupVersionKindLike) {
     this.registrar = registrar;
     this.gvk = { group: gvk.group, version: gvk.version, kind: gvk.kind };

@@ -25,7 +25,9 @@ export const conversionApiVersion = 'apiextensions.k8s.io/v1';
 
 /** How one spoke version converts to and from the hub. Both get a deep copy and return the converted object. */
 export interface SpokeConversion {
+  /** This spoke version's object as the hub version (apiVersion is set by the caller). */
   toHub(obj: KubeObject, ctx: HandlerContext): KubeObject | Promise<KubeObject>;
+  /** The hub version's object as this spoke version (apiVersion is set by the caller). */
   fromHub(hub: KubeObject, ctx: HandlerContext): KubeObject | Promise<KubeObject>;
 }
 
@@ -39,23 +41,33 @@ export interface Conversion {
 
 /** apiextensions.k8s.io/v1 ConversionRequest: objects to convert to `desiredAPIVersion`. */
 export interface ConversionRequest {
+  /** Identifies this review; the response echoes it. */
   uid: string;
+  /** `group/version` every object must be converted to. */
   desiredAPIVersion: string;
+  /** The objects to convert, each in its own (possibly different) version. */
   objects: KubeObject[];
 }
 
 /** apiextensions.k8s.io/v1 ConversionResponse: on Success, `convertedObjects` in the order of the request's objects. */
 export interface ConversionResponse {
+  /** The request's uid, echoed. */
   uid: string;
+  /** The converted objects, in request order (empty on Failure). */
   convertedObjects: KubeObject[];
+  /** Success, or Failure with the message the API server's client sees. */
   result: { status: 'Success' } | { status: 'Failure'; message: string };
 }
 
 /** apiextensions.k8s.io/v1 ConversionReview: the envelope of a conversion request or response. */
 export interface ConversionReview {
+  /** Always apiextensions.k8s.io/v1 (the only version served). */
   apiVersion: typeof conversionApiVersion;
+  /** Always `ConversionReview`. */
   kind: 'ConversionReview';
+  /** Set in what the API server sends. */
   request?: ConversionRequest;
+  /** Set in the answer. */
   response?: ConversionResponse;
 }
 

@@ -14,8 +14,11 @@ import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 
 /** controller-runtime's webhook metrics: requests by code, latency, requests in flight (label `webhook`: the path). */
 export interface WebhookMetricFamilies {
+  /** controller_runtime_webhook_requests_total{webhook, code}: requests by path and HTTP status code. */
   requestsTotal: Counter<'webhook' | 'code'>;
+  /** controller_runtime_webhook_latency_seconds{webhook}: from a request's arrival to its answer. */
   latency: Histogram<'webhook'>;
+  /** controller_runtime_webhook_requests_in_flight{webhook}: requests being served. */
   inFlight: Gauge<'webhook'>;
 }
 

@@ -10,8 +10,11 @@
  */
 
 export interface GroupVersionKindLike {
+  /** The API group ('' for the core group). */
   readonly group: string;
+  /** The version, e.g. 'v1'. */
   readonly version: string;
+  /** The kind, e.g. 'Guestbook'. */
   readonly kind: string;
 }
 

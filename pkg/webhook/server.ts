@@ -58,7 +58,9 @@ export interface WebhookServerOptions {
   tls?: TlsSource;
   /** Directory with `certName`/`keyName` (default tls.crt/tls.key), re-read when they change. */
   certDir?: string;
+  /** The certificate's file name in `certDir` (default `tls.crt`). */
   certName?: string;
+  /** The private key's file name in `certDir` (default `tls.key`). */
   keyName?: string;
   /** Largest request body accepted (bytes); default 7 MiB. */
   maxRequestBytes?: number;
@@ -74,8 +76,11 @@ export interface WebhookServerOptions {
   idleTimeoutMs?: number;
   /** How long shutdown waits for requests in progress before closing their connections (ms); default 5 s. */
   shutdownTimeoutMs?: number;
+  /** Where the webhook metrics (requests, latency, in flight) are registered (default the process-wide registry). */
   registry?: Registry;
+  /** Where failures and certificate reloads are logged. */
   logger?: Logger;
+  /** The clock of handler timeouts and certificate re-reads (default the real one; a fake in tests). */
   clock?: Clock;
 }
 
@@ -167,6 +172,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   private serving = false;
   private stopped = false;
 
+  /** Binds nothing yet: start() loads the certificate, then listens. Paths may be registered before or after. */
   constructor(opts: WebhookServerOptions = {}) {
     for (const name of ['maxRequestBytes', 'handlerTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'handshakeTimeoutMs', 'idleTimeoutMs'] as const) {
       const v = opts[name];
@@ -228,6 +234,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     if (!this.serving || this.stopped) throw new Error('webhook server is not serving (certificate not loaded or port not bound yet, or stopped)');
   }
 
+  /** Serves until `signal` aborts, then shuts down gracefully (see shutdownTimeoutMs); rejects if it cannot serve. */
   async start(signal: AbortSignal): Promise<void> {
     void this.listening.then(() => {
       this.serving = true;

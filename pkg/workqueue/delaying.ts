@@ -42,6 +42,7 @@ export type DelayingQueueOptions = QueueOptions;
 
 /** A Queue with `addAfter` (client-go's DelayingInterface): an item becomes ready after its delay. */
 export class DelayingQueue<T> implements DelayingWorkQueue<T> {
+  /** The clock of the delays (opts.clock, default the real one). */
   protected readonly clock: Clock;
   private readonly queue: Queue<T>;
   private readonly metrics: QueueMetrics<T>;
@@ -51,6 +52,7 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
   private timer: Timer | undefined;
   private timerAt = Infinity;
 
+  /** An empty queue with no item waiting; options as Queue's. */
   constructor(opts: DelayingQueueOptions = {}) {
     this.clock = opts.clock ?? realClock;
     this.metrics = metricsFor<T>(opts, this.clock);
@@ -114,6 +116,7 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
     return this.queue.shutDownWithDrain();
   }
 
+  /** Whether shutDown was called: adds (and delayed adds) are ignored from then on. */
   shuttingDown(): boolean {
     return this.queue.shuttingDown();
   }

@@ -61,12 +61,19 @@ export const workqueueDurationBuckets: readonly number[] = Array.from({ length: 
 
 /** The `workqueue_*` metric families of a registry (client-go's and controller-runtime's names and labels). */
 export interface WorkqueueMetricFamilies {
+  /** workqueue_depth: items added and not yet handed out, by priority. */
   depth: Gauge<Labels | 'priority'>;
+  /** workqueue_adds_total: accepted adds (duplicates not counted). */
   adds: Counter<Labels>;
+  /** workqueue_queue_duration_seconds: from the first add to a worker. */
   latency: Histogram<Labels>;
+  /** workqueue_work_duration_seconds: from a worker taking an item to done. */
   workDuration: Histogram<Labels>;
+  /** workqueue_unfinished_work_seconds: the sum of the ages of items being processed. */
   unfinished: Gauge<Labels>;
+  /** workqueue_longest_running_processor_seconds: the age of the oldest item being processed. */
   longestRunning: Gauge<Labels>;
+  /** workqueue_retries_total: delayed and rate-limited adds. */
   retries: Counter<Labels>;
 }
 
@@ -177,7 +184,9 @@ export interface QueueMetricsOptions {
   name: string;
   /** Value of the `controller` label; defaults to `name` (as controller-runtime does). */
   controller?: string;
+  /** Where the families are registered (default the process-wide registry). */
   registry?: Registry;
+  /** The clock of the durations and ages measured. */
   clock: Clock;
 }
 

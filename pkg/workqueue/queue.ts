@@ -75,6 +75,7 @@ export interface WorkQueue<T> {
   shutDown(): void;
   /** Like `shutDown`, and resolves once no item is being processed (immediately if none is). */
   shutDownWithDrain(): Promise<void>;
+  /** Whether shutDown (or shutDownWithDrain) was called: adds are ignored from then on. */
   shuttingDown(): boolean;
 }
 
@@ -86,6 +87,7 @@ export interface QueueOptions {
   controller?: string;
   /** Registry for the metrics; defaults to globalRegistry. */
   registry?: Registry;
+  /** The clock of its timers and time measurements (default the real one; a fake in tests). */
   clock?: Clock;
   /** Use these metrics hooks instead of creating them (shared between the layers of one queue). */
   metrics?: QueueMetrics<unknown>;
@@ -140,6 +142,7 @@ export class Queue<T> implements WorkQueue<T> {
   private drain: { promise: Promise<void>; resolve: () => void } | undefined;
   private metricsClosed = false;
 
+  /** An empty queue; its metrics are registered when `opts` names it (see QueueOptions). */
   constructor(opts: QueueOptions = {}) {
     this.clock = opts.clock ?? realClock;
     this.metrics = metricsFor<T>(opts, this.clock);
@@ -226,6 +229,7 @@ export class Queue<T> implements WorkQueue<T> {
     return this.drain.promise;
   }
 
+  /** Whether shutDown (or shutDownWithDrain) was called: adds are ignored from then on. */
   shuttingDown(): boolean {
     return this.stopping;
   }

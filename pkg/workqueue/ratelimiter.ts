@@ -30,6 +30,7 @@ export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
   private readonly baseMs: number;
   private readonly maxMs: number;
 
+  /** First retry after `baseMs` (default 5 ms), doubling per failure up to `maxMs` (default 1 000 s). */
   constructor(baseMs = 5, maxMs = 1_000_000) {
     this.baseMs = baseMs;
     this.maxMs = maxMs;
@@ -57,6 +58,7 @@ export interface BucketRateLimiterOptions {
   qps?: number;
   /** Bucket size (and initial fill). Default 100. */
   burst?: number;
+  /** The clock of its timers and time measurements (default the real one; a fake in tests). */
   clock?: Clock;
 }
 
@@ -72,6 +74,7 @@ export class BucketRateLimiter<T> implements RateLimiter<T> {
   private tokens: number;
   private last: number;
 
+  /** A full bucket: `opts.qps` tokens per second (default 10), `opts.burst` at most (default 100). */
   constructor(opts: BucketRateLimiterOptions = {}) {
     this.qps = opts.qps ?? 10;
     this.burst = opts.burst ?? 100;
@@ -101,6 +104,7 @@ export class BucketRateLimiter<T> implements RateLimiter<T> {
 export class MaxOfRateLimiter<T> implements RateLimiter<T> {
   private readonly limiters: readonly RateLimiter<T>[];
 
+  /** The limiters to combine (each one's delay is computed; the longest wins). */
   constructor(...limiters: RateLimiter<T>[]) {
     this.limiters = limiters;
   }

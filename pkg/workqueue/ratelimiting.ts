@@ -16,7 +16,9 @@ import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts
 export interface RateLimitingWorkQueue<T> extends DelayingWorkQueue<T> {
   /** addAfter(item, limiter delay, priority): the priority defaults as for addAfter (a requeue keeps it). */
   addRateLimited(item: T, priority?: number): void;
+  /** The item succeeded (or is given up): its next failure starts from the limiter's base delay. */
   forget(item: T): void;
+  /** How many rate-limited requeues of `item` since it was last forgotten. */
   numRequeues(item: T): number;
 }
 
@@ -28,8 +30,10 @@ export interface RateLimitingQueueOptions<T> extends DelayingQueueOptions {
 
 /** A DelayingQueue whose requeues are delayed by a RateLimiter (client-go's RateLimitingInterface). */
 export class RateLimitingQueue<T> extends DelayingQueue<T> implements RateLimitingWorkQueue<T> {
+  /** The limiter that delays addRateLimited (opts.rateLimiter, default defaultControllerRateLimiter). */
   readonly rateLimiter: RateLimiter<T>;
 
+  /** An empty queue; options as DelayingQueue's plus the rate limiter. */
   constructor(opts: RateLimitingQueueOptions<T> = {}) {
     super(opts);
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
@@ -40,10 +44,12 @@ export class RateLimitingQueue<T> extends DelayingQueue<T> implements RateLimiti
     this.addAfter(item, this.rateLimiter.when(item), priority);
   }
 
+  /** The item succeeded (or is given up): its next failure starts from the limiter's base delay. */
   forget(item: T): void {
     this.rateLimiter.forget(item);
   }
 
+  /** How many rate-limited requeues of `item` since it was last forgotten. */
   numRequeues(item: T): number {
     return this.rateLimiter.numRequeues(item);
   }
