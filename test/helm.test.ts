@@ -160,7 +160,7 @@ describe('Helm chart dist/chart = config/', () => {
     const objects = await template({ metrics: { mode: 'disabled' }, leaderElection: { enabled: false }, grafana: { dashboards: { enabled: true } } }, { release: 'ops', namespace: 'ops-system' });
     const c = managerContainer(objects);
     assert.ok(c.args.includes('--metrics-bind-address=0') && !c.args.includes('--metrics-secure') && !c.args.includes('--leader-elect'), c.args.join(' '));
-    assert.equal(objects.filter((o) => o.kind === 'Service').length, 0, 'no metrics Service');
+    assert.deepEqual(objects.filter((o) => o.kind === 'Service').map((o) => o.metadata.name), ['ops-webhook-service'], 'no metrics Service (the webhook Service only)');
     assert.ok(find(objects, 'Deployment', 'ops-controller-manager'), 'names prefixed by the release');
     const binding = find(objects, 'ClusterRoleBinding', 'ops-manager-rolebinding') as unknown as { subjects: { name: string; namespace: string }[]; roleRef: { name: string } };
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'ops-controller-manager', namespace: 'ops-system' }]);
