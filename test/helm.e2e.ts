@@ -159,7 +159,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
       return undefined;
     }, { timeoutMs: 60_000, intervalMs: 250 });
     t.diagnostic(`invalid Network: HTTP ${refusal.status} ${Date.now() - w0} ms after the Foo (${refusal.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`);
-    assert.equal(refusal.status, 400, refusal.body);
+    assert.equal(refusal.status, 403, refusal.body); // an admission denial: Forbidden
     const message = (JSON.parse(refusal.body) as { message?: string }).message ?? '';
     assert.ok(message.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${expected.message}`), refusal.body);
     const created = expectStatus<{ metadata: { uid: string } }>(await env.cp.request('POST', networks, {
