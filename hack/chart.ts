@@ -8,9 +8,9 @@
  *    some sections enabled as a user does.
  *  - `normalise`: the documented differences between the two forms, and nothing else.
  *
- * Webhooks (config/webhook, config/webhook-selfmanaged, in progress): add one `Variant` per new kustomize section,
- * with the value that selects it and its `flag` (+ the flag's condition in `flagConditions`); objects that exist only
- * with that section become conditional on it, Deployment args/env/ports/volumes/volumeMounts it appends become
+ * A new kustomize section or overlay: add one `Variant` with the values that select it and its `flag` (+ the flag's
+ * condition in `flagConditions`); objects that exist only with that section become conditional on it, objects it
+ * deletes conditional on its absence, Deployment args/env/ports/volumes/volumeMounts it appends (or removes) become
  * conditional list items. Anything else it changes in the Deployment makes the generator stop and name the field.
  */
 import { execFile } from 'node:child_process';
@@ -36,7 +36,8 @@ export interface K8sObject {
 }
 
 /** A switch of the chart that selects a config/ overlay or section. */
-export type Flag = 'namespaced' | 'sharded' | 'certManager' | 'serviceMonitor' | 'rules' | 'networkPolicy' | 'neutron';
+export type Flag = 'namespaced' | 'sharded' | 'certManager' | 'serviceMonitor' | 'rules' | 'networkPolicy' | 'neutron'
+  | 'noWebhooks' | 'webhookCertManager';
 
 /** Each flag's condition in the chart's templates (`$` is the chart's root context). */
 export const flagConditions: Record<Flag, string> = {
@@ -47,6 +48,8 @@ export const flagConditions: Record<Flag, string> = {
   rules: '$.Values.prometheus.rules.enabled',
   networkPolicy: '$.Values.networkPolicy.enabled',
   neutron: '$.Values.neutron.enabled',
+  noWebhooks: 'not $.Values.webhooks.enabled',
+  webhookCertManager: 'and $.Values.webhooks.enabled (eq $.Values.webhooks.certificate "cert-manager")',
 };
 
 export interface Variant {
@@ -55,6 +58,8 @@ export interface Variant {
   overlay?: string;
   /** kubebuilder-style sections of config/default enabled (the '# [NAME]' markers). */
   sections?: string[];
+  /** Sections on in config/default that this variant comments out (WEBHOOK-SELFMANAGED with WEBHOOK-CERTMANAGER). */
+  disabled?: string[];
   /** The chart values that select the same objects. */
   values: Record<string, unknown>;
   flags: Flag[];
@@ -73,6 +78,12 @@ export const variants: Variant[] = [
   { name: 'prometheus-rules', sections: ['PROMETHEUS-RULES'], values: { prometheus: { rules: { enabled: true } } }, flags: ['rules'] },
   { name: 'network-policy', sections: ['NETWORK-POLICY'], values: { networkPolicy: { enabled: true } }, flags: ['networkPolicy'] },
   { name: 'neutron', sections: ['NEUTRON'], values: { neutron: { enabled: true } }, flags: ['neutron'] },
+  // Before webhooks-certmanager: where both change an object, the chart's `if` tests webhooks.enabled first.
+  { name: 'no-webhooks', overlay: 'no-webhooks', values: { webhooks: { enabled: false } }, flags: ['noWebhooks'] },
+  {
+    name: 'webhooks-certmanager', sections: ['CERTMANAGER', 'METRICS-WITH-CERTS', 'WEBHOOK-CERTMANAGER'], disabled: ['WEBHOOK-SELFMANAGED'],
+    values: { certManager: { enabled: true }, webhooks: { certificate: 'cert-manager' } }, flags: ['certManager', 'webhookCertManager'],
+  },
 ];
 
 /**
@@ -87,7 +98,7 @@ export async function toolDirs(opts: { controlPlaneOnly?: boolean; node?: boolea
 
 /** `kubectl kustomize` of a variant: its overlay, on a copy of config/ with its sections enabled. */
 export async function kustomizeBuild(variant: Variant, kubectl: string): Promise<K8sObject[]> {
-  const copy = enabledConfigCopy(variant.sections ?? []);
+  const copy = enabledConfigCopy(variant.sections ?? [], variant.disabled);
   try {
     const { stdout } = await run(kubectl, ['kustomize', join(copy, variant.overlay ?? 'default')], { maxBuffer: 64 << 20 });
     return loadAll(stdout) as K8sObject[];
@@ -107,7 +118,16 @@ export const identity = (o: K8sObject): string => `${o.kind}/${o.metadata.namesp
  */
 export const helmOnlyLabels = ['helm.sh/chart', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by'];
 
-/** Both forms' objects with the documented differences removed (a deep copy; the Namespace dropped). */
+/**
+ * The annotation the chart puts on the CRDs it renders from templates/ (the Network CRD, whose conversion webhook names
+ * the release's Service and namespace): `helm uninstall` leaves them, as it leaves crds/ (docs/helm.md).
+ */
+export const keepAnnotation = ['helm.sh/resource-policy', 'keep'] as const;
+
+/**
+ * Both forms' objects with the documented differences removed (a deep copy; the Namespace dropped; Helm's labels and
+ * the keep annotation of templated CRDs removed).
+ */
 export function normalise(objects: K8sObject[]): K8sObject[] {
   return objects.filter((o) => o.kind !== 'Namespace').map((o) => {
     const c = structuredClone(o);
@@ -115,6 +135,11 @@ export function normalise(objects: K8sObject[]): K8sObject[] {
     if (labels) {
       for (const l of helmOnlyLabels) delete labels[l];
       if (Object.keys(labels).length === 0) delete c.metadata.labels;
+    }
+    const annotations = c.metadata.annotations;
+    if (c.kind === 'CustomResourceDefinition' && annotations?.[keepAnnotation[0]] === keepAnnotation[1]) {
+      delete annotations[keepAnnotation[0]];
+      if (Object.keys(annotations).length === 0) delete c.metadata.annotations;
     }
     return c;
   });

@@ -1,29 +1,39 @@
 /**
  * The Helm chart (dist/chart, docs/helm.md) on a REAL node (issue 34; docs/real-node.md): a node-mode control plane of
  * its own, the project's image built with podman and imported into the node's containerd (startNodeEnv), then:
- *  - `helm install` → the manager Pod Ready through the kubelet's probes, the Lease held, a Foo reconciled;
+ *  - `helm install` (webhooks on, self-managed certificate, as config/default; the Neutron cloud config from a Secret
+ *    named by `neutron.secretName`) → the manager Pod Ready through the kubelet's probes, the Lease held, a Foo
+ *    reconciled; an invalid Network refused by the chart's ValidatingWebhookConfiguration with the webhook's message
+ *    (the API server calls the Pod through the chart's webhook Service), and a valid Network written through the
+ *    chart's Network CRD (its conversion webhook: v1 written, v2 stored) reconciled: Ready, one Neutron network tagged
+ *    with its uid in neutron-server behind a real Keystone (as test/node.e2e.ts);
  *  - `helm upgrade` to a new image tag (the same image tagged again in containerd) → the new Pod runs the new tag,
  *    the old one released the Lease, zero leader overlap and a hand-over ≤ 3 s in the API server's audit log (the
  *    assertions of test/node.e2e.ts's rollout, test/helpers/handover.ts; the new Pod polls only every 20 s);
  *  - `helm upgrade --set watch.scope=namespaced` (+ one more watched namespace) → the ClusterRole and its binding are
  *    gone, a Role + RoleBinding exist in each watched namespace, and a Foo created afterwards is reconciled by the
  *    manager through them (WATCH_NAMESPACE lists both);
- *  - `helm uninstall` → every object the release rendered is gone, the Pods too; the CRDs and the Foos stay (Helm
- *    never deletes crds/); what is left in the namespace is only what the manager or the API server made (the
- *    Lease, kube-root-ca.crt, the default ServiceAccount). The Lease is not released: Helm deletes the RBAC and the
- *    ServiceAccount while the last Pod is still stopping, so its release is refused (403, asserted from its log).
+ *  - `helm uninstall` → every object the release rendered is gone, the Pods too, but the Network CRD (templated with
+ *    helm.sh/resource-policy keep); both CRDs, the Foos and the Network stay (Helm never deletes crds/); what is left
+ *    in the namespace is only what the manager, the API server or the test made (the Lease, the self-managed
+ *    certificate's Secret, the Neutron Secret, kube-root-ca.crt, the default ServiceAccount). The Lease is not
+ *    released: Helm deletes the RBAC and the ServiceAccount while the last Pod is still stopping, so its release is
+ *    refused (403, asserted from its log).
  * Needs root, as test/node.e2e.ts (`make test-node` runs both); ~2–3 min warm.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { loadAll } from 'js-yaml';
-import { chartDir, releaseName, repoRoot, toolDirs, type K8sObject } from '../hack/chart.ts';
+import { chartDir, keepAnnotation, releaseName, repoRoot, toolDirs, type K8sObject } from '../hack/chart.ts';
+import { validateNetwork } from '../pkg/controllers/network/validation.ts';
+import { HOST_IP } from './cluster/node.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
+import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
 import { assertHandOver } from './helpers/handover.ts';
 import {
   isReady, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, NODE_TEST_IMAGE, startNodeEnv, type NodeEnv, type Pod,
@@ -33,6 +43,9 @@ const run = promisify(execFile);
 const [imageRepository = '', imageTag = ''] = NODE_TEST_IMAGE.split(':');
 const newTag = `${imageTag}-2`;
 const fooNs = 'helm-e2e';
+/** The Neutron cloud config Secret, named by the chart's neutron.secretName (not config/'s neutron-cloud-config). */
+const cloudsSecret = 'helm-e2e-clouds';
+const networks = `/apis/samplecrd.k8s.io/v1/namespaces/${fooNs}/networks`;
 
 /** The manager container of a Pod (the fields this test reads; nodeenv's Pod type leaves them out). */
 function containerOf(p: Pod): { image?: string; env?: { name: string; value?: string }[] } {
@@ -59,6 +72,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
   const scratch = mkdtempSync(join(tmpdir(), 'tscm-helm-e2e-'));
   const auditLog = join(scratch, 'audit.log');
   let env: NodeEnv;
+  let neutron: NeutronInstance | undefined;
   let helmBin = '';
   let ctr: (...args: string[]) => Promise<string>;
   const helm = async (...args: string[]): Promise<string> => (await run(helmBin, ['--kubeconfig', env.cp.kubeconfig, ...args], {
@@ -99,17 +113,29 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
   }, { timeout: 30 * 60_000 });
 
   after(async () => {
+    await neutron?.stop();
     await env?.stop();
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  test('helm install: the manager Pod Ready, the Lease held, a Foo reconciled', async (t) => {
+  test('helm install (webhooks on, Neutron Secret by value): the Pod Ready, the Lease held, a Foo reconciled, an invalid Network refused by the chart\'s webhook, a valid one reconciled against Neutron', async (t) => {
+    // neutron-server behind a real Keystone on the host's end of the node's veth (as test/node.e2e.ts), its clouds.yaml
+    // in a Secret of the release's namespace named by neutron.secretName.
+    const n0 = Date.now();
+    neutron = await startNeutron({ host: HOST_IP, auth: 'keystone' });
+    t.diagnostic(`Keystone + neutron-server up in ${Date.now() - n0} ms (${neutron.endpoint})`);
+    expectStatus(await env.cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), 201, 'namespace');
+    expectStatus(await env.cp.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: cloudsSecret }, stringData: { 'clouds.yaml': readFileSync(neutron.cloudsYaml, 'utf8'), cloud: 'local' },
+    }), 201, 'the Neutron Secret');
     const t0 = Date.now();
     await helm('install', releaseName, chartDir, '--namespace', ns, '--create-namespace',
-      '--set', `image.repository=${imageRepository}`, '--set', `image.tag=${imageTag}`);
+      '--set', `image.repository=${imageRepository}`, '--set', `image.tag=${imageTag}`,
+      '--set', 'neutron.enabled=true', '--set', `neutron.secretName=${cloudsSecret}`);
     const pod = await waitFor('the manager Pod Ready and holding the Lease', leader, { timeoutMs: 90_000, intervalMs: 250 });
     for (const line of env.timings) t.diagnostic(line);
     t.diagnostic(`Pod ${pod.metadata.name} Ready and leading ${Date.now() - t0} ms after helm install`);
+    assert.ok(pod.spec.volumes?.some((v) => (v as { secret?: { secretName?: string } }).secret?.secretName === cloudsSecret), 'the Pod mounts neutron.secretName');
     // A quota of 0 Pods keeps the Foo's nginx Pod from being created (no registry may be contacted).
     expectStatus(await env.cp.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fooNs } }), 201, 'namespace');
     expectStatus(await env.cp.request('POST', `/api/v1/namespaces/${fooNs}/resourcequotas`, {
@@ -117,6 +143,40 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     }), 201, 'ResourceQuota');
     await createFoo('foo');
     await waitFor('the Foo reconciled (its Deployment owned by it, status written)', fooReconciled('foo'), { timeoutMs: 60_000 });
+
+    // The chart's webhooks: the API server calls the Pod through the release's webhook Service (the CA injected by the
+    // manager into the release's ValidatingWebhookConfiguration and the templated Network CRD). Until the injection
+    // (or the Service's endpoints) is there, a write fails with 5xx "failed calling webhook": retried, the wait reported.
+    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'invalid', namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
+    const expected = validateNetwork(invalid);
+    assert.ok(!expected.ok);
+    const w0 = Date.now();
+    let lastFailure = '';
+    const refusal = await waitFor('the invalid Network refused by the webhook', async () => {
+      const res = await env.cp.request('POST', networks, invalid);
+      if (res.status < 500) return res;
+      lastFailure = res.body.slice(0, 200);
+      return undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    t.diagnostic(`invalid Network: HTTP ${refusal.status} ${Date.now() - w0} ms after the Foo (${refusal.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`);
+    assert.equal(refusal.status, 403, refusal.body); // an admission denial: Forbidden
+    const message = (JSON.parse(refusal.body) as { message?: string }).message ?? '';
+    assert.ok(message.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${expected.message}`), refusal.body);
+    const created = expectStatus<{ metadata: { uid: string } }>(await env.cp.request('POST', networks, {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net', namespace: fooNs }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
+    }), 201, 'the valid Network');
+    await waitFor('the Network Ready', async () => {
+      const res = await env.cp.get(`${networks}/net`);
+      const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+      return conds.some((c) => c.type === 'Ready' && c.status === 'True');
+    }, { timeoutMs: 90_000, intervalMs: 500 });
+    const tag = `k8s-uid:${created.metadata.uid}`;
+    const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
+    const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
+    assert.equal(all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag)).length, 1, `one Neutron network tagged ${tag}: ${JSON.stringify(all)}`);
+    const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net`), 200, 'v2 read (conversion)');
+    assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.7.0/24', gateway: '192.168.7.1' }] });
+    t.diagnostic(`Network reconciled ${Date.now() - w0} ms after the Foo: Ready, Neutron network ${tag}`);
   });
 
   test('helm upgrade to a new image tag: the new Pod runs it, zero leader overlap, hand-over ≤ 3 s (audit log)', async (t) => {
@@ -178,13 +238,22 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
       const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
       return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural(o.kind)}/${o.metadata.name}`;
     };
-    for (const o of manifest) expectStatus(await env.cp.get(path(o)), 404, `${o.kind} ${o.metadata.name} deleted`);
+    const kept = (o: K8sObject): boolean => o.metadata.annotations?.[keepAnnotation[0]] === keepAnnotation[1];
+    assert.deepEqual(manifest.filter(kept).map((o) => `${o.kind}/${o.metadata.name}`), ['CustomResourceDefinition/networks.samplecrd.k8s.io'], 'the templated CRD (keep)');
+    for (const o of manifest.filter((x) => !kept(x))) expectStatus(await env.cp.get(path(o)), 404, `${o.kind} ${o.metadata.name} deleted`);
     await waitFor('no manager Pod left', async () => (await env.managerPods()).length === 0, { timeoutMs: 90_000, intervalMs: 250 });
     for (const crd of ['foos.samplecontroller.k8s.io', 'networks.samplecrd.k8s.io']) {
       expectStatus(await env.cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`), 200, `CRD ${crd} kept`);
     }
     const foos = expectStatus<{ items: unknown[] }>(await env.cp.get(`/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${fooNs}/foos`), 200, 'Foos');
     assert.equal(foos.items.length, 2, 'both Foos kept');
+    // The Network stays, readable in its stored version v2; a v1 read needs the conversion webhook, gone with the
+    // release (docs/helm.md).
+    const kept2 = expectStatus<{ items: { metadata: { name: string } }[] }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks`), 200, 'Networks (v2)');
+    assert.deepEqual(kept2.items.map((i) => i.metadata.name), ['net'], 'the Network kept');
+    const v1 = await env.cp.get(`${networks}/net`);
+    t.diagnostic(`v1 read of the Network after helm uninstall: HTTP ${v1.status} ${v1.body.slice(0, 200)}`);
+    assert.ok(v1.status >= 500 && /conversion webhook/.test(v1.body), `HTTP ${v1.status} ${v1.body}`);
     // What is left in the release's namespace: nothing Helm made.
     const left: string[] = [];
     for (const [api, kind] of [['/api/v1', 'configmaps'], ['/api/v1', 'secrets'], ['/api/v1', 'serviceaccounts'], ['/api/v1', 'services'],
@@ -194,7 +263,10 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
       left.push(...items.map((i) => `${kind}/${i.metadata.name}`));
     }
     t.diagnostic(`left in ${ns}: ${left.join(', ')}`);
-    assert.deepEqual(left.filter((l) => !['configmaps/kube-root-ca.crt', 'serviceaccounts/default', `leases/${lease}`].includes(l)), [], 'only the API server\'s and the manager\'s own objects');
+    // The self-managed certificate's Secret is the manager's (created at run time, not rendered by Helm: docs/helm.md);
+    // the Neutron Secret the test's.
+    const own = ['configmaps/kube-root-ca.crt', 'serviceaccounts/default', `leases/${lease}`, `secrets/${releaseName}-webhook-server-cert`, `secrets/${cloudsSecret}`];
+    assert.deepEqual(left.filter((l) => !own.includes(l)), [], 'only the API server\'s, the manager\'s and the test\'s own objects');
     // The Lease stays held by the last Pod: Helm deletes the Deployment, then — without waiting for its Pods — the RBAC
     // and the ServiceAccount, so the Pod's release on SIGTERM is refused (the release's GET of the Lease: 403, the
     // leader-election Role is gone; a GET is not in this audit policy, so the Pod's own log is the witness). A new
