@@ -19,6 +19,9 @@
  *    through the webhook Service's ClusterIP — hack/node/node.sh routes the Service range into the node, where
  *    kube-proxy forwards it — so an invalid Network is refused with the webhook's message in kubectl's output, v1 and
  *    v2 reads of one Network agree, and with the manager scaled to 0 a Network create fails (failurePolicy Fail);
+ *  - the self-managed webhook certificate rotates (config/default's manager given lifetimes of seconds through its
+ *    --webhook-cert-* timing flags): a whole CA rotation and serving renewals while ≥ 1 000 Network admission calls
+ *    go through the Service, none failing;
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
  *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
  *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
