@@ -19,6 +19,9 @@
  *    through the webhook Service's ClusterIP — hack/node/node.sh routes the Service range into the node, where
  *    kube-proxy forwards it — so an invalid Network is refused with the webhook's message in kubectl's output, v1 and
  *    v2 reads of one Network agree, and with the manager scaled to 0 a Network create fails (failurePolicy Fail);
+ *  - the self-managed webhook certificate rotates (config/default's manager given lifetimes of seconds through its
+ *    --webhook-cert-* timing flags): a whole CA rotation and serving renewals while ≥ 1 000 Network admission calls
+ *    go through the Service, none failing;
  *  - config/sharded: 3 replicas as Pods, each holding its shard Lease;
  *  - the kubelet rotates the projected ServiceAccount token and the manager keeps working with the rotated one: a
  *    SECOND manager Deployment (the test's copy of config/default's, in its own namespace, watching only it, with its
@@ -35,6 +38,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +56,7 @@ import { shardLabelPrefix } from '../pkg/sharding/assignment.ts';
 import { enabledConfigCopy } from './helpers/kustomize.ts';
 import { assertManagerManifestApplied } from './helpers/nodemanifest.ts';
 import { validateNetwork } from '../pkg/controllers/network/validation.ts';
+import { caId } from '../pkg/webhook/certs/selfmanaged.ts';
 
 const run = promisify(execFile);
 
@@ -393,23 +398,29 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       return p && (await holder()).startsWith(`${p.metadata.name}_`) ? p : undefined;
     }, { timeoutMs: 120_000, intervalMs: 500 });
     t.diagnostic(`Pod ${pod.metadata.name} uses Keystone at ${neutron.keystoneUrl ?? '?'} and Neutron at ${neutron.endpoint}`);
-    // The create goes through the webhooks (conversion to the stored v2, validation). Right after the rollout it may
-    // fail or hang: the one run so far (26 Nov) saw this POST time out on the client side right after the new Pod
-    // took the Lease (the API server's call through the Service most likely still went to the terminated Pod), while
-    // the same create through the Service answered at once a minute later. Retried (a 5xx "failed calling webhook" or
-    // a client timeout), and the wait reported.
+    // The create goes through the webhooks (validation, conversion to the stored v2 and back to v1 for the response),
+    // each call through the webhook Service. Not before the rollout has fully ended: until the old Pod is gone its
+    // endpoint may still be in kube-proxy's rules, and once its sandbox is torn down a connection to it hangs until the
+    // webhook's 10 s timeout (two runs on 26 Nov posted right after the new Pod took the Lease: the POST timed out on
+    // the client side, yet the Network had been created — most likely the response's v2 → v1 conversion call went to
+    // the old Pod — so each retry got 409 AlreadyExists). A rollout of a
+    // single-replica webhook is a window in which failurePolicy Fail refuses writes; that is not what this step proves.
     const t0 = Date.now();
-    let lastRefusal = '';
-    const created = await waitFor('the Network created (through the webhooks)', async () => {
-      const res = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
-        apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
-      });
-      if (res.status === 201) return JSON.parse(res.body) as { metadata: { uid: string } };
-      assert.ok(res.status >= 500 && /failed calling webhook|conversion webhook/.test(res.body), `create: HTTP ${res.status} ${res.body}`);
-      lastRefusal = res.body.slice(0, 200);
-      return undefined;
-    }, { timeoutMs: 120_000, intervalMs: 250 });
-    t.diagnostic(`Network created ${Date.now() - t0} ms after the new Pod held the Lease${lastRefusal ? ` (refused before: ${lastRefusal})` : ''}`);
+    await waitFor('the old Pod gone, and the webhook Service\'s only endpoint the new Pod', async () => {
+      const all = await pods();
+      if (all.length !== 1 || all[0]?.metadata.uid !== pod.metadata.uid || !pod.status.podIP) return false;
+      const slices = expectStatus<{ items: { endpoints?: { addresses: string[] }[] }[] }>(await cp.get(
+        `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=${encodeURIComponent('kubernetes.io/service-name=ts-controller-manager-webhook-service')}`), 200, 'slices');
+      const addresses = slices.items.flatMap((sl) => (sl.endpoints ?? []).flatMap((e) => e.addresses));
+      return addresses.length === 1 && addresses[0] === pod.status.podIP;
+    }, { timeoutMs: 90_000, intervalMs: 250 });
+    const waitedMs = Date.now() - t0;
+    // 30 s: longer than the API server's own webhook timeouts, so a failure shows the API server's answer.
+    const res = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-net', namespace: 'node-e2e' }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
+    }, { timeoutMs: 30_000 });
+    const created = expectStatus<{ metadata: { uid: string } }>(res, 201, 'Network create through the webhooks');
+    t.diagnostic(`Network created ${Date.now() - t0} ms after the new Pod held the Lease (${waitedMs} ms of it waiting for the old Pod to go)`);
     await waitFor('the Network Ready', async () => {
       const res = await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net');
       const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
@@ -442,15 +453,167 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=0');
     await waitFor('no manager Pod left', async () => (await pods()).length === 0, { timeoutMs: 90_000, intervalMs: 500 });
     const valid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'node-e2e-nowebhook', namespace: 'node-e2e' }, spec: { cidr: '192.168.8.0/24' } };
-    const down = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid);
-    t.diagnostic(`create with no webhook server: HTTP ${down.status} ${down.body.slice(0, 300)}`);
+    // 45 s: the API server answers itself. Its call to a Service without endpoints may get no reply at all from the
+    // node (run 2, 26 Nov: no answer within the test client's former 10 s), so it ends at the webhook's own 10 s
+    // timeout — the refusal comes from the API server either way.
+    const downAt = Date.now();
+    const down = await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid, { timeoutMs: 45_000 });
+    t.diagnostic(`create with no webhook server: HTTP ${down.status} after ${Date.now() - downAt} ms: ${down.body.slice(0, 300)}`);
     assert.ok(down.status >= 500, `HTTP ${down.status}: ${down.body}`);
     assert.match(down.body, /failed calling webhook|conversion webhook/);
     await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=1');
     await waitFor('the manager Pod Ready again', async () => (await pods()).find(isReady), { timeoutMs: 120_000, intervalMs: 500 });
+    // 409: an earlier attempt was accepted (its answer lost to the client's timeout).
     await waitFor('Network writes accepted again', async () =>
-      (await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid)).status === 201, { timeoutMs: 60_000, intervalMs: 500 });
+      [201, 409].includes((await cp.request('POST', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks', valid)).status), { timeoutMs: 60_000, intervalMs: 500 });
     expectStatus(await cp.request('DELETE', '/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-nowebhook'), 200, 'delete');
+  });
+
+  test('the self-managed certificate rotates while Network writes flow: ≥ 1 000 admission calls through the Service, 0 failed, a full CA rotation and serving renewals seen in the Secret, the ValidatingWebhookConfiguration and the CRD', async (t) => {
+    // config/default's manager with short lifetimes (the documented --webhook-cert-* timing flags; config/default keeps
+    // the defaults): serving 15 s, CA 48 s, so a CA is added 32 s after the Secret is created, the serving certificate
+    // switches to it 2 s (propagation delay) after every target carries it, and the old CA leaves the bundle 2 s
+    // (reload grace; the replica polls the Secret every 500 ms) after the switch — the real rotation state machine
+    // (pkg/webhook/certs/rotation.ts), at a speed a test can watch. A certificate keeps the lifetime it was issued with,
+    // so the one-year Secret is replaced first — while no manager runs and every Network write fails anyway
+    // (failurePolicy Fail): Secret deleted and the caBundles emptied (else the merge would keep the one-year CA as the
+    // "newest" in the targets). Then a writer makes dry-run creates of Networks (v1 and v2; validation has no side
+    // effects, so the API server calls the webhook for dry runs), every 10th one invalid (it must be refused with the
+    // webhook's message: proof the webhook answered), until ≥ 1 000 calls were made and a whole CA rotation was seen.
+    const secretPath = `/api/v1/namespaces/${ns}/secrets/ts-controller-manager-webhook-server-cert`;
+    const vwcPath = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/ts-controller-manager-validating-webhook-configuration';
+    const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/networks.samplecrd.k8s.io';
+    const jsonPatch = { headers: { 'content-type': 'application/json-patch+json' } };
+    const argsPath = '/spec/template/spec/containers/0/args';
+    const original = expectStatus<DeploymentObject>(await cp.get(`/apis/apps/v1/namespaces/${ns}/deployments/${deployment}`), 200, 'Deployment');
+    const originalArgs = original.spec.template.spec.containers[0]?.args ?? [];
+    assert.ok(originalArgs.includes('--webhook-cert-mode=self-managed'), `config/default's manager manages its certificate: ${originalArgs.join(' ')}`);
+    const shortLived = ['--webhook-cert-validity=15s', '--webhook-cert-ca-validity=48s', '--webhook-cert-propagation-delay=2s',
+      '--webhook-cert-reload-grace=2s', '--webhook-cert-poll-interval=500ms'];
+    /** No manager, no Secret, no caBundle: the next manager starts the certificate over. Network writes fail meanwhile. */
+    const restartCertificates = async (args: string[]): Promise<void> => {
+      await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=0');
+      await waitFor('no manager Pod left', async () => (await pods()).length === 0, { timeoutMs: 90_000, intervalMs: 250 });
+      expectStatus(await cp.request('DELETE', secretPath), 200, 'delete the webhook Secret');
+      const vwc = expectStatus<{ webhooks: unknown[] }>(await cp.get(vwcPath), 200, 'ValidatingWebhookConfiguration');
+      expectStatus(await cp.request('PATCH', vwcPath, vwc.webhooks.map((_, i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: '' })), jsonPatch), 200, 'empty the caBundles');
+      expectStatus(await cp.request('PATCH', crdPath, [{ op: 'add', path: '/spec/conversion/webhook/clientConfig/caBundle', value: '' }], jsonPatch), 200, 'empty the CRD caBundle');
+      expectStatus(await cp.request('PATCH', `/apis/apps/v1/namespaces/${ns}/deployments/${deployment}`, [{ op: 'replace', path: argsPath, value: args }], jsonPatch), 200, 'manager args');
+      await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=1');
+    };
+    const dryRun = (version: 'v1' | 'v2', name: string, spec: unknown): Promise<{ status: number; body: string }> =>
+      cp.request('POST', `/apis/samplecrd.k8s.io/${version}/namespaces/node-e2e/networks?dryRun=All`, {
+        apiVersion: `samplecrd.k8s.io/${version}`, kind: 'Network', metadata: { name, namespace: 'node-e2e' }, spec,
+      });
+    const writesAccepted = (): Promise<unknown> => waitFor('Network writes accepted', async () => (await dryRun('v1', 'rot-probe', { cidr: '192.168.9.0/24' })).status === 201,
+      { timeoutMs: 120_000, intervalMs: 250 });
+
+    const t0 = Date.now();
+    await restartCertificates([...originalArgs, ...shortLived]);
+    const pod = await waitFor('the short-lifetime manager Pod Ready', async () => (await pods()).find((p) => isReady(p) && JSON.stringify(p.spec).includes('--webhook-cert-validity=15s')),
+      { timeoutMs: 120_000, intervalMs: 250 });
+    await writesAccepted();
+    t.diagnostic(`manager ${pod.metadata.name} with a 15 s / 48 s certificate serving ${((Date.now() - t0) / 1000).toFixed(1)} s after the scale-down`);
+
+    // The observer: what the Secret, the webhook configuration and the CRD hold, every 200 ms (distinct states, in order).
+    const idsOf = (b64: string | undefined): string[] =>
+      (Buffer.from(b64 ?? '', 'base64').toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []).map((c) => caId(new X509Certificate(c)));
+    const seen = { secret: [] as string[], vwc: [] as string[], crd: [] as string[], serving: [] as string[] };
+    const note = (list: string[], v: string): void => {
+      if (list.at(-1) !== v) list.push(v);
+    };
+    const observe = async (): Promise<void> => {
+      const secret = expectStatus<{ data: Record<string, string> }>(await cp.get(secretPath), 200, 'Secret');
+      note(seen.secret, idsOf(secret.data['ca.crt']).join('+'));
+      const leaf = new X509Certificate(Buffer.from(secret.data['tls.crt'] ?? '', 'base64'));
+      const signer = (Buffer.from(secret.data['ca.crt'] ?? '', 'base64').toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [])
+        .map((c) => new X509Certificate(c)).find((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+      note(seen.serving, `${leaf.serialNumber.toLowerCase()}←${signer ? caId(signer) : '?'}`);
+      const vwc = expectStatus<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(await cp.get(vwcPath), 200, 'ValidatingWebhookConfiguration');
+      note(seen.vwc, [...new Set(vwc.webhooks.map((w) => idsOf(w.clientConfig.caBundle).join('+')))].join(' | '));
+      const crd = expectStatus<{ spec: { conversion: { webhook: { clientConfig: { caBundle?: string } } } } }>(await cp.get(crdPath), 200, 'CRD');
+      note(seen.crd, idsOf(crd.spec.conversion.webhook.clientConfig.caBundle).join('+'));
+    };
+    /** A whole CA rotation in a sequence of bundles: [X] → [X, Y] → [Y]. */
+    const fullRotation = (states: string[]): string | undefined => {
+      for (let i = 0; i + 2 < states.length; i++) {
+        const [a, b, c] = [states[i] ?? '', states[i + 1] ?? '', states[i + 2] ?? ''];
+        const [x, y] = b.split('+');
+        if (!a.includes('+') && !c.includes('+') && x === a && y === c && y) return `${a} → ${b} → ${c}`;
+      }
+      return undefined;
+    };
+
+    /** The writer's n-th call: ten v1 then ten v2, every 10th invalid (a multicast CIDR), with its expected denial. */
+    const request = (n: number): { version: 'v1' | 'v2'; spec: unknown; denial?: string } => {
+      const version = n % 20 < 10 ? 'v1' : 'v2';
+      const cidr = n % 10 === 9 ? '224.1.0.0/16' : '192.168.9.0/24';
+      const spec = version === 'v1' ? { cidr } : { subnets: [{ cidr }, { cidr: 'fd00:9::/64' }] };
+      const v = validateNetwork({ apiVersion: `samplecrd.k8s.io/${version}`, kind: 'Network', metadata: { name: 'x' }, spec } as Parameters<typeof validateNetwork>[0]);
+      return v.ok ? { version, spec } : { version, spec, denial: `admission webhook "vnetwork-${version}.samplecrd.k8s.io" denied the request: ${v.message}` };
+    };
+    assert.ok(request(9).denial && request(19).denial && !request(8).denial && !request(7).denial, 'both versions\' invalid requests are invalid');
+    let calls = 0;
+    let allowed = 0;
+    let refused = 0;
+    const failures: string[] = [];
+    let rotationDoneAt = 0;
+    let stop = false;
+    const writer = async (w: number): Promise<void> => {
+      for (let i = 0; !stop; i++) {
+        const n = calls++;
+        const { version, spec, denial } = request(n);
+        const at = `#${n} (${version}, ${denial ? 'invalid' : 'valid'}) at +${((Date.now() - t0) / 1000).toFixed(1)} s`;
+        try {
+          const res = await dryRun(version, `rot-${w}-${i}`, spec);
+          const message = res.status >= 400 ? ((JSON.parse(res.body) as { message?: string }).message ?? '') : '';
+          if (!denial && res.status === 201) allowed++;
+          else if (denial && res.status >= 400 && res.status < 500 && message === denial) refused++;
+          else failures.push(`${at}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+        } catch (err) {
+          failures.push(`${at}: ${(err as Error).message}`);
+        }
+        if (calls >= 1000 && rotationDoneAt && Date.now() - rotationDoneAt > 3000) stop = true;
+      }
+    };
+    const w0 = Date.now();
+    const observer = (async () => {
+      try {
+        while (!stop) {
+          await observe();
+          if (!rotationDoneAt && fullRotation(seen.secret) && fullRotation(seen.vwc) && fullRotation(seen.crd)) rotationDoneAt = Date.now();
+          if (Date.now() - w0 > 150_000) break; // the assertions below say what was missing
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        stop = true; // also when a read failed: the writers end, the error is reported
+      }
+    })();
+    await Promise.all([...Array.from({ length: 4 }, (_, w) => writer(w)), observer]);
+    const wallS = (Date.now() - w0) / 1000;
+    t.diagnostic(`${calls} admission calls (${allowed} allowed, ${refused} refused with the webhook's message) in ${wallS.toFixed(1)} s (${(calls / wallS).toFixed(0)}/s), ${failures.length} failed`);
+    t.diagnostic(`Secret CA bundles: ${seen.secret.join(' → ')}`);
+    t.diagnostic(`serving certificates (serial←CA): ${seen.serving.length}: ${seen.serving.join(', ')}`);
+    t.diagnostic(`webhook configuration caBundles: ${seen.vwc.join(' → ')}; CRD: ${seen.crd.join(' → ')}`);
+    assert.deepEqual(failures.slice(0, 10), [], `${failures.length} failed admission calls`);
+    assert.ok(calls >= 1000, `${calls} calls`);
+    assert.equal(allowed + refused, calls);
+    for (const [what, states] of Object.entries({ Secret: seen.secret, ValidatingWebhookConfiguration: seen.vwc, CRD: seen.crd })) {
+      assert.ok(fullRotation(states), `a whole CA rotation ([X] → [X, Y] → [Y]) in the ${what}: ${states.join(' → ')}`);
+    }
+    const signers = new Set(seen.serving.map((s) => s.split('←')[1]));
+    assert.ok(seen.serving.length >= 3 && signers.size >= 2, `serving certificates renewed and re-signed by the new CA: ${seen.serving.join(', ')}`);
+    const restarted = expectStatus<Pod>(await cp.get(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`), 200, 'manager Pod');
+    assert.equal(restarted.status.containerStatuses?.find((c) => c.name === 'manager')?.restartCount, 0, 'one manager process served it all');
+
+    // Back to config/default's arguments and a one-year certificate (Secret and caBundles started over again).
+    await restartCertificates(originalArgs);
+    await waitFor('config/default\'s manager Pod Ready', async () => (await pods()).find((p) => isReady(p) && !JSON.stringify(p.spec).includes('--webhook-cert-validity')),
+      { timeoutMs: 120_000, intervalMs: 250 });
+    await writesAccepted();
+    const ca = new X509Certificate(Buffer.from(expectStatus<{ data: Record<string, string> }>(await cp.get(secretPath), 200, 'Secret').data['ca.crt'] ?? '', 'base64'));
+    assert.ok(Date.parse(ca.validTo) - Date.now() > 300 * 86_400_000, `a one-year CA again: ${ca.validTo}`);
+    t.diagnostic(`rotation test ${((Date.now() - t0) / 1000).toFixed(1)} s in all (set-up and restore included)`);
   });
 
   test('config/sharded: 3 replicas as Pods, each Ready and holding its own shard Lease; the Foo is labelled with a shard', async () => {

@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { defaultRotationOptions } from '../../pkg/webhook/certs/rotation.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -273,6 +274,23 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-secret=Bad_Name'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value "Bad_Name" in --webhook-cert-secret: want a Secret name/ },
   { argv: ['--webhook-cert-mode=self-managed', '--webhook-service-name=a,b'], env: { POD_NAMESPACE: 'ns' }, message: /^--webhook-service-name needs exactly one a Service name/ },
   { argv: ['--webhook-cert-mode=self-managed', '--webhook-conversion-crds=networks'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value "networks" in --webhook-conversion-crds/ },
+  { argv: ['--webhook-cert-validity=1h'], message: /^--webhook-cert-validity only applies with --webhook-cert-mode=self-managed$/ },
+  { argv: ['--webhook-cert-path=/c', '--webhook-cert-poll-interval=1s'], message: /^--webhook-cert-poll-interval only applies with --webhook-cert-mode=self-managed$/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-validity=90d'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value for --webhook-cert-validity: invalid duration "90d"/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-ca-validity=0'], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value for --webhook-cert-ca-validity: must be greater than 0$/ },
+  { argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-poll-interval='], env: { POD_NAMESPACE: 'ns' }, message: /^invalid value for --webhook-cert-poll-interval: empty duration$/ },
+  {
+    argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-validity=8760h'], env: { POD_NAMESPACE: 'ns' },
+    message: /^--webhook-cert-ca-validity \(8760h\) must be at least 3 × --webhook-cert-validity \(8760h\): /,
+  },
+  {
+    argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-validity=12m'], env: { POD_NAMESPACE: 'ns' },
+    message: /^--webhook-cert-propagation-delay \(2m\) \+ --webhook-cert-reload-grace \(2m\) must be less than a third of --webhook-cert-validity \(12m\)/,
+  },
+  {
+    argv: ['--webhook-cert-mode=self-managed', '--webhook-cert-reload-grace=15s'], env: { POD_NAMESPACE: 'ns' },
+    message: /^--webhook-cert-reload-grace \(15s\) must be at least 2 × --webhook-cert-poll-interval \(10s\): /,
+  },
   { argv: ['--health-probe-bind-address', ':70000'], message: /--health-probe-bind-address: invalid address ":70000"/ },
   { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
   { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
@@ -386,6 +404,9 @@ test('webhook certificate modes: none by default (no webhooks), dir with --webho
     secretName: 'ts-controller-manager-webhook-server-cert', namespace: 'tscm-system', serviceName: 'ts-controller-manager-webhook-service',
     ips: [], validatingWebhookConfigurations: ['ts-controller-manager-validating-webhook-configuration'], mutatingWebhookConfigurations: [],
     crds: ['networks.samplecrd.k8s.io'],
+    // The rotation timing defaults are pkg/webhook/certs's own (CA 1 year, serving 90 days, 2 min delays) and its 10 s poll.
+    servingValidityMs: defaultRotationOptions.servingValidityMs, caValidityMs: defaultRotationOptions.caValidityMs,
+    propagationMs: defaultRotationOptions.propagationMs, reloadGraceMs: defaultRotationOptions.reloadGraceMs, pollIntervalMs: 10_000,
   });
   const custom = parse([
     '--webhook-cert-mode', 'self-managed', '--webhook-cert-secret=s', '--webhook-service-name=svc', '--webhook-cert-ips=127.0.0.1, ::1',
@@ -394,7 +415,15 @@ test('webhook certificate modes: none by default (no webhooks), dir with --webho
   assert.deepEqual(custom.webhookSelfManaged, {
     secretName: 's', namespace: 'ns', serviceName: 'svc', ips: ['127.0.0.1', '::1'], validatingWebhookConfigurations: [],
     mutatingWebhookConfigurations: ['m1', 'm2'], crds: ['a.example.com'],
+    servingValidityMs: 90 * 86_400_000, caValidityMs: 365 * 86_400_000, propagationMs: 120_000, reloadGraceMs: 120_000, pollIntervalMs: 10_000,
   });
+  // Short lifetimes (the real-node rotation proof, test/node.e2e.ts): every timing flag taken, the constraints met.
+  const short = parse(['--webhook-cert-mode=self-managed', '--webhook-cert-validity=15s', '--webhook-cert-ca-validity=45s',
+    '--webhook-cert-propagation-delay=2s', '--webhook-cert-reload-grace=2s', '--webhook-cert-poll-interval=500ms'], { POD_NAMESPACE: 'ns' });
+  assert.deepEqual([short.webhookSelfManaged?.servingValidityMs, short.webhookSelfManaged?.caValidityMs, short.webhookSelfManaged?.propagationMs,
+    short.webhookSelfManaged?.reloadGraceMs, short.webhookSelfManaged?.pollIntervalMs], [15_000, 45_000, 2_000, 2_000, 500]);
+  assert.match(helpText(), /--webhook-cert-validity=DURATION\s.*\(default "2160h"\)/);
+  assert.match(helpText(), /--webhook-cert-ca-validity=DURATION\s.*\(default "8760h"\)/);
   // In a pod without POD_NAMESPACE: the ServiceAccount's namespace file.
   const dirWithNs = mkdtempSync(join(tmpdir(), 'tscm-ns-'));
   writeFileSync(join(dirWithNs, 'namespace'), 'from-file\n');

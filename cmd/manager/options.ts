@@ -126,7 +126,25 @@ export interface WebhookSelfManagedOptions {
   mutatingWebhookConfigurations: string[];
   /** `--webhook-conversion-crds`: CRDs whose conversion webhook gets the CA bundle. */
   crds: string[];
+  /**
+   * `--webhook-cert-validity`: the serving certificate's lifetime (renewed when a third remains). This and the four
+   * below are the rotation timing (pkg/webhook/certs/rotation.ts; defaults = defaultRotationOptions, poll 10 s),
+   * checked here as SelfManagedCertificates checks them: caValidityMs >= 3 × servingValidityMs, propagationMs +
+   * reloadGraceMs < servingValidityMs / 3, reloadGraceMs >= 2 × pollIntervalMs.
+   */
+  servingValidityMs: number;
+  /** `--webhook-cert-ca-validity`: the CA's lifetime (a successor is added when a third remains). */
+  caValidityMs: number;
+  /** `--webhook-cert-propagation-delay`: how long API servers may still use a previous caBundle. */
+  propagationMs: number;
+  /** `--webhook-cert-reload-grace`: how long a replica may still serve a superseded serving pair. */
+  reloadGraceMs: number;
+  /** `--webhook-cert-poll-interval`: how often each replica reads the Secret and checks the injection targets. */
+  pollIntervalMs: number;
 }
+
+/** The self-managed mode's rotation timing flags, in WebhookSelfManagedOptions' order (serving, CA, propagation, grace, poll). */
+const webhookCertTimingFlags = ['webhook-cert-validity', 'webhook-cert-ca-validity', 'webhook-cert-propagation-delay', 'webhook-cert-reload-grace', 'webhook-cert-poll-interval'];
 
 /** The names config/default renders (namePrefix ts-controller-manager-). */
 export const defaultWebhookCertSecret = 'ts-controller-manager-webhook-server-cert';
@@ -165,6 +183,11 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'webhook-validating-configurations', kind: 'string', def: defaultValidatingWebhookConfigurations, help: 'Self-managed mode: comma-separated ValidatingWebhookConfigurations whose webhooks get the CA bundle ("" = none).' },
   { name: 'webhook-mutating-configurations', kind: 'string', def: '', help: 'Self-managed mode: comma-separated MutatingWebhookConfigurations whose webhooks get the CA bundle ("" = none).' },
   { name: 'webhook-conversion-crds', kind: 'string', def: defaultConversionCrds, help: 'Self-managed mode: comma-separated CRDs whose conversion webhook gets the CA bundle ("" = none).' },
+  { name: 'webhook-cert-validity', kind: 'duration', def: '2160h', help: 'Self-managed mode: lifetime of the serving certificate (90 days); a new one is issued when a third of it remains. A certificate already in the Secret keeps the lifetime it was issued with.' },
+  { name: 'webhook-cert-ca-validity', kind: 'duration', def: '8760h', help: 'Self-managed mode: lifetime of the CA (365 days); a successor is added to the bundle when a third remains. At least 3 × --webhook-cert-validity.' },
+  { name: 'webhook-cert-propagation-delay', kind: 'duration', def: '2m', help: 'Self-managed mode: how long after a caBundle change API servers may still call with the previous bundle; the serving certificate switches to a new CA only this long after every target carries it.' },
+  { name: 'webhook-cert-reload-grace', kind: 'duration', def: '2m', help: 'Self-managed mode: how long a replica may still serve a superseded serving certificate; an old CA leaves the bundle only this long after the switch. At least 2 × --webhook-cert-poll-interval; with the propagation delay, less than a third of --webhook-cert-validity.' },
+  { name: 'webhook-cert-poll-interval', kind: 'duration', def: '10s', help: 'Self-managed mode: how often each replica reads the Secret (and reloads a new serving certificate) and re-checks the injected caBundles.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
   { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
@@ -462,7 +485,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     throw new UsageError(`--webhook-cert-mode=${webhookCertMode} needs the webhook server (--webhook-bind-address is "0")`);
   }
   const selfManagedFlags = ['webhook-cert-secret', 'webhook-service-name', 'webhook-cert-ips', 'webhook-validating-configurations',
-    'webhook-mutating-configurations', 'webhook-conversion-crds'];
+    'webhook-mutating-configurations', 'webhook-conversion-crds', ...webhookCertTimingFlags];
   const strayFlag = selfManagedFlags.find((f) => raw.has(f));
   if (webhookCertMode !== 'self-managed' && strayFlag) {
     throw new UsageError(`--${strayFlag} only applies with --webhook-cert-mode=self-managed`);
@@ -559,6 +582,17 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
       if (items.length !== 1) throw new UsageError(`--${flag} needs exactly one ${want}`);
       return items[0] ?? '';
     };
+    const timing = (flag: string): string => `--${flag} (${get(flag) ?? ''})`;
+    const [servingValidityMs, caValidityMs, propagationMs, reloadGraceMs, pollIntervalMs] = webhookCertTimingFlags.map(duration) as [number, number, number, number, number];
+    if (caValidityMs < 3 * servingValidityMs) {
+      throw new UsageError(`${timing('webhook-cert-ca-validity')} must be at least 3 × ${timing('webhook-cert-validity')}: a CA is replaced when a third of it remains, which must still cover a whole serving certificate`);
+    }
+    if (propagationMs + reloadGraceMs >= servingValidityMs / 3) {
+      throw new UsageError(`${timing('webhook-cert-propagation-delay')} + ${timing('webhook-cert-reload-grace')} must be less than a third of ${timing('webhook-cert-validity')}: a CA switch must fit well inside the renewal window`);
+    }
+    if (reloadGraceMs < 2 * pollIntervalMs) {
+      throw new UsageError(`${timing('webhook-cert-reload-grace')} must be at least 2 × ${timing('webhook-cert-poll-interval')}: a replica loads a new serving certificate only when it polls`);
+    }
     webhookSelfManaged = {
       secretName: one('webhook-cert-secret', isDns1123Subdomain, 'a Secret name (DNS-1123 subdomain)'),
       namespace,
@@ -567,6 +601,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
       validatingWebhookConfigurations: list('webhook-validating-configurations', isDns1123Subdomain, 'object names (DNS-1123 subdomains)'),
       mutatingWebhookConfigurations: list('webhook-mutating-configurations', isDns1123Subdomain, 'object names (DNS-1123 subdomains)'),
       crds: list('webhook-conversion-crds', (x) => isDns1123Subdomain(x) && x.includes('.'), 'CRD names (DNS-1123 subdomains, e.g. networks.samplecrd.k8s.io)'),
+      servingValidityMs, caValidityMs, propagationMs, reloadGraceMs, pollIntervalMs,
     };
   }
 

@@ -39,7 +39,8 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
     client: new RestClient({ kubeConfig: kube.kubeConfig, userAgent: `ts-controller-manager/${packageVersion()} (${identity})`, log }),
     secretName: sm.secretName, namespace: sm.namespace, serviceName: sm.serviceName, ips: sm.ips,
     validatingWebhookConfigurations: sm.validatingWebhookConfigurations, mutatingWebhookConfigurations: sm.mutatingWebhookConfigurations,
-    crds: sm.crds, logger: log,
+    crds: sm.crds, servingValidityMs: sm.servingValidityMs, caValidityMs: sm.caValidityMs, propagationMs: sm.propagationMs,
+    reloadGraceMs: sm.reloadGraceMs, pollIntervalMs: sm.pollIntervalMs, logger: log,
   }) : undefined;
 
   const mgr = new ControllerManager({

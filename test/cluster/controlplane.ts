@@ -375,10 +375,11 @@ export class ControlPlane {
 
   /**
    * GET/POST/... against the API server (or any URL of this cluster) with the admin client certificate, or with a
-   * bearer `token` (and no client certificate) when one is given.
+   * bearer `token` (and no client certificate) when one is given. `timeoutMs` (default 10 s): no socket activity for
+   * that long fails the request.
    */
   async request(method: string, urlOrPath: string, body?: unknown,
-    opts: { headers?: Record<string, string>; token?: string } = {}): Promise<HttpResponse> {
+    opts: { headers?: Record<string, string>; token?: string; timeoutMs?: number } = {}): Promise<HttpResponse> {
     const headers = { ...opts.headers, ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) };
     const url = new URL(urlOrPath, this.state.server);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -386,7 +387,7 @@ export class ControlPlane {
     const reqOpts = {
       method,
       headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
-      timeout: 10_000,
+      timeout: opts.timeoutMs ?? 10_000,
       ...(url.protocol === 'https:'
         ? { ca: readFileSync(pki.caCert),
             ...(opts.token ? {} : { cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) }),
