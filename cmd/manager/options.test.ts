@@ -214,6 +214,11 @@ test('duration flags: sync period 0 or ≥ 1s; long durations up to Go\'s range 
   assert.ok(Math.abs(parse(['--sync-period=2562047h47m16.854775807s']).syncPeriodMs - 9_223_372_036_854.775) < 1);
   assert.equal(parse(['--leader-elect-lease-duration=596523h14m7s']).leaseDurationMs, 2_147_483_647_000);
   assert.equal(parse([]).syncPeriodMs, 10 * 3_600_000);
+  assert.equal(parse([]).webhookShutdownDelayMs, 5_000);
+  assert.equal(parse(['--graceful-shutdown-timeout=4s']).webhookShutdownDelayMs, 2_000, 'unset: at most half the graceful shutdown');
+  assert.equal(parse(['--graceful-shutdown-timeout=0']).webhookShutdownDelayMs, 0);
+  assert.equal(parse(['--webhook-shutdown-delay=0']).webhookShutdownDelayMs, 0);
+  assert.equal(parse(['--webhook-shutdown-delay=12s']).webhookShutdownDelayMs, 12_000);
 });
 
 test('Go durations: the range of time.Duration (int64 nanoseconds)', () => {
@@ -295,6 +300,11 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--leader-elect-lease-duration=15'], message: /^invalid value for --leader-elect-lease-duration: invalid duration "15"/ },
   { argv: ['--leader-elect-retry-period=2x'], message: /--leader-elect-retry-period: invalid duration "2x"/ },
   { argv: ['--graceful-shutdown-timeout=soon'], message: /--graceful-shutdown-timeout: invalid duration "soon"/ },
+  { argv: ['--webhook-shutdown-delay=later'], message: /--webhook-shutdown-delay: invalid duration "later"/ },
+  {
+    argv: ['--webhook-shutdown-delay=30s'],
+    message: /^--webhook-shutdown-delay \(30s\) must be less than --graceful-shutdown-timeout \(30s\): the delay is part of the graceful shutdown$/,
+  },
   { argv: ['--leader-elect-retry-period=0'], message: /--leader-elect-retry-period: must be greater than 0/ },
   {
     argv: ['--leader-elect-lease-duration=10s'],

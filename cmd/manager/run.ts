@@ -59,6 +59,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
       bindAddress: opts.webhookBindAddress,
       ...(opts.webhookCertPath ? { certDir: opts.webhookCertPath } : {}),
       ...(certs ? { tls: certs } : {}),
+      shutdownDelayMs: opts.webhookShutdownDelayMs,
     },
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,

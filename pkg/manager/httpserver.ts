@@ -2,15 +2,18 @@
  * HttpServerRunnable: an HTTP(S) server as a Runnable (health probes, metrics).
  *
  * Contract: `start` rejects if the address cannot be bound (e.g. EADDRINUSE), which the Manager treats as fatal.
- * After the signal aborts, the server stops accepting connections, idle keep-alive connections are closed at once,
- * and connections still busy after `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
+ * After the signal aborts, the server first DRAINS for `drainDelayMs` (default 0: no drain) — it keeps listening and
+ * answering, idle keep-alive connections are closed at once and every answer carries `Connection: close`, so callers
+ * re-dial and reach another replica as soon as their routing (Service endpoints, kube-proxy) has caught up — then it
+ * stops accepting connections, idle keep-alive connections are closed at once, and connections still busy after
+ * `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
  * with the bound address once the server accepts connections (useful with port 0).
  */
 import type { RequestListener, Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Logger, silentLogger } from '../log/logger.ts';
-import { realClock } from '../util/clock.ts';
+import { type Clock, realClock } from '../util/clock.ts';
 import type { Runnable } from './runnable.ts';
 
 // Not `import { … } from 'node:http'`: an ESM import of node:http reads every export into the module namespace, which
@@ -66,6 +69,13 @@ export interface HttpServerOptions {
   tls?: TlsSource;
   shutdownTimeoutMs?: number;
   /**
+   * After the signal aborts, keep serving this long (ms) before closing the listener: a replica being replaced must
+   * not refuse or silently drop calls routed to it by endpoints that still name it (the webhook server). Default 0.
+   */
+  drainDelayMs?: number;
+  /** Timer source of the drain (tests); default the real clock. */
+  clock?: Clock;
+  /**
    * Connection limits for servers that face untrusted clients (the webhook server): passed to createServer as is.
    * Node's defaults apply to what is absent (headersTimeout 60 s, requestTimeout 300 s, TLS handshake 120 s).
    */
@@ -99,6 +109,8 @@ export class HttpServerRunnable implements Runnable {
   private readonly log: Logger;
   /** The underlying server once started. */
   server: Server | undefined;
+  /** True from the signal's abort until the listener closes (the drain; see drainDelayMs). */
+  draining = false;
 
   constructor(opts: HttpServerOptions) {
     const address = parseBindAddress(opts.bindAddress);
@@ -139,14 +151,18 @@ export class HttpServerRunnable implements Runnable {
         const { cert, key } = state.latest ?? first;
         const handler = this.opts.handler;
         state.https = createHttpsServer({ ...this.opts.limits, cert, key }, (req, res) => {
-          if ((connectedAt.get(req.socket) ?? state.generation) < state.generation) res.setHeader('connection', 'close');
+          if (this.draining || (connectedAt.get(req.socket) ?? state.generation) < state.generation) res.setHeader('connection', 'close');
           handler(req, res);
         });
         state.https.on('secureConnection', (socket) => connectedAt.set(socket, state.generation));
         server = state.https;
       } else {
         const { handshakeTimeout: _tlsOnly, ...limits } = this.opts.limits ?? {};
-        server = createHttpServer(limits, this.opts.handler);
+        const handler = this.opts.handler;
+        server = createHttpServer(limits, (req, res) => {
+          if (this.draining) res.setHeader('connection', 'close');
+          handler(req, res);
+        });
       }
       this.server = server;
       await new Promise<void>((resolve, reject) => {
@@ -168,16 +184,25 @@ export class HttpServerRunnable implements Runnable {
     server.on('error', (err) => this.log.error({ err }, 'server error'));
 
     await new Promise<void>((resolve) => {
-      const stop = (): void => {
+      const close = (): void => {
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeIdleConnections();
         // realClock: unref'd, and safe for any shutdownTimeoutMs (plain setTimeout overflows above 2^31-1 ms).
         const timer = realClock.setTimer(this.opts.shutdownTimeoutMs ?? 5_000, () => server.closeAllConnections());
         void closed.then(() => {
           timer.cancel();
+          this.draining = false;
           this.log.info('stopped');
           resolve();
         });
+      };
+      const stop = (): void => {
+        const drainMs = this.opts.drainDelayMs ?? 0;
+        if (drainMs <= 0) return close();
+        this.draining = true;
+        server.closeIdleConnections();
+        this.log.info({ drainMs }, 'draining: still serving, each answer closes its connection, then stopping');
+        (this.opts.clock ?? realClock).setTimer(drainMs, close);
       };
       if (signal.aborted) stop();
       else signal.addEventListener('abort', stop, { once: true });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
@@ -16,6 +16,7 @@ import type { KubeObject } from '../apimachinery/meta.ts';
 import { captureLogs, type LogLine } from '../log/capture.ts';
 import type { TlsPair, TlsSource } from '../manager/httpserver.ts';
 import { selfSignedCertificate } from '../manager/selfsigned.ts';
+import { FakeClock } from '../util/clock.ts';
 import { denied, type AdmissionReview } from './admission.ts';
 import { WebhookBuilder } from './builder.ts';
 import type { ConversionReview } from './conversion.ts';
@@ -375,6 +376,55 @@ describe('WebhookServer: lifecycle and certificates', () => {
     ac.abort();
     await done;
     assert.throws(() => server.ready(), /not serving/);
+  });
+
+  it('shutdownDelayMs: after the signal it still answers (each answer closing its connection; idle keep-alive connections closed at once; ready() failing), then the port closes', async () => {
+    const clock = new FakeClock();
+    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs: 5_000, clock });
+    withValidatorFor(server);
+    const ac = new AbortController();
+    const done = server.start(ac.signal);
+    const { port } = await server.listening;
+    const review = admissionReview({ operation: 'CREATE', object: widget({}) });
+    // A caller's pooled keep-alive connection, idle when the signal comes (an API server's connection pool).
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    cleanups.push(() => agent.destroy());
+    const idleClosed = new Promise<void>((resolve, reject) => {
+      const req = httpsRequest({ host: '127.0.0.1', port, path: '/validate-example-com-v2-widget', method: 'POST', ca: pair.cert, agent, headers: { 'content-type': 'application/json' } }, (res) => {
+        assert.equal(res.statusCode, 200);
+        assert.notEqual(res.headers.connection, 'close', 'kept alive while serving');
+        res.resume();
+      });
+      req.on('socket', (socket) => socket.once('close', () => resolve()));
+      req.on('error', reject);
+      req.end(review);
+    });
+    // Until the answer is read and the socket is back in the agent's pool (idle).
+    while (Object.keys(agent.freeSockets).length === 0) await new Promise((r) => setImmediate(r));
+    ac.abort();
+    await idleClosed;
+    assert.throws(() => server.ready(), /draining/);
+    const during = await post(port, '/validate-example-com-v2-widget', review);
+    assert.equal(during.status, 200, 'still answered while draining');
+    assert.equal(during.headers.connection, 'close', 'the caller re-dials (reaches another replica) for its next call');
+    let stopped = false;
+    void done.then(() => (stopped = true));
+    assert.equal(stopped, false, 'not stopped before the delay');
+    clock.step(5_000);
+    await done;
+    await assert.rejects(post(port, '/validate-example-com-v2-widget', review), /ECONNREFUSED/);
+    assert.throws(() => server.ready(), /not serving/);
+  });
+
+  it('without shutdownDelayMs the port closes at the signal', async () => {
+    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry() });
+    withValidatorFor(server);
+    const ac = new AbortController();
+    const done = server.start(ac.signal);
+    const { port } = await server.listening;
+    ac.abort();
+    await done;
+    await assert.rejects(post(port, '/validate-example-com-v2-widget', admissionReview({ operation: 'CREATE', object: widget({}) })), /ECONNREFUSED/);
   });
 
   it('certDir: serves tls.crt/tls.key from the directory; a missing certificate fails the start', async () => {

@@ -22,6 +22,9 @@
  *        timeout): its signal aborts with a TimeoutError, the request is answered at once and logged once with the
  *        uid; whatever the handler does later is ignored.
  *
+ * Stopping: with `shutdownDelayMs` the server keeps answering that long after the signal (each answer closing its
+ * connection, `ready()` failing), then closes the port and waits up to `shutdownTimeoutMs` for requests in progress.
+ *
  * Metrics (metrics.ts) count every request to a registered path by its final HTTP code. `ready()` (the manager's
  * /readyz check "webhook-server") passes once the server listens with a certificate loaded, until it stops.
  */
@@ -76,6 +79,14 @@ export interface WebhookServerOptions {
   idleTimeoutMs?: number;
   /** How long shutdown waits for requests in progress before closing their connections (ms); default 5 s. */
   shutdownTimeoutMs?: number;
+  /**
+   * After the stop signal, keep answering this long (ms) before closing the port — each answer with `Connection:
+   * close`, idle connections closed at once — so that API servers whose route still names this replica (Service
+   * endpoints and kube-proxy rules lag a Pod's deletion) are answered, not refused or left hanging until their
+   * webhook timeout, and re-dial to another replica. `/readyz` fails meanwhile. Default 0 (none); the bundled manager
+   * uses 5 s (`--webhook-shutdown-delay`).
+   */
+  shutdownDelayMs?: number;
   /** Where the webhook metrics (requests, latency, in flight) are registered (default the process-wide registry). */
   registry?: Registry;
   /** Where failures and certificate reloads are logged. */
@@ -174,6 +185,9 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
 
   /** Binds nothing yet: start() loads the certificate, then listens. Paths may be registered before or after. */
   constructor(opts: WebhookServerOptions = {}) {
+    if (opts.shutdownDelayMs !== undefined && !(Number.isFinite(opts.shutdownDelayMs) && opts.shutdownDelayMs >= 0)) {
+      throw new Error(`webhook server: shutdownDelayMs must be a number ≥ 0, got ${opts.shutdownDelayMs}`);
+    }
     for (const name of ['maxRequestBytes', 'handlerTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'handshakeTimeoutMs', 'idleTimeoutMs'] as const) {
       const v = opts[name];
       if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new Error(`webhook server: ${name} must be a positive number, got ${v}`);
@@ -204,6 +218,8 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       },
       logger: opts.logger,
       ...(opts.shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs: opts.shutdownTimeoutMs } : {}),
+      ...(opts.shutdownDelayMs ? { drainDelayMs: opts.shutdownDelayMs } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
     });
     this.listening = this.http.listening;
   }
@@ -232,6 +248,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   /** Throws unless the server listens with a certificate loaded (a health Checker). */
   ready(): void {
     if (!this.serving || this.stopped) throw new Error('webhook server is not serving (certificate not loaded or port not bound yet, or stopped)');
+    if (this.http.draining) throw new Error('webhook server is draining before it stops (shutdownDelayMs)');
   }
 
   /** Serves until `signal` aborts, then shuts down gracefully (see shutdownTimeoutMs); rejects if it cannot serve. */
