@@ -28,6 +28,9 @@
  * "base" runs SCRIPT (another build's bundle, e.g. `node hack/bundle.ts dist/bundle-base` before the change) exactly
  * as ts runs dist/bundle; the order per round is ts, base, cr(, raw) / (raw,) cr, base, ts. The table adds base's column,
  * base ÷ cr and ts ÷ base. `--no-raw` leaves the raw writer out (it does not depend on the build).
+ * `--ts-node-flags '…'` / `--base-node-flags '…'` (with `=`, the value starts with `--`): that contender's Node flags
+ * instead of the image's (productionNodeFlags), e.g. one build under two V8 settings; `--ts-env 'K=V K2=V2'` /
+ * `--base-env …`: extra environment of that contender (e.g. MALLOC_ARENA_MAX=2).
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
@@ -54,6 +57,10 @@ const { values: args } = parseArgs({
     'timeout-seconds': { type: 'string', default: '1200' },
     'cr-bin': { type: 'string' },
     base: { type: 'string' },
+    'ts-node-flags': { type: 'string' },
+    'base-node-flags': { type: 'string' },
+    'ts-env': { type: 'string' },
+    'base-env': { type: 'string' },
     'no-raw': { type: 'boolean', default: false },
     out: { type: 'string' },
     from: { type: 'string' },
@@ -71,6 +78,16 @@ const repo = join(import.meta.dirname, '..');
 type Contender = 'ts' | 'base' | 'cr' | 'raw';
 type Manager = Exclude<Contender, 'raw'>;
 const baseScript = args.base ? resolve(args.base) : undefined;
+/** Node flags per TypeScript contender (undefined: the image's, productionNodeFlags). */
+const nodeFlagsOf = (kind: Manager): string[] | undefined => {
+  const v = kind === 'ts' ? args['ts-node-flags'] : kind === 'base' ? args['base-node-flags'] : undefined;
+  return v === undefined ? undefined : v.split(' ').filter(Boolean);
+};
+/** Extra environment per TypeScript contender. */
+const envOf = (kind: Manager): Record<string, string> => {
+  const v = kind === 'ts' ? args['ts-env'] : kind === 'base' ? args['base-env'] : undefined;
+  return Object.fromEntries((v ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+};
 const managers: Manager[] = baseScript ? ['ts', 'base', 'cr'] : ['ts', 'cr'];
 
 /** One run's numbers (ms, seconds of CPU, bytes); undefined = not reached or not applicable. */
@@ -107,10 +124,13 @@ function crBinary(): string {
 
 function startManager(kind: Manager, env: FooEnv, crBin: string, cgroup: MemoryCgroup | undefined): Promise<ManagerProcess> {
   return ManagerProcess.start({
-    collectLogs: false, env: { KUBECONFIG: env.cp.kubeconfig }, ...(cgroup ? { cgroup } : {}),
+    collectLogs: false, env: { ...envOf(kind), KUBECONFIG: env.cp.kubeconfig }, ...(cgroup ? { cgroup } : {}),
     ...(kind === 'cr'
       ? { executable: crBin, args: [`--workers=${workers}`] }
-      : { script: kind === 'base' && baseScript ? baseScript : bundleMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`] }),
+      : {
+        script: kind === 'base' && baseScript ? baseScript : bundleMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`],
+        ...(nodeFlagsOf(kind) ? { nodeFlags: nodeFlagsOf(kind) } : {}),
+      }),
   });
 }
 
