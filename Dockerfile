@@ -72,9 +72,7 @@ EXPOSE 8081 8443
 # the limit is reached; without it V8's heap limit in a 256 MiB container is 259 MiB (see README "Sizing").
 # The young generation is capped at 2 MiB per semi-space: V8 otherwise grows it to 16 MiB during start-up and keeps
 # it, resident, while idle (bench/README.md "Fixed cost": idle RSS -3 MiB, -18 MiB with 1 000 Foos cached).
-# One V8 worker thread (--v8-pool-size=1) instead of Node's 4: the GC's and compilers' background work on one helper
-# thread; 9-20 % less CPU to converge, start-up unchanged (bench/README.md, "A candidate against its baseline", (l)).
 # Keep in sync with productionNodeFlags in test/helpers/managerprocess.ts (checked by test/image.test.ts).
 # The entry point is the esbuild bundle of dist/cmd/manager/main.js (hack/bundle.ts): a few files instead of ~250
 # modules to resolve, load and compile, -27 % CPU to ready (bench/README.md "Fixed cost").
-ENTRYPOINT ["/usr/local/bin/node", "--max-old-space-size-percentage=50", "--max-semi-space-size=2", "--v8-pool-size=1", "/app/dist/bundle/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-old-space-size-percentage=50", "--max-semi-space-size=2", "/app/dist/bundle/main.js"]

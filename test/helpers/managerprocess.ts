@@ -23,11 +23,9 @@ export const bundleMainScript = join(import.meta.dirname, '..', '..', 'dist', 'b
  * V8's old space is sized from the container's memory limit (half of it), so the garbage collector works before
  * the cgroup limit is reached instead of after (V8's default heap limit in a 256 MiB container is 259 MiB); the
  * young generation is capped at 2 MiB per semi-space (V8 grows it to 16 MiB at start-up and keeps it resident;
- * bench/README.md "Fixed cost"); one V8 worker thread instead of Node's default 4 (`--v8-pool-size=1`: 9–20 % less CPU to
- * converge 1 000 Foos on a 2-core machine, where 4 helper threads only contend; start-up unchanged; bench/README.md "A candidate
- * against its baseline", (l)).
+ * bench/README.md "Fixed cost").
  */
-export const productionNodeFlags = ['--max-old-space-size-percentage=50', '--max-semi-space-size=2', '--v8-pool-size=1'];
+export const productionNodeFlags = ['--max-old-space-size-percentage=50', '--max-semi-space-size=2'];
 /** The image's ENTRYPOINT (Dockerfile; test/memory.test.ts and test/image.test.ts keep the two equal): the bundle. */
 export const imageEntrypoint = ['/usr/local/bin/node', ...productionNodeFlags, '/app/dist/bundle/main.js'];
 /** The same command with the in-cluster ServiceAccount directory under `$TSCM_TEST_IN_CLUSTER_ROOT` (tests only). */
