@@ -128,14 +128,27 @@ export async function rawFooWrites(env: FooEnv): Promise<{ ms: number; cpuSecond
  * apiserver_request_total: the same count whichever client made them (its own lease renewals are not in `resources`).
  */
 export async function apiserverWrites(cp: ControlPlane, resources: readonly string[] = ['foos', 'deployments', 'events']): Promise<number> {
+  return (await apiserverRequests(cp, resources)).writes;
+}
+
+/** Requests served so far for `resources` (apiserver_request_total): writes (verbs but GET/LIST/WATCH), reads, and writes refused with 409. */
+export interface RequestCounts { writes: number; reads: number; conflicts: number }
+
+export async function apiserverRequests(cp: ControlPlane, resources: readonly string[] = ['foos', 'deployments', 'events']): Promise<RequestCounts> {
   const res = await cp.get('/metrics');
   if (res.status !== 200) throw new Error(`kube-apiserver /metrics: HTTP ${res.status}`);
-  let n = 0;
+  const counts: RequestCounts = { writes: 0, reads: 0, conflicts: 0 };
   for (const line of res.body.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
     const resource = /resource="([^"]*)"/.exec(line)?.[1];
-    if (verb && !['GET', 'LIST', 'WATCH'].includes(verb) && resource && resources.includes(resource)) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!verb || !resource || !resources.includes(resource)) continue;
+    const n = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (['GET', 'LIST', 'WATCH'].includes(verb)) counts.reads += n;
+    else {
+      counts.writes += n;
+      if (/code="409"/.test(line)) counts.conflicts += n;
+    }
   }
-  return n;
+  return counts;
 }

@@ -18,14 +18,24 @@
  * contender runs inside a 256 MiB cgroup v1 memory limit (root). `--idle`: N = 0, RSS 10 s after ready.
  *
  *   node bench/vs-cr.ts [--foos 1000,10000] [--rounds 3] [--limits none,256] [--idle-rounds 3] [--out runs.jsonl]
+ *                       [--base OTHER/bundle/main.js] [--no-raw]
  *   node bench/vs-cr.ts --from runs.jsonl[,more.jsonl]   (the table from recorded runs, nothing run)
  *
- * Prints a markdown table: medians and min–max, the ts/cr ratio first, and the issue's goals it misses.
+ * Prints a markdown table: medians and min–max, the ts/cr ratio first, and the issue's goals it misses. Also per run:
+ * the requests the contender's convergence cost kube-apiserver (foos, deployments, events: writes, of them 409s, reads).
+ *
+ * `--base SCRIPT`: a candidate and its baseline in the same run, interleaved with the anchor — a fourth contender
+ * "base" runs SCRIPT (another build's bundle, e.g. `node hack/bundle.ts dist/bundle-base` before the change) exactly
+ * as ts runs dist/bundle; the order per round is ts, base, cr(, raw) / (raw,) cr, base, ts. The table adds base's column,
+ * base ÷ cr and ts ÷ base. `--no-raw` leaves the raw writer out (it does not depend on the build).
+ * `--ts-node-flags '…'` / `--base-node-flags '…'` (with `=`, the value starts with `--`): that contender's Node flags
+ * instead of the image's (productionNodeFlags), e.g. one build under two V8 settings; `--ts-env 'K=V K2=V2'` /
+ * `--base-env …`: extra environment of that contender (e.g. MALLOC_ARENA_MAX=2).
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { deploymentResource, type Deployment } from '../pkg/controllers/deployment/types.ts';
@@ -33,7 +43,7 @@ import { fooResource } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
 import { bundleMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
-import { apiserverWrites, freshFooControlPlane, log, rawFooWrites, stopEnv, type FooEnv } from './common.ts';
+import { apiserverRequests, apiserverWrites, freshFooControlPlane, log, rawFooWrites, stopEnv, type FooEnv } from './common.ts';
 import { median as medianOf, MiB, procCpuMs } from './informer/stats.ts';
 
 const { values: args } = parseArgs({
@@ -46,6 +56,12 @@ const { values: args } = parseArgs({
     namespaces: { type: 'string', default: '10' },
     'timeout-seconds': { type: 'string', default: '1200' },
     'cr-bin': { type: 'string' },
+    base: { type: 'string' },
+    'ts-node-flags': { type: 'string' },
+    'base-node-flags': { type: 'string' },
+    'ts-env': { type: 'string' },
+    'base-env': { type: 'string' },
+    'no-raw': { type: 'boolean', default: false },
     out: { type: 'string' },
     from: { type: 'string' },
   },
@@ -59,8 +75,20 @@ const namespaceCount = Number(args.namespaces);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
 const repo = join(import.meta.dirname, '..');
 
-type Contender = 'ts' | 'cr' | 'raw';
-const managers: ('ts' | 'cr')[] = ['ts', 'cr'];
+type Contender = 'ts' | 'base' | 'cr' | 'raw';
+type Manager = Exclude<Contender, 'raw'>;
+const baseScript = args.base ? resolve(args.base) : undefined;
+/** Node flags per TypeScript contender (undefined: the image's, productionNodeFlags). */
+const nodeFlagsOf = (kind: Manager): string[] | undefined => {
+  const v = kind === 'ts' ? args['ts-node-flags'] : kind === 'base' ? args['base-node-flags'] : undefined;
+  return v === undefined ? undefined : v.split(' ').filter(Boolean);
+};
+/** Extra environment per TypeScript contender. */
+const envOf = (kind: Manager): Record<string, string> => {
+  const v = kind === 'ts' ? args['ts-env'] : kind === 'base' ? args['base-env'] : undefined;
+  return Object.fromEntries((v ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+};
+const managers: Manager[] = baseScript ? ['ts', 'base', 'cr'] : ['ts', 'cr'];
 
 /** One run's numbers (ms, seconds of CPU, bytes); undefined = not reached or not applicable. */
 interface Run {
@@ -78,6 +106,9 @@ interface Run {
   restartReadyMs?: number;
   restartCpuS?: number;
   restartWrites?: number;
+  convergeWrites?: number;
+  convergeConflicts?: number;
+  convergeReads?: number;
   cgroupMax?: number;
   cgroupFailCnt?: number;
   killed?: string;
@@ -91,19 +122,22 @@ function crBinary(): string {
   return join(dir, 'cr-anchor');
 }
 
-function startManager(kind: 'ts' | 'cr', env: FooEnv, crBin: string, cgroup: MemoryCgroup | undefined): Promise<ManagerProcess> {
+function startManager(kind: Manager, env: FooEnv, crBin: string, cgroup: MemoryCgroup | undefined): Promise<ManagerProcess> {
   return ManagerProcess.start({
-    collectLogs: false, env: { KUBECONFIG: env.cp.kubeconfig }, ...(cgroup ? { cgroup } : {}),
-    ...(kind === 'ts'
-      ? { script: bundleMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`] }
-      : { executable: crBin, args: [`--workers=${workers}`] }),
+    collectLogs: false, env: { ...envOf(kind), KUBECONFIG: env.cp.kubeconfig }, ...(cgroup ? { cgroup } : {}),
+    ...(kind === 'cr'
+      ? { executable: crBin, args: [`--workers=${workers}`] }
+      : {
+        script: kind === 'base' && baseScript ? baseScript : bundleMainScript, args: ['--controllers=foo', `--foo-concurrency=${workers}`],
+        ...(nodeFlagsOf(kind) ? { nodeFlags: nodeFlagsOf(kind) } : {}),
+      }),
   });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** ts or cr on a fresh control plane with n Foos: see the file comment for what is measured. */
-async function managerRun(kind: 'ts' | 'cr', n: number, limitMiB: number | undefined, round: number, crBin: string): Promise<Run> {
+async function managerRun(kind: Manager, n: number, limitMiB: number | undefined, round: number, crBin: string): Promise<Run> {
   const run: Run = { contender: kind, n, limitMiB, round };
   const env = await freshFooControlPlane(n, { namespaceCount, prefix: 'tscm-vscr-' });
   const apiPid = env.cp.state.components['kube-apiserver']?.pid ?? 0;
@@ -122,6 +156,7 @@ async function managerRun(kind: 'ts' | 'cr', n: number, limitMiB: number | undef
   let mgr: ManagerProcess | undefined;
   try {
     const apiCpu0 = procCpuS(apiPid);
+    const requests0 = await apiserverRequests(env.cp);
     const t0 = performance.now();
     mgr = await startManager(kind, env, crBin, cgroup);
     const pid = mgr.proc.pid ?? 0;
@@ -145,6 +180,10 @@ async function managerRun(kind: 'ts' | 'cr', n: number, limitMiB: number | undef
     run.cpuS = procCpuS(pid);
     run.apiCpuS = procCpuS(apiPid) - apiCpu0;
     run.peakRss = processRss(pid)?.peak;
+    const requests = await apiserverRequests(env.cp);
+    run.convergeWrites = requests.writes - requests0.writes;
+    run.convergeConflicts = requests.conflicts - requests0.conflicts;
+    run.convergeReads = requests.reads - requests0.reads;
     await sleep(n === 0 ? 10_000 : 5000);
     if (n === 0) run.idleRss = processRss(pid)?.rss;
     else run.settledRss = processRss(pid)?.rss;
@@ -199,6 +238,9 @@ const metrics: Metric[] = [
   { key: 'convergedMs', label: 'start → converged s', unit: 's' },
   { key: 'cpuS', label: 'contender CPU s (to converged)', unit: 'n' },
   { key: 'apiCpuS', label: 'kube-apiserver CPU s (to converged)', unit: 'n' },
+  { key: 'convergeWrites', label: 'writes to converge (foos, deployments, events)', unit: 'n' },
+  { key: 'convergeConflicts', label: 'of them refused with 409', unit: 'n' },
+  { key: 'convergeReads', label: 'reads to converge (GET/LIST/WATCH)', unit: 'n' },
   { key: 'peakRss', label: 'peak RSS MiB', unit: 'MiB' },
   { key: 'settledRss', label: 'settled RSS MiB (5 s after converged)', unit: 'MiB' },
   { key: 'restartReadyMs', label: 'restart → ready s', unit: 's' },
@@ -261,17 +303,25 @@ function table(all: Run[]): string {
     const of = (c: Contender): Run[] => all.filter((r) => r.n === n && r.limitMiB === limit && r.contender === c);
     const ts = of('ts');
     const cr = of('cr');
+    const base = of('base');
     const raw = limit === undefined ? all.filter((r) => r.n === n && r.contender === 'raw') : [];
     if (ts.length + cr.length === 0) continue;
     const rounds = Math.max(ts.length, cr.length);
+    const r2 = (a: Run[], b: Run[], key: keyof Run): string => {
+      const r = ratio(a, b, key);
+      return r === undefined ? '–' : `${r.toFixed(2)}×`;
+    };
     out.push(`\n**N = ${n.toLocaleString('en-US').replace(/,/g, ' ')} Foos${n ? ` (${(2 * n).toLocaleString('en-US').replace(/,/g, ' ')} cached objects)` : ' (idle)'}, ${limit ? `${limit} MiB memory cgroup` : 'no memory limit'}, ${rounds} round${rounds > 1 ? 's' : ''}**\n`);
-    out.push('| metric | ts ÷ cr | ts (this manager) | cr (controller-runtime) | raw writer |', '|---|---:|---:|---:|---:|');
+    if (base.length > 0) {
+      out.push('| metric | ts ÷ cr | base ÷ cr | ts ÷ base | ts (this build) | base (baseline build) | cr (controller-runtime) | raw writer |', '|---|---:|---:|---:|---:|---:|---:|---:|');
+    } else out.push('| metric | ts ÷ cr | ts (this manager) | cr (controller-runtime) | raw writer |', '|---|---:|---:|---:|---:|');
     for (const m of metrics) {
-      if (values([...ts, ...cr], m.key).length === 0) continue;
-      const r = ratio(ts, cr, m.key);
-      out.push(`| ${m.label} | ${r === undefined ? '–' : `${r.toFixed(2)}×`} | ${cell(ts, m)} | ${cell(cr, m)} | ${cell(raw, m)} |`);
+      if (values([...ts, ...cr, ...base], m.key).length === 0) continue;
+      if (base.length > 0) {
+        out.push(`| ${m.label} | ${r2(ts, cr, m.key)} | ${r2(base, cr, m.key)} | ${r2(ts, base, m.key)} | ${cell(ts, m)} | ${cell(base, m)} | ${cell(cr, m)} | ${cell(raw, m)} |`);
+      } else out.push(`| ${m.label} | ${r2(ts, cr, m.key)} | ${cell(ts, m)} | ${cell(cr, m)} | ${cell(raw, m)} |`);
     }
-    const killed = [...ts, ...cr].filter((r) => r.killed).map((r) => `${r.contender} round ${r.round}: ${r.killed}`);
+    const killed = [...ts, ...cr, ...base].filter((r) => r.killed).map((r) => `${r.contender} round ${r.round}: ${r.killed}`);
     if (killed.length) out.push(`\nNot converged: ${killed.join('; ')}`);
     // The issue's goals (ratios ts ÷ cr unless stated).
     const where = `N=${n}${limit ? `, ${limit} MiB` : ''}`;
@@ -323,7 +373,7 @@ async function main(): Promise<void> {
   }
   for (const n of sizes) {
     for (const limit of limits) {
-      const contenders: Contender[] = limit === undefined ? ['ts', 'cr', 'raw'] : [...managers];
+      const contenders: Contender[] = limit === undefined && !args['no-raw'] ? [...managers, 'raw'] : [...managers];
       for (let round = 0; round < rounds; round++) {
         for (const kind of round % 2 ? [...contenders].reverse() : contenders) {
           log(`N=${n}${limit ? `, ${limit} MiB` : ''} round ${round + 1}/${rounds}: ${kind} (load ${loadavg().map((l) => l.toFixed(1)).join(' ')})`);

@@ -211,3 +211,39 @@ test('concurrent first writes (beforeSend) on a connecting session hold the even
   assert.equal(out.stdout.trim(), 'answered 200,200,200');
   assert.equal(out.code, 0);
 });
+
+test('many writes waiting for a new session to connect share one wait (no MaxListenersExceededWarning on the session)', async () => {
+  // The server sends GOAWAY on its first session after one request: the next writes all pick a NEW session, still
+  // connecting, and wait for it (beforeSend). Each waiter used to add three listeners of its own: > 10 waiters crossed
+  // the emitter's limit.
+  const goaway = createSecureServer({ cert: cert.cert, key: cert.key });
+  let first = true;
+  goaway.on('stream', (stream) => {
+    stream.respond({ ':status': 200 });
+    stream.end('{}');
+    if (first) {
+      first = false;
+      stream.session?.goaway();
+    }
+  });
+  await new Promise<void>((r) => goaway.listen(0, '127.0.0.1', r));
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => {
+    warnings.push(`${w.name}: ${w.message}`);
+  };
+  process.on('warning', onWarning);
+  const c = new Connection(`https://127.0.0.1:${(goaway.address() as AddressInfo).port}`, { tls: { ca: Buffer.from(cert.cert) } });
+  try {
+    const write = () => c.send({ method: 'POST', path: '/w', headers: {}, body: '{}', signal: new AbortController().signal, buffered: true, beforeSend: () => {} });
+    assert.equal((await write()).status, 200);
+    await new Promise<void>((r) => setImmediate(r)); // the GOAWAY retires the first session
+    const answers = await Promise.all(Array.from({ length: 20 }, write));
+    assert.deepEqual(answers.map((a) => a.status), Array<number>(20).fill(200));
+    await new Promise<void>((r) => setImmediate(r)); // warnings are emitted on the next tick
+    assert.deepEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+  } finally {
+    process.off('warning', onWarning);
+    c.close();
+    await new Promise<void>((r) => goaway.close(() => r()));
+  }
+});

@@ -83,6 +83,8 @@ interface Session {
   open: number;
   usable: boolean;
   pinging: boolean;
+  /** While connecting: settles when the session connected or failed first (see `connected()`). */
+  connected?: Promise<void>;
 }
 
 const noop = (): void => {};
@@ -276,11 +278,16 @@ export class Connection {
     }
   }
 
-  /** Resolves once `s` is connected (at once when it is); rejects if it closes or fails first. */
+  /**
+   * Resolves once `s` is connected (at once when it is); rejects if it closes or fails first. One promise per
+   * session, shared by every request that waits for it: each waiter adding its own three listeners crossed the
+   * emitter's limit of 10 (MaxListenersExceededWarning) whenever more than 10 writes waited for a new session —
+   * 8 workers and the Event sink after a reconnect.
+   */
   private connected(s: Session): Promise<void> {
     const session = s.session;
     if (!session.connecting) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
+    return (s.connected ??= new Promise<void>((resolve, reject) => {
       const done = (err?: Error): void => {
         session.off('connect', onConnect);
         session.off('close', onClose);
@@ -293,7 +300,7 @@ export class Connection {
       session.once('connect', onConnect);
       session.once('close', onClose);
       session.once('error', done);
-    });
+    }));
   }
 
   private async sendH2(opts: SendOptions): Promise<WireResponse> {

@@ -101,6 +101,41 @@ describe('fooReconciler', () => {
     assert.deepEqual(recorder.events, []);
   });
 
+  test('a status already written on top of the cached version is not written again while the cache lags (no 409 round trip); any other version is', async () => {
+    const foo = aFoo({ deploymentName: 'web', replicas: 2 }, { availableReplicas: 0 });
+    foos.add(foo);
+    deployments.add(owned(foo, 2, 2));
+    const statusPatches = (): unknown[] => rest.calls.filter((c) => c.path.endsWith('/status')).map((c) => c.body);
+    await reconcile(req, signal, ctx);
+    assert.equal(statusPatches().length, 1);
+    assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
+    // Queued again (e.g. by a Deployment event) while the cache still holds resourceVersion 7: the server has our value.
+    assert.equal(await reconcile(req, signal, ctx), undefined);
+    assert.equal(statusPatches().length, 1, 'no second patch derived from the same cached version');
+    assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully'], 'no second Synced Event');
+    // The cache shows our write: nothing to do, the expectation is dropped.
+    foos.update({ ...foo, metadata: { ...foo.metadata, resourceVersion: '8' }, status: { availableReplicas: 2 } });
+    await reconcile(req, signal, ctx);
+    assert.equal(statusPatches().length, 1);
+    // Someone else sets the status back (a newer version): written again, fenced by THAT version.
+    foos.update({ ...foo, metadata: { ...foo.metadata, resourceVersion: '9' }, status: { availableReplicas: 0 } });
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(statusPatches().at(-1), { metadata: { uid: 'foo-uid', resourceVersion: '9' }, status: { availableReplicas: 2 } });
+    // Version 7 again but the Deployment now has another value: a different write, so it is made (and fenced by 7).
+    foos.update(foo);
+    deployments.update(owned(foo, 2, 1));
+    await reconcile(req, signal, ctx);
+    assert.equal(statusPatches().length, 3);
+    // A refused write sets no expectation: the same reconcile after a 409 writes (and is fenced) again.
+    deployments.update(owned(foo, 2, 3));
+    rest.reply = () => {
+      throw new ApiError(409, 'Conflict', 'the object has been modified', {});
+    };
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.equal(statusPatches().length, 5);
+  });
+
   test('replica patch refused with 409 (the Deployment moved on): requeue quietly, the status is not written from it', async () => {
     const foo = aFoo({ deploymentName: 'web', replicas: 3 }, { availableReplicas: 1 });
     foos.add(foo);

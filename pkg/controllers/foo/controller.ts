@@ -44,12 +44,23 @@ export interface FooReconcilerDeps {
 export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcilerDeps): Reconciler {
   /** Foo key → "uid/generation" of the invalid spec already reported (one Warning per generation, not per resync). */
   const reportedInvalid = new Map<string, string>();
+  /**
+   * Foo key → "uid/resourceVersion/availableReplicas": the status this reconciler last wrote successfully, and the
+   * cached version it was derived from (an expectation, as client-go's ControllerExpectations). While the cache still
+   * shows exactly that version, the server already holds the value (our fenced patch was applied on top of it) and
+   * the watch event of our own write is on its way and will queue the Foo again: writing again would only be refused
+   * with 409 (~6 % of the writes while N Foos converge: the Deployment's ADDED event reconciles the Foo before the
+   * Foo's own update arrived). Any other cached version — newer, or the same name re-created — writes as before.
+   * Only ever skips a write, never makes one; an entry lives until the cache shows the status or the Foo is gone.
+   */
+  const statusWritten = new Map<string, string>();
 
   return async ({ namespace, name }, signal, { log }) => {
     const key = keyOf(namespace, name);
     const foo = foos.get(namespace, name);
     if (!foo) {
       reportedInvalid.delete(key);
+      statusWritten.delete(key);
       log.debug('Foo no longer exists');
       return;
     }
@@ -113,15 +124,22 @@ export function fooReconciler({ foos, deployments, rest, recorder }: FooReconcil
 
     const available = deployment.status?.availableReplicas ?? 0;
     if (foo.status?.availableReplicas !== available) {
-      try {
-        await rest.json('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
-          body: fooStatusPatch(foo, available), contentType: mergePatch, signal,
-        });
-      } catch (err) {
-        return staleWrite(err, log, 'Foo');
+      const mark = `${foo.metadata?.uid}/${foo.metadata?.resourceVersion}/${available}`;
+      if (statusWritten.get(key) === mark) {
+        log.debug('status already written on top of the cached version; waiting for the cache to show it');
+      } else {
+        try {
+          await rest.json('PATCH', `${objectPath(fooResource, namespace, name)}/status`, {
+            body: fooStatusPatch(foo, available), contentType: mergePatch, signal,
+          });
+        } catch (err) {
+          statusWritten.delete(key);
+          return staleWrite(err, log, 'Foo');
+        }
+        statusWritten.set(key, mark);
+        changed = true;
       }
-      changed = true;
-    }
+    } else statusWritten.delete(key);
     if (changed) recorder.event(fooRef(foo), 'Normal', SuccessSynced, MessageResourceSynced);
     return undefined;
   };
