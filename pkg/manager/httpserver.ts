@@ -4,8 +4,8 @@
  * Contract: `start` rejects if the address cannot be bound (e.g. EADDRINUSE), which the Manager treats as fatal.
  * After the signal aborts, the server first DRAINS for `drainDelayMs` (default 0: no drain) — it keeps listening and
  * answering, idle keep-alive connections are closed at once and every answer carries `Connection: close`, so callers
- * re-dial and reach another replica as soon as their routing (Service endpoints, kube-proxy) has caught up — then it
- * stops accepting connections, idle keep-alive connections are closed at once, and connections still busy after
+ * re-dial and reach another replica as soon as their routing (Service endpoints, kube-proxy) has caught up; past the
+ * delay it waits for 1 s without a new connection (at most until twice the delay) — then it stops accepting connections, idle keep-alive connections are closed at once, and connections still busy after
  * `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
  * with the bound address once the server accepts connections (useful with port 0).
  */
@@ -20,6 +20,9 @@ import type { Runnable } from './runnable.ts';
 // runs node:http's lazy WebSocket/CloseEvent/MessageEvent getters and loads Node's bundled undici — 80–150 ms and
 // ~11 MiB RSS at every start (bench/README.md, "Fixed cost"). process.getBuiltinModule returns the same module object.
 const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
+
+/** During a drain, the port closes only after this long (ms) without a new connection (or at twice the delay). */
+const drainQuietMs = 1_000;
 
 export interface BindAddress {
   /** undefined = all interfaces. */
@@ -70,7 +73,8 @@ export interface HttpServerOptions {
   shutdownTimeoutMs?: number;
   /**
    * After the signal aborts, keep serving this long (ms) before closing the listener: a replica being replaced must
-   * not refuse or silently drop calls routed to it by endpoints that still name it (the webhook server). Default 0.
+   * not refuse or silently drop calls routed to it by endpoints that still name it (the webhook server). Past it, the
+   * listener closes once no connection came for 1 s (at most 2 × drainDelayMs after the signal). Default 0.
    */
   drainDelayMs?: number;
   /** Timer source of the drain (tests); default the real clock. */
@@ -111,6 +115,8 @@ export class HttpServerRunnable implements Runnable {
   server: Server | undefined;
   /** True from the signal's abort until the listener closes (the drain; see drainDelayMs). */
   draining = false;
+  /** When the last TCP connection was accepted (the drain's clock); -Infinity before any. */
+  private lastConnectionAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: HttpServerOptions) {
     const address = parseBindAddress(opts.bindAddress);
@@ -165,6 +171,10 @@ export class HttpServerRunnable implements Runnable {
         });
       }
       this.server = server;
+      const drainClock = this.opts.clock ?? realClock;
+      server.on('connection', () => {
+        this.lastConnectionAt = drainClock.now();
+      });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen({ port: this.address.port, host: this.address.host }, () => {
@@ -202,7 +212,19 @@ export class HttpServerRunnable implements Runnable {
         this.draining = true;
         server.closeIdleConnections();
         this.log.info({ drainMs }, 'draining: still serving, each answer closes its connection, then stopping');
-        (this.opts.clock ?? realClock).setTimer(drainMs, close);
+        // Closing the port while callers still connect would reset a connection accepted a moment before (TLS done,
+        // request not yet read: "idle" to Node, closed by close()). So after drainMs, wait for a quiet second with no
+        // new connection — no longer than drainMs more, which keeps the drain inside the caller's shutdown budget.
+        const clock = this.opts.clock ?? realClock;
+        const hardStopAt = clock.now() + 2 * drainMs;
+        const quietMs = Math.min(drainQuietMs, drainMs);
+        const check = (): void => {
+          const now = clock.now();
+          const quietFor = now - this.lastConnectionAt;
+          if (quietFor >= quietMs || now >= hardStopAt) return close();
+          clock.setTimer(Math.min(quietMs - quietFor, hardStopAt - now), check);
+        };
+        clock.setTimer(drainMs, check);
       };
       if (signal.aborted) stop();
       else signal.addEventListener('abort', stop, { once: true });

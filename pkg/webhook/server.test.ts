@@ -416,6 +416,35 @@ describe('WebhookServer: lifecycle and certificates', () => {
     assert.throws(() => server.ready(), /not serving/);
   });
 
+  it('shutdownDelayMs: past the delay the port closes only after 1 s without a new connection, and at twice the delay at the latest', async () => {
+    const clock = new FakeClock();
+    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs: 5_000, clock });
+    withValidatorFor(server);
+    const ac = new AbortController();
+    const done = server.start(ac.signal);
+    const { port } = await server.listening;
+    let stopped = false;
+    void done.then(() => (stopped = true));
+    const review = admissionReview({ operation: 'CREATE', object: widget({}) });
+    const call = async (): Promise<void> => assert.equal((await post(port, '/validate-example-com-v2-widget', review)).status, 200);
+    ac.abort();
+    clock.step(4_500);
+    await call(); // a caller still routed here half a second before the delay ends
+    clock.step(500);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(stopped, false, 'still open: a connection came 0.5 s ago');
+    await call();
+    // Callers keep coming every 0.5 s: the port stays open until twice the delay (10 s after the signal), then closes.
+    for (let at = 5_500; at < 10_000; at += 500) {
+      clock.step(500);
+      await call();
+      assert.equal(stopped, false, `still open ${at} ms after the signal`);
+    }
+    clock.step(500);
+    await done;
+    await assert.rejects(post(port, '/validate-example-com-v2-widget', review), /ECONNREFUSED/);
+  });
+
   it('without shutdownDelayMs the port closes at the signal', async () => {
     const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry() });
     withValidatorFor(server);
