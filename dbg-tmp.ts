@@ -1,0 +1,18 @@
+import { Registry } from 'prom-client';
+import { FakeClock } from './pkg/util/clock.ts';
+import { WebhookServer } from './pkg/webhook/server.ts';
+import { selfSignedCertificate } from './pkg/manager/selfsigned.ts';
+import { connect } from 'node:net';
+const { cert, key } = await selfSignedCertificate({ commonName: 'x', ips: ['127.0.0.1'] });
+const clock = new FakeClock();
+const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: { start: () => Promise.resolve({ cert: Buffer.from(cert), key: Buffer.from(key) }) }, registry: new Registry(), shutdownDelayMs: 5_000, clock });
+const ac = new AbortController();
+const done = server.start(ac.signal);
+const { port } = await server.listening;
+void done.then(() => console.log('stopped at', clock.now() - 1_000_000));
+const tcp = () => new Promise<void>((res, rej) => { const s = connect(port, '127.0.0.1', () => { s.destroy(); res(); }); s.on('error', rej); });
+ac.abort();
+clock.step(4_500); await tcp(); await new Promise((r) => setTimeout(r, 20));
+console.log('last', (server as any).http.lastConnectionAt - 1_000_000);
+clock.step(500); await new Promise((r) => setTimeout(r, 20));
+await tcp().then(() => console.log('ok at 5.0'), (e) => console.log('refused at 5.0', e.code));
