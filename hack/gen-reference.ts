@@ -187,7 +187,9 @@ function members(checker: ts.TypeChecker, decl: ts.Declaration): { documented: {
     if (m.name === undefined || isPrivateMember(m)) continue;
     const sym = checker.getSymbolAtLocation(m.name);
     if (sym === undefined) continue;
-    const name = ts.isConstructorDeclaration(m) ? 'constructor' : sym.getName();
+    // A well-known-symbol member's internal name carries a checker-wide counter (`__@asyncDispose@20091`) that moves
+    // with any change to the program: written as its source form, [Symbol.asyncDispose].
+    const name = ts.isConstructorDeclaration(m) ? 'constructor' : sym.getName().replace(/^__@(\w+)@\d+$/, '[Symbol.$1]');
     if (seen.has(name)) continue;
     const doc = firstParagraph(ts.displayPartsToString(sym.getDocumentationComment(checker)));
     if (doc === '') { missing.add(name); continue; }
