@@ -115,7 +115,7 @@ test: require-root deps tools node-tools ## Everything CI runs: typecheck, lint,
 	[ "$$rc" = 0 ] && [ "$$node_rc" = 0 ]
 
 .PHONY: run
-run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control plane it starts (CRDs, samples). ARGS=... adds flags.
+run: deps ## Run the manager: against KUBECONFIG's cluster, or a local control plane it starts (CRDs, the Network webhooks served on 127.0.0.1:9443, samples). ARGS=... adds flags.
 	$(NODE) hack/run.ts $(ARGS)
 
 .PHONY: bench
