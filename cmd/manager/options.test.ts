@@ -215,7 +215,7 @@ test('duration flags: sync period 0 or ≥ 1s; long durations up to Go\'s range 
   assert.equal(parse(['--leader-elect-lease-duration=596523h14m7s']).leaseDurationMs, 2_147_483_647_000);
   assert.equal(parse([]).syncPeriodMs, 10 * 3_600_000);
   assert.equal(parse([]).webhookShutdownDelayMs, 5_000);
-  assert.equal(parse(['--graceful-shutdown-timeout=4s']).webhookShutdownDelayMs, 2_000, 'unset: at most half the graceful shutdown');
+  assert.equal(parse(['--graceful-shutdown-timeout=4s']).webhookShutdownDelayMs, 1_000, 'unset: at most a quarter of the graceful shutdown');
   assert.equal(parse(['--graceful-shutdown-timeout=0']).webhookShutdownDelayMs, 0);
   assert.equal(parse(['--webhook-shutdown-delay=0']).webhookShutdownDelayMs, 0);
   assert.equal(parse(['--webhook-shutdown-delay=12s']).webhookShutdownDelayMs, 12_000);
@@ -302,8 +302,8 @@ const malformed: { argv: string[]; env?: NodeJS.ProcessEnv; message: RegExp }[] 
   { argv: ['--graceful-shutdown-timeout=soon'], message: /--graceful-shutdown-timeout: invalid duration "soon"/ },
   { argv: ['--webhook-shutdown-delay=later'], message: /--webhook-shutdown-delay: invalid duration "later"/ },
   {
-    argv: ['--webhook-shutdown-delay=30s'],
-    message: /^--webhook-shutdown-delay \(30s\) must be less than --graceful-shutdown-timeout \(30s\): the delay is part of the graceful shutdown$/,
+    argv: ['--webhook-shutdown-delay=15s'],
+    message: /^2 × --webhook-shutdown-delay \(15s\) must be less than --graceful-shutdown-timeout \(30s\): the drain, up to twice the delay, is part of the graceful shutdown$/,
   },
   { argv: ['--leader-elect-retry-period=0'], message: /--leader-elect-retry-period: must be greater than 0/ },
   {

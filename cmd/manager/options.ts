@@ -70,7 +70,7 @@ export interface Options {
   /**
    * `--webhook-shutdown-delay`: on shutdown, how long the webhook server keeps answering (each answer closing its
    * connection, /readyz failing) before it closes its port — for API servers still routed to this replica. Less than
-   * the graceful shutdown timeout. Default 5 s, or half the graceful shutdown timeout when that is less.
+   * the graceful shutdown timeout (twice it: the drain's cap). Default 5 s, or a quarter of the graceful shutdown timeout when that is less.
    */
   webhookShutdownDelayMs: number;
   leaderElect: boolean;
@@ -193,7 +193,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'webhook-cert-ca-validity', kind: 'duration', def: '8760h', help: 'Self-managed mode: lifetime of the CA (365 days); a successor is added to the bundle when a third remains. At least 3 × --webhook-cert-validity.' },
   { name: 'webhook-cert-propagation-delay', kind: 'duration', def: '2m', help: 'Self-managed mode: how long after a caBundle change API servers may still call with the previous bundle; the serving certificate switches to a new CA only this long after every target carries it.' },
   { name: 'webhook-cert-reload-grace', kind: 'duration', def: '2m', help: 'Self-managed mode: how long a replica may still serve a superseded serving certificate; an old CA leaves the bundle only this long after the switch. At least 2 × --webhook-cert-poll-interval; with the propagation delay, less than a third of --webhook-cert-validity.' },
-  { name: 'webhook-shutdown-delay', kind: 'duration', help: 'On shutdown, how long the webhook server keeps answering (each answer closing its connection, /readyz failing) before it closes its port, so API servers whose route to this replica lags its deletion are answered, not refused; 0 = close at once. Less than --graceful-shutdown-timeout (unset: 5s or half of it, whichever is less).' },
+  { name: 'webhook-shutdown-delay', kind: 'duration', help: 'On shutdown, how long the webhook server keeps answering (each answer closing its connection, /readyz failing) before it closes its port, so API servers whose route to this replica lags its deletion are answered, not refused; 0 = close at once. Twice it must be less than --graceful-shutdown-timeout (unset: 5s or a quarter of it, whichever is less).' },
   { name: 'webhook-cert-poll-interval', kind: 'duration', def: '10s', help: 'Self-managed mode: how often each replica reads the Secret (and reloads a new serving certificate) and re-checks the injected caBundles.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
@@ -513,13 +513,14 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     );
   }
   const gracefulShutdownTimeoutMs = wrap('graceful-shutdown-timeout', parseDuration);
-  // Default: 5 s, but at most half the graceful shutdown (which it is part of); given explicitly, it must fit in it.
+  // The drain lasts up to twice the delay (pkg/manager/httpserver.ts) and is part of the graceful shutdown, after the
+  // controllers and the Lease: default 5 s, but at most a quarter of it; given explicitly, twice it must fit in it.
   const webhookShutdownDelayMs = get('webhook-shutdown-delay') === undefined
-    ? Math.min(5_000, Math.floor(gracefulShutdownTimeoutMs / 2))
+    ? Math.min(5_000, Math.floor(gracefulShutdownTimeoutMs / 4))
     : wrap('webhook-shutdown-delay', parseDuration);
-  if (webhookShutdownDelayMs > 0 && webhookShutdownDelayMs >= gracefulShutdownTimeoutMs) {
+  if (webhookShutdownDelayMs > 0 && 2 * webhookShutdownDelayMs >= gracefulShutdownTimeoutMs) {
     throw new UsageError(
-      `--webhook-shutdown-delay (${formatDuration(webhookShutdownDelayMs)}) must be less than --graceful-shutdown-timeout (${formatDuration(gracefulShutdownTimeoutMs)}): the delay is part of the graceful shutdown`,
+      `2 × --webhook-shutdown-delay (${formatDuration(webhookShutdownDelayMs)}) must be less than --graceful-shutdown-timeout (${formatDuration(gracefulShutdownTimeoutMs)}): the drain, up to twice the delay, is part of the graceful shutdown`,
     );
   }
   const cacheSyncTimeoutMs = duration('cache-sync-timeout');
