@@ -379,12 +379,7 @@ describe('WebhookServer: lifecycle and certificates', () => {
   });
 
   it('shutdownDelayMs: after the signal it still answers (each answer closing its connection; idle keep-alive connections closed at once; ready() failing), then the port closes', async () => {
-    const clock = new FakeClock();
-    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs: 5_000, clock });
-    withValidatorFor(server);
-    const ac = new AbortController();
-    const done = server.start(ac.signal);
-    const { port } = await server.listening;
+    const { clock, server, ac, done, port } = await drainingServer(5_000);
     const review = admissionReview({ operation: 'CREATE', object: widget({}) });
     // A caller's pooled keep-alive connection, idle when the signal comes (an API server's connection pool).
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -417,12 +412,7 @@ describe('WebhookServer: lifecycle and certificates', () => {
   });
 
   it('shutdownDelayMs: past the delay the port closes only after 1 s without a new connection, and at twice the delay at the latest', async () => {
-    const clock = new FakeClock();
-    const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs: 5_000, clock });
-    withValidatorFor(server);
-    const ac = new AbortController();
-    const done = server.start(ac.signal);
-    const { port } = await server.listening;
+    const { clock, ac, done, port } = await drainingServer(5_000);
     let stopped = false;
     void done.then(() => (stopped = true));
     const review = admissionReview({ operation: 'CREATE', object: widget({}) });
@@ -514,6 +504,17 @@ describe('WebhookServer: lifecycle and certificates', () => {
     assert.deepEqual(s.paths(), ['/validate-example-com-v2-widget']);
   });
 });
+
+/** A started server with a validator, `shutdownDelayMs` and a FakeClock (the drain's timers), on a free port. */
+async function drainingServer(shutdownDelayMs: number): Promise<{ clock: FakeClock; server: WebhookServer; ac: AbortController; done: Promise<void>; port: number }> {
+  const clock = new FakeClock();
+  const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs, clock });
+  withValidatorFor(server);
+  const ac = new AbortController();
+  const done = server.start(ac.signal);
+  const { port } = await server.listening;
+  return { clock, server, ac, done, port };
+}
 
 function withValidatorFor(s: WebhookServer): void {
   new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete();
