@@ -19,9 +19,9 @@ KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-pla
 UNIT_TESTS := "pkg/**/*.test.ts" "cmd/**/*.test.ts"
 INTEGRATION_TESTS := "test/**/*.test.ts"
 # The real-node suite (docs/real-node.md): its own node-mode control plane per file, root, one per machine; named
-# .e2e.ts so the integration glob misses it. ~12 min (the token-rotation proof waits for a 600 s token to be rotated
-# and expire), then the Helm chart's install/upgrade/uninstall (test/helm.e2e.ts, docs/helm.md).
-NODE_TESTS := test/node.e2e.ts test/helm.e2e.ts
+# .e2e.ts so the integration glob misses it. First node.sh's reclaiming of a node a killed run left (~1 s), then ~12 min
+# (the token-rotation proof waits for a 600 s token to be rotated and expire), then the Helm chart's install/upgrade/uninstall (test/helm.e2e.ts, docs/helm.md).
+NODE_TESTS := test/node-reclaim.e2e.ts test/node.e2e.ts test/helm.e2e.ts
 NODE_TEST_FLAGS := --test --test-reporter=spec --test-concurrency=1 --test-timeout=1200000
 # Where `make test` writes the node suite's output while it runs in the background (printed when it ends).
 NODE_TEST_LOG ?= $(CURDIR)/.test-node.log

@@ -4,6 +4,12 @@
 #   node.sh up <dir>     installs runc and iptables from Debian when missing; network namespace tscm-node with a veth pair to the host (host 172.31.250.1/30, node
 #                        172.31.250.2/30, default route via the host), IP forwarding inside it, and the kubelet's
 #                        cgroup root /tscm-node in every cgroup v1 hierarchy (cpuset copied from the parent).
+#                        It records the node's owner in /run/tscm-node.owner: $TSCM_NODE_OWNER_PID, default the
+#                        process that ran it (the test runner holding the node); 0 = none, the node lives until
+#                        `down` (`make cluster-up`). A node whose owner is gone (a run killed before `down`) is
+#                        reclaimed: the processes in its namespace and its control plane's (<dir>/state.json, each
+#                        checked to name <dir> on its command line) killed, `down` run on its directory, one line on
+#                        stderr. A node whose owner lives, or that has no owner, is refused (exit 1).
 #   node.sh down <dir>   kills everything left in /tscm-node's cgroups (Pod containers outlive the kubelet) and the
 #                        containerd shims serving <dir>'s socket, unmounts whatever is mounted below <dir> (overlay
 #                        rootfs, projected-volume tmpfs, netns bind mounts), removes the cgroups and the namespace.
@@ -17,6 +23,9 @@ cmd=${1:-} dir=${2:-}
 [ "$(id -u)" = 0 ] || { echo "node.sh: the real node needs root (network namespaces, cgroups, mounts)" >&2; exit 1; }
 
 hierarchies() { for h in /sys/fs/cgroup/*/; do [ -e "$h/cgroup.procs" ] && echo "${h%/}"; done; }
+OWNER_FILE=/run/tscm-node.owner
+# A process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, names one process for good.
+start_time() { [ -r "/proc/$1/stat" ] && sed 's/.*) //' "/proc/$1/stat" | awk '{print $20}'; }
 
 case "$cmd" in
   up)
@@ -32,9 +41,37 @@ case "$cmd" in
       DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
     fi
     if ip netns list | grep -qw "$NETNS"; then
-      echo "node.sh: network namespace $NETNS exists: another node is running (or run: $0 down <its dir>)" >&2; exit 1
+      opid='' ostart='' odir=''
+      [ -r "$OWNER_FILE" ] && read -r opid ostart odir < "$OWNER_FILE"
+      if [ "$opid" = 0 ]; then
+        echo "node.sh: network namespace $NETNS exists: the node of $odir runs until it is stopped (make cluster-down CLUSTER_DIR=$odir)" >&2; exit 1
+      fi
+      if [ -n "$opid" ] && [ "$(start_time "$opid" || true)" = "$ostart" ]; then
+        echo "node.sh: network namespace $NETNS exists: the node of pid $opid ($odir) is running (or run: $0 down $odir)" >&2; exit 1
+      fi
+      if [ -z "$opid" ] && [ -n "$(ip netns pids "$NETNS")" ]; then
+        echo "node.sh: network namespace $NETNS exists with processes in it and no owner recorded: another node is running (or run: $0 down <its dir>)" >&2; exit 1
+      fi
+      # Its owner is gone. Its components were spawned detached, so they may outlive it: kill its control plane's
+      # (only processes whose command line names its directory: a recorded pid may have been reused) and whatever is
+      # in the namespace (containerd, the kubelet, kube-proxy), then take the rest down.
+      echo "node.sh: reclaiming the node left by a run that ended without 'down' (owner pid ${opid:-unrecorded}, ${odir:-directory unrecorded})" >&2
+      if [ -n "$odir" ] && [ -r "$odir/state.json" ]; then
+        for p in $(grep -o '"pid": *[0-9]*' "$odir/state.json" | grep -o '[0-9]*$'); do
+          tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -qF "$odir/" && kill -9 "$p" 2>/dev/null || true
+        done
+      fi
+      for _ in 1 2 3 4 5; do
+        pids=$(ip netns pids "$NETNS")
+        [ -z "$pids" ] && break
+        kill -9 $pids 2>/dev/null || true
+        sleep 0.2
+      done
+      bash "$0" down "${odir:-/nonexistent/tscm-node}"
     fi
     ip netns add "$NETNS"
+    owner=${TSCM_NODE_OWNER_PID:-$PPID}
+    if [ "$owner" = 0 ]; then echo "0 0 $dir" > "$OWNER_FILE"; else echo "$owner $(start_time "$owner") $dir" > "$OWNER_FILE"; fi
     trap 'ip netns del "$NETNS" 2>/dev/null || true' ERR
     ip link add "$HOST_IF" type veth peer name eth0 netns "$NETNS"
     ip addr add "$HOST_IP/30" dev "$HOST_IF"
@@ -73,6 +110,7 @@ case "$cmd" in
       [ -d "$h/$CGROOT" ] && find "$h/$CGROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
     done
     ip netns del "$NETNS" 2>/dev/null || true
+    rm -f "$OWNER_FILE"
     ;;
   *) echo "usage: $0 up|down <dir>" >&2; exit 2 ;;
 esac

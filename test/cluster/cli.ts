@@ -43,7 +43,7 @@ async function main(): Promise<void> {
 
   switch (command) {
     case 'up': {
-      const cp = await ControlPlane.start({ mode, dir });
+      const cp = await ControlPlane.start({ mode, dir, outlivesProcess: true });
       process.stdout.write(`export KUBECONFIG=${cp.kubeconfig}\n`);
       return;
     }

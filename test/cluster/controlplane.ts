@@ -186,6 +186,11 @@ export class ControlPlane {
     mode: ClusterMode; dir: string; bins?: BinDirs; log?: Logger;
     /** Extra command-line flags per component (e.g. kube-apiserver --watch-cache=false for 410 tests). */
     extraArgs?: Partial<Record<ComponentName, string[]>>;
+    /**
+     * The control plane outlives this process (`make cluster-up`): its real node is never reclaimed by another run.
+     * Otherwise a node-mode run whose process is gone leaves a node the next one reclaims (hack/node/node.sh).
+     */
+    outlivesProcess?: boolean;
   }): Promise<ControlPlane> {
     const log = opts.log ?? defaultLogger;
     const dir = resolve(opts.dir);
@@ -266,7 +271,7 @@ export class ControlPlane {
     cp.save();
     // The node's network namespace (and HOST_IP, the API server's address) exists before anything starts. When this
     // throws (e.g. another node runs: one per machine) nothing of ours runs yet and nothing may be torn down.
-    if (nodeMode) nodeNetwork('up', dir);
+    if (nodeMode) nodeNetwork('up', dir, { outlivesProcess: opts.outlivesProcess ?? false });
     try {
       for (const name of startOrder) {
         if (components[name]) await cp.startComponent(name);

@@ -40,10 +40,15 @@ export interface NodeComponentSpec {
 
 export type NodeComponentName = 'containerd' | 'kubelet' | 'kube-proxy';
 
-/** Runs hack/node/node.sh up|down for the node whose state lives in `dir`. */
-export function nodeNetwork(action: 'up' | 'down', dir: string): void {
+/**
+ * Runs hack/node/node.sh up|down for the node whose state lives in `dir`. `up` records this process as the node's
+ * owner (another run reclaims the node once this process is gone), or none with `outlivesProcess` (the node lives
+ * until `down`: `make cluster-up`).
+ */
+export function nodeNetwork(action: 'up' | 'down', dir: string, opts: { outlivesProcess?: boolean } = {}): void {
+  const env = opts.outlivesProcess ? { ...process.env, TSCM_NODE_OWNER_PID: '0' } : process.env;
   try {
-    execFileSync('bash', [nodeScript, action, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync('bash', [nodeScript, action, dir], { stdio: ['ignore', 'pipe', 'pipe'], env });
   } catch (err) {
     const e = err as { stderr?: Buffer; stdout?: Buffer };
     throw new Error(`hack/node/node.sh ${action} failed: ${e.stderr?.toString().trim() ?? String(err)}`, { cause: err });
