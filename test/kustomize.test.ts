@@ -2,7 +2,8 @@
  * config/default's optional sections, kubebuilder v4 style (issue 14): as shipped they are off; enabled as a user does
  * (the first '#' removed from each line under a '# [NAME]' marker) they render a cert-manager Issuer and Certificate
  * for the metrics Service's DNS name, the manager serving the mounted Secret with --metrics-cert-dir, a ServiceMonitor
- * that verifies the certificate (CA + serverName), and a NetworkPolicy for the metrics port. The built-in kinds
+ * that verifies the certificate (CA + serverName), and NetworkPolicies for the metrics port (labelled namespaces only) and
+ * the webhook port (every source: the API server must still reach the webhooks). The built-in kinds
  * (Deployment, NetworkPolicy) are dry-run against the real API server (schema and field validation).
  */
 import assert from 'node:assert/strict';
@@ -43,6 +44,33 @@ interface Webhook {
 }
 type AnyDoc = Doc & { metadata: { annotations?: Record<string, string> }; webhooks?: Webhook[]; rules?: { resources: string[]; resourceNames?: string[]; verbs: string[] }[] };
 const byName = (docs: Doc[], kind: string, name: string): AnyDoc | undefined => docs.find((d) => d.kind === kind && d.metadata.name === name);
+
+/** The fields of a NetworkPolicy the manager's policies use (matchLabels selectors, ports, namespace sources). */
+interface NetworkPolicy {
+  metadata: { name: string; namespace: string };
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> }; policyTypes: string[];
+    ingress?: { from?: { namespaceSelector?: { matchLabels?: Record<string, string> } }[]; ports?: { port: number; protocol: string }[] }[];
+  };
+}
+const labelsMatch = (sel: Record<string, string> | undefined, labels: Record<string, string>): boolean =>
+  Object.entries(sel ?? {}).every(([k, v]) => labels[k] === v);
+const policySelects = (p: NetworkPolicy, podLabels: Record<string, string>): boolean => labelsMatch(p.spec.podSelector.matchLabels, podLabels);
+/**
+ * NetworkPolicy ingress semantics for TCP to `port` of a Pod in the policies' namespace: not isolated (no Ingress
+ * policy selects it) → allowed; else allowed when some selecting policy has a rule whose ports include `port` (or
+ * list none) and whose `from` is empty (every source) or has a namespaceSelector matching the source's namespace —
+ * a source outside the Pod network matches only an empty `from` (the manifests use no ipBlock).
+ */
+function ingressAllowed(policies: NetworkPolicy[], podLabels: Record<string, string>, port: number,
+  source: { namespaceLabels: Record<string, string> } | 'outside the Pod network'): boolean {
+  const selecting = policies.filter((p) => policySelects(p, podLabels) && p.spec.policyTypes.includes('Ingress'));
+  if (selecting.length === 0) return true;
+  return selecting.some((p) => (p.spec.ingress ?? []).some((rule) =>
+    (rule.ports === undefined || rule.ports.some((rp) => rp.port === port && rp.protocol === 'TCP'))
+    && (rule.from === undefined || rule.from.length === 0
+      || (source !== 'outside the Pod network' && rule.from.some((f) => f.namespaceSelector !== undefined && labelsMatch(f.namespaceSelector.matchLabels, source.namespaceLabels))))));
+}
 const crdConversion = (docs: Doc[]): { strategy: string; webhook: { clientConfig: { service: Record<string, unknown>; caBundle?: string }; conversionReviewVersions: string[] } } | undefined =>
   byName(docs, 'CustomResourceDefinition', 'networks.samplecrd.k8s.io')?.spec?.['conversion'] as never;
 
@@ -145,7 +173,7 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     assert.deepEqual([o.webhookCertMode, o.webhookCertPath], ['dir', '/tmp/k8s-webhook-server/serving-certs'], 'the binary parses the rendered flags as the cert-manager mode');
   });
 
-  test('enabled: Certificate for the Service name, mounted for --metrics-cert-dir, verified by the ServiceMonitor, NetworkPolicy', async (t) => {
+  test('enabled: Certificate for the Service name, mounted for --metrics-cert-dir, verified by the ServiceMonitor; NetworkPolicies: metrics only from labelled namespaces, the webhook port from the API server', async (t) => {
     const dir = enabledConfigCopy();
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const docs = await render(join(dir, 'default'));
@@ -175,17 +203,27 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
       serverName: `${service}.${ns}.svc`, insecureSkipVerify: false, ca: { secret: { name: 'metrics-server-cert', key: 'ca.crt' } },
     });
 
-    const policy = find(docs, 'NetworkPolicy');
-    assert.ok(policy);
-    assert.equal(policy.metadata.namespace, ns);
-    const spec = policy.spec as { podSelector: { matchLabels: Record<string, string> }; ingress: { from: unknown[]; ports: { port: number }[] }[] };
-    for (const [k, v] of Object.entries(spec.podSelector.matchLabels)) assert.equal(dep.template.metadata.labels[k], v, `selects the manager Pod (${k})`);
-    assert.deepEqual(spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { metrics: 'enabled' } } }], ports: [{ port: 8443, protocol: 'TCP' }] }]);
-    assert.ok(container.ports.some((p) => p.containerPort === 8443), 'the policy opens the metrics port');
+    const policies = docs.filter((d) => d.kind === 'NetworkPolicy') as unknown as NetworkPolicy[];
+    assert.deepEqual(policies.map((p) => [p.metadata.name, p.metadata.namespace]),
+      [['ts-controller-manager-allow-metrics-traffic', ns], ['ts-controller-manager-allow-webhook-traffic', ns]]);
+    const podLabels = dep.template.metadata.labels;
+    assert.ok(policies.every((p) => policySelects(p, podLabels)), 'both select the manager Pod');
+    assert.ok(container.ports.some((p) => p.containerPort === 8443), 'the metrics port is the container\'s');
+    // What an enforcing CNI lets through to the manager Pod once the policies select it.
+    assert.equal(ingressAllowed(policies, podLabels, 8443, { namespaceLabels: { metrics: 'enabled' } }), true, 'a scraper in a namespace labelled metrics=enabled');
+    assert.equal(ingressAllowed(policies, podLabels, 8443, { namespaceLabels: {} }), false, 'a Pod of any other namespace');
+    assert.equal(ingressAllowed(policies, podLabels, 8443, 'outside the Pod network'), false, 'anything outside the Pod network');
+    // The API server calls the webhooks through the webhook Service (→ its targetPort) from outside the Pod network
+    // on most clusters: no namespace or Pod selector can name it. Without allow-webhook-traffic every Network write
+    // failed once the metrics policy isolated the Pod (failurePolicy: Fail).
+    const webhookPort = (byName(docs, 'Service', webhookService)?.spec?.['ports'] as { targetPort: number }[] | undefined)?.[0]?.targetPort;
+    assert.equal(webhookPort, 9443);
+    assert.equal(ingressAllowed(policies, podLabels, webhookPort, 'outside the Pod network'), true, 'the API server reaches the webhook port');
 
     // The API server accepts the built-in kinds as rendered (server-side dry run in a namespace that exists).
     const cp = cluster();
-    for (const [doc, path] of [[deployment, '/apis/apps/v1/namespaces/default/deployments'], [policy, '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies']] as const) {
+    const networkPolicies = '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies';
+    for (const [doc, path] of [[deployment, '/apis/apps/v1/namespaces/default/deployments'], ...policies.map((p) => [p as unknown as Doc, networkPolicies] as const)] as const) {
       const body = { ...doc, metadata: { ...doc.metadata, namespace: 'default' } };
       expectStatus(await cp.request('POST', `${path}?dryRun=All&fieldValidation=Strict`, body), 201, `dry-run ${doc.kind}`);
     }
