@@ -3,8 +3,11 @@
  *
  * Contract: `start` rejects if the address cannot be bound (e.g. EADDRINUSE), which the Manager treats as fatal.
  * After the signal aborts, the server first DRAINS for `drainDelayMs` (default 0: no drain) — it keeps listening and
- * answering, idle keep-alive connections are closed at once and every answer carries `Connection: close`, so callers
- * re-dial and reach another replica as soon as their routing (Service endpoints, kube-proxy) has caught up; past the
+ * answering, and every answer carries `Connection: close`, so callers re-dial and reach another replica as soon as
+ * their routing (Service endpoints, kube-proxy) has caught up. Idle keep-alive connections are NOT cut at the drain's
+ * start: a caller may be writing its next request on one at that instant (a reset or broken pipe it cannot retry, as
+ * Go does not retry a POST on a reused connection); each is closed by its caller after its next answer, or at the
+ * end of the drain if it stays idle that long; past the
  * delay it waits for 1 s without a new connection (at most until twice the delay) — then it stops accepting connections, idle keep-alive connections are closed at once, and connections still busy after
  * `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
  * with the bound address once the server accepts connections (useful with port 0).
@@ -210,7 +213,6 @@ export class HttpServerRunnable implements Runnable {
         const drainMs = this.opts.drainDelayMs ?? 0;
         if (drainMs <= 0) return close();
         this.draining = true;
-        server.closeIdleConnections();
         this.log.info({ drainMs }, 'draining: still serving, each answer closes its connection, then stopping');
         // Closing the port while callers still connect would reset a connection accepted a moment before (TLS done,
         // request not yet read: "idle" to Node, closed by close()). So after drainMs, wait for a quiet second with no

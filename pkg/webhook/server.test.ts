@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { afterEach, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
@@ -378,27 +379,35 @@ describe('WebhookServer: lifecycle and certificates', () => {
     assert.throws(() => server.ready(), /not serving/);
   });
 
-  it('shutdownDelayMs: after the signal it still answers (each answer closing its connection; idle keep-alive connections closed at once; ready() failing), then the port closes', async () => {
+  it('shutdownDelayMs: after the signal it still answers (each answer closing its connection, an idle pooled one too — not cut under its caller; ready() failing), then the port closes', async () => {
     const { clock, server, ac, done, port } = await drainingServer(5_000);
     const review = admissionReview({ operation: 'CREATE', object: widget({}) });
     // A caller's pooled keep-alive connection, idle when the signal comes (an API server's connection pool).
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     cleanups.push(() => agent.destroy());
-    const idleClosed = new Promise<void>((resolve, reject) => {
+    const pooledCall = (): Promise<{ connection: string | undefined; socket: Socket }> => new Promise((resolve, reject) => {
       const req = httpsRequest({ host: '127.0.0.1', port, path: '/validate-example-com-v2-widget', method: 'POST', ca: pair.cert, agent, headers: { 'content-type': 'application/json' } }, (res) => {
         assert.equal(res.statusCode, 200);
-        assert.notEqual(res.headers.connection, 'close', 'kept alive while serving');
         res.resume();
+        res.once('end', () => resolve({ connection: res.headers.connection, socket: req.socket! }));
       });
-      req.on('socket', (socket) => socket.once('close', () => resolve()));
       req.on('error', reject);
       req.end(review);
     });
-    // Until the answer is read and the socket is back in the agent's pool (idle).
+    const first = await pooledCall();
+    assert.notEqual(first.connection, 'close', 'kept alive while serving');
+    // Until the socket is back in the agent's pool (idle).
     while (Object.keys(agent.freeSockets).length === 0) await new Promise((r) => setImmediate(r));
+    let idleCut = false;
+    first.socket.once('close', () => (idleCut = true));
     ac.abort();
-    await idleClosed;
     assert.throws(() => server.ready(), /draining/);
+    // A caller's next request may be on that connection already: it is served, not cut, and told to re-dial.
+    await new Promise((r) => setImmediate(r));
+    assert.equal(idleCut, false, 'the idle pooled connection is not cut at the drain\'s start');
+    const reused = await pooledCall();
+    assert.equal(reused.socket, first.socket, 'the pooled connection carried the next request');
+    assert.equal(reused.connection, 'close', 'answered with Connection: close: its caller closes it');
     const during = await post(port, '/validate-example-com-v2-widget', review);
     assert.equal(during.status, 200, 'still answered while draining');
     assert.equal(during.headers.connection, 'close', 'the caller re-dials (reaches another replica) for its next call');
@@ -513,6 +522,11 @@ async function drainingServer(shutdownDelayMs: number): Promise<{ clock: FakeClo
   const ac = new AbortController();
   const done = server.start(ac.signal);
   const { port } = await server.listening;
+  // A test that fails mid-drain must not leave the server waiting on the fake clock (the file would never end).
+  cleanups.push(async () => {
+    ac.abort();
+    for (let i = 0; i < 10 && !(await Promise.race([done.then(() => true), Promise.resolve(false)])); i++) clock.step(2 * shutdownDelayMs);
+  });
   return { clock, server, ac, done, port };
 }
 
