@@ -627,7 +627,10 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // pooled when the old Pod closed it — HTTP/1.1 has no GOAWAY, and Go does not retry a POST on a reused connection;
     // without the drain (--webhook-shutdown-delay=0, one run): 6 failed, 5 of them `connect: connection refused`
     // (routes still naming the old Pod after its port closed). So this test asserts the drain's claim — nothing refused,
-    // nothing hung — and reports the resets (docs/real-node.md).
+    // nothing hung — and reports the resets (docs/real-node.md). The same reset shows as `write: broken pipe` when the
+    // API server was writing the call as the old Pod closed the connection (seen once on 26 Nov, 1 of 2 177 calls).
+    // HTTP/2 (GOAWAY) cannot remove them: kube-apiserver speaks HTTP/1.1 to webhooks behind a Service whatever the
+    // server offers (docs/webhooks.md#http2).
     const [old] = await pods();
     assert.ok(old && isReady(old), 'one Ready manager Pod before the rollout');
     const dryRun = (version: 'v1' | 'v2', name: string): Promise<{ status: number; body: string }> =>
@@ -669,7 +672,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
       stop = true;
       await Promise.all(writers);
     }
-    const resets = failures.filter((f) => /read: connection reset by peer/.test(f));
+    const resets = failures.filter((f) => /read: connection reset by peer|write: broken pipe/.test(f));
     const others = failures.filter((f) => !resets.includes(f));
     t.diagnostic(`${calls} admission calls in ${((Date.now() - t0) / 1000).toFixed(1)} s, ${failures.length} failed: ${resets.length} resets of a pooled connection at the old Pod's close, ${others.length} other`);
     for (const f of resets) t.diagnostic(f);

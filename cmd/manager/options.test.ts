@@ -221,10 +221,11 @@ test('duration flags: sync period 0 or ≥ 1s; long durations up to Go\'s range 
   assert.equal(parse(['--webhook-shutdown-delay=12s']).webhookShutdownDelayMs, 12_000);
 });
 
-test('--webhook-http2: on by default; false turns HTTP/2 off; anything else is a usage error', () => {
-  assert.equal(parse([]).webhookHttp2, true);
-  assert.equal(parse(['--webhook-http2=false']).webhookHttp2, false);
+test('--webhook-http2: off by default; true (or the bare flag) turns HTTP/2 on; anything else is a usage error', () => {
+  assert.equal(parse([]).webhookHttp2, false);
+  assert.equal(parse(['--webhook-http2=true']).webhookHttp2, true);
   assert.equal(parse(['--webhook-http2']).webhookHttp2, true);
+  assert.equal(parse(['--webhook-http2=false']).webhookHttp2, false);
   assert.throws(() => parse(['--webhook-http2=maybe']), /for --webhook-http2: want true or false/);
 });
 

@@ -89,10 +89,12 @@ export interface WebhookServerOptions {
    */
   shutdownDelayMs?: number;
   /**
-   * Also speak HTTP/2 (ALPN h2, with http/1.1 still offered): the API server (Go) then sends its calls as streams on
-   * one connection instead of a connection per call at once, and a drain or a certificate change sends a GOAWAY —
-   * the caller finishes the calls in flight and re-sends later ones on a new connection, where HTTP/1.1 can only
-   * close connections under it. Default false; the bundled manager uses true (`--webhook-http2`).
+   * Also speak HTTP/2 (ALPN h2, with http/1.1 still offered): a Go caller then sends its calls as streams on one
+   * connection instead of a connection per call at once, and a drain or a certificate change sends a GOAWAY — the
+   * caller finishes the calls in flight and re-sends later ones on a new connection, where HTTP/1.1 can only close
+   * connections under it. kube-apiserver negotiates h2 only with webhooks it calls by url on loopback; through a
+   * Service (or any other url) it offers only http/1.1 (docs/webhooks.md#http2). Default false (the binary:
+   * `--webhook-http2`).
    */
   http2?: boolean;
   /** Where the webhook metrics (requests, latency, in flight) are registered (default the process-wide registry). */
