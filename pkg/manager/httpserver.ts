@@ -9,7 +9,7 @@
  * `shutdownTimeoutMs` are destroyed; `start` then resolves. `listening` resolves
  * with the bound address once the server accepts connections (useful with port 0).
  *
- * With `http2` (TLS only) the server offers h2 and http/1.1 by ALPN (node:http2's createSecureServer, allowHTTP1):
+ * With `http2Handler` (TLS only) the server offers h2 and http/1.1 by ALPN (node:http2's createSecureServer, allowHTTP1):
  * HTTP/1.1 clients are served as before; an HTTP/2 session is told to go elsewhere with a GOAWAY where an HTTP/1.1
  * answer would carry `Connection: close` — every open session at the start of a drain and at a certificate change,
  * and a session that sends a request during the drain. GOAWAY names the last stream the server took, so requests in
@@ -157,6 +157,7 @@ export class HttpServerRunnable implements Runnable {
   constructor(opts: HttpServerOptions) {
     const address = parseBindAddress(opts.bindAddress);
     if (!address) throw new Error(`${opts.name}: bind address "0" means disabled; do not create the server`);
+    if (opts.http2Handler && !opts.tls) throw new Error(`${opts.name}: http2Handler needs tls (HTTP/2 is negotiated by ALPN)`);
     this.opts = opts;
     this.address = address;
     this.name = opts.name;
