@@ -2,7 +2,7 @@
  * Webhooks through a real kube-apiserver (issue 32 item 8; `make bench`):
  *
  *   node bench/webhook.ts [--rate 200] [--seconds 30] [--rounds 3] [--networks 10000] [--list-rounds 3] [--quick]
- *                         [--parts admission,conversion] [--cpu-prof DIR]
+ *                         [--parts admission,conversion] [--cpu-prof DIR] [--http2 | --compare-http2]
  *
  * A PRIVATE minimal control plane (etcd + kube-apiserver) with the two-version Network CRD of config/crd/v2 (v1 + v2,
  * storage v2, conversion strategy Webhook), and the library's WebhookServer in its OWN process
@@ -38,6 +38,11 @@
  *    Measured per list: wall time at the client, kube-apiserver / etcd / webhook / client CPU, the ConversionReviews
  *    the API server sent (requests, objects per request, bytes) and the webhook's handling time per review.
  *
+ * `--http2`: the webhook process serves HTTP/2 as well (WebhookServer `http2: true`; the API server negotiates h2 by
+ * ALPN). `--compare-http2`: part 1 instead runs TWO webhook processes, HTTP/1.1 only and HTTP/2, and interleaves ABBA
+ * "through the API server, HTTP/1.1" against "through the API server, HTTP/2" (the configuration's url switched
+ * between them, confirmed by probes the target process answers); the webhook-alone phases are skipped.
+ *
  * Progress on stderr; the result (markdown tables: medians with min–max over the rounds, date, load average) on stdout.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -72,6 +77,10 @@ const LIST_ROUNDS = Number(flag('list-rounds', '3'));
 const CPU_PROF = flag('cpu-prof', '');
 /** Which parts to run (profiling one part: `--parts admission`). */
 const PARTS = new Set(flag('parts', 'admission,conversion').split(','));
+/** The webhook process serves HTTP/2 too (`http2: true`). */
+const HTTP2 = process.argv.includes('--http2');
+/** Part 1 compares an HTTP/1.1-only webhook process with an HTTP/2 one, ABBA (see the header). */
+const COMPARE_HTTP2 = process.argv.includes('--compare-http2');
 for (const [name, v] of [['rate', RATE], ['seconds', SECONDS], ['rounds', ROUNDS], ['networks', NETWORKS], ['list-rounds', LIST_ROUNDS]] as const) {
   if (!(Number.isFinite(v) && v > 0)) {
     process.stderr.write(`--${name} must be a positive number (got ${v})\n` +
@@ -122,9 +131,9 @@ class WebhookChild {
     proc.on('message', (m: ChildMessage) => this.waiters.shift()?.(m));
   }
 
-  static async start(): Promise<{ child: WebhookChild; port: number; caBundle: string }> {
+  static async start(http2 = HTTP2): Promise<{ child: WebhookChild; port: number; caBundle: string }> {
     const execArgv = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
-    const proc = fork(join(repoRoot, 'bench/webhook/server-child.ts'), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = fork(join(repoRoot, 'bench/webhook/server-child.ts'), http2 ? ['--http2'] : [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const child = new WebhookChild(proc);
     const ready = await new Promise<ChildMessage>((resolve, reject) => {
       child.waiters.push(resolve);
@@ -210,7 +219,7 @@ function pidOf(cp: ControlPlane, name: 'kube-apiserver' | 'etcd'): number {
  * webhook / none: dry-run creates through the API server with / without the webhook; direct: the webhook alone over
  * kept-alive connections; direct-new: the same with a new TLS connection per call.
  */
-type AdmitVariant = 'webhook' | 'none' | 'direct' | 'direct-new';
+type AdmitVariant = 'webhook' | 'none' | 'direct' | 'direct-new' | 'webhook-h2';
 /** Keep-alive connections of the direct caller. */
 const DIRECT_CONNECTIONS = 25;
 
@@ -234,7 +243,17 @@ interface AdmitPhase {
   load: number;
 }
 
-async function setWebhook(rest: RestClient, on: boolean, base: string, caBundle: string): Promise<void> {
+/**
+ * Creates (on) or deletes the ValidatingWebhookConfiguration. `target`: the process the configuration now points at
+ * must answer the probes (the url switched between two processes, --compare-http2); the previous configuration is
+ * deleted first.
+ */
+async function setWebhook(rest: RestClient, on: boolean, base: string, caBundle: string, target?: WebhookChild): Promise<void> {
+  if (on && target) {
+    await rest.json('DELETE', `${VWC_PATH}/${VWC_NAME}`).catch((err: unknown) => {
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+    });
+  }
   if (on) {
     await rest.json('POST', VWC_PATH, {
       body: {
@@ -262,10 +281,16 @@ async function setWebhook(rest: RestClient, on: boolean, base: string, caBundle:
       throw err;
     }
   };
+  const answeredByTarget = async (): Promise<boolean> => {
+    if (!target) return probe();
+    await target.reset();
+    const denied = await probe();
+    return denied && (await target.collect()).served.length === 1;
+  };
   const deadline = Date.now() + 60_000;
   for (let seen = 0; seen < 3;) {
     if (Date.now() > deadline) throw new Error(`the webhook configuration did not become ${on ? 'active' : 'inactive'} within 60 s`);
-    seen = (await probe()) === on ? seen + 1 : 0;
+    seen = (await answeredByTarget()) === on ? seen + 1 : 0;
     if (seen < 3) await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -542,6 +567,7 @@ async function main(): Promise<number> {
   const load0 = loadavg();
   const { cp, stop } = await startPrivateControlPlane('tscm-bench-webhook-', `webhooks: ${RATE} writes/s × ${SECONDS} s × ${ROUNDS} rounds each; ${NETWORKS} Networks listed ${LIST_ROUNDS} rounds each`);
   let child: WebhookChild | undefined;
+  let h2child: WebhookChild | undefined;
   const rest = restClient(cp);
   let cp2: ControlPlane | undefined;
   let rest2: RestClient | undefined;
@@ -560,7 +586,35 @@ async function main(): Promise<number> {
 
     // ---- Part 1
     const phases: AdmitPhase[] = [];
-    if (PARTS.has('admission')) {
+    if (PARTS.has('admission') && COMPARE_HTTP2) {
+      const h2 = await WebhookChild.start(true);
+      h2child = h2.child;
+      const h2base = `https://127.0.0.1:${h2.port}`;
+      progress(`HTTP/2 webhook process ${h2.child.pid} serving on ${h2base}; comparing it with the HTTP/1.1 one (${child.pid}), ABBA`);
+      const targets = {
+        webhook: { base, caBundle: started.caBundle, child },
+        'webhook-h2': { base: h2base, caBundle: h2.caBundle, child: h2.child },
+      } as const;
+      for (const v of ['webhook', 'webhook-h2'] as const) {
+        progress(`admission: warm-up ${Math.min(SECONDS, 5)} s, ${v} (not counted)`);
+        await setWebhook(rest, true, targets[v].base, targets[v].caBundle, targets[v].child);
+        await admitPhase(cp, rest, targets[v].child, v, Math.min(SECONDS, 5), `warm-${v}`);
+      }
+      let current: 'webhook' | 'webhook-h2' = 'webhook-h2';
+      for (const [i, variant] of abba<'webhook' | 'webhook-h2'>('webhook', 'webhook-h2', ROUNDS).entries()) {
+        if (variant !== current) {
+          current = variant;
+          await setWebhook(rest, true, targets[variant].base, targets[variant].caBundle, targets[variant].child);
+        }
+        const p = await admitPhase(cp, rest, targets[variant].child, variant, SECONDS, `c${i}`);
+        phases.push(p);
+        progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
+          `webhook's own handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms, from headers p99 ${f1(percentile(p.withBody, 99))} ms ` +
+          `(${p.served.length} calls, ${p.child.h2Calls} over h2, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms = ${f0((1000 * p.child.cpuMs) / Math.max(1, p.served.length))} µs/call); ` +
+          `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
+      }
+      await setWebhook(rest, false, base, started.caBundle);
+    } else if (PARTS.has('admission')) {
       progress(`admission: warm-up ${Math.min(SECONDS, 5)} s with the webhook (not counted)`);
       await setWebhook(rest, true, base, started.caBundle);
       let webhookOn = true;
@@ -618,7 +672,35 @@ async function main(): Promise<number> {
     const directP99s = of('direct').map((p) => percentile(p.served, 99));
     const medP99 = median(p99s);
     const met = medP99 <= GOAL_P99_MS;
-    if (phases.length > 0) {
+    if (phases.length > 0 && COMPARE_HTTP2) {
+      const vs = ['webhook', 'webhook-h2'] as const;
+      const c2 = (f: (p: AdmitPhase) => number, fmt: (x: number) => string): string[] => vs.map((v) => mm(of(v).map(f), fmt));
+      out.push(`## Admission through the API server, the webhook over HTTP/1.1 vs HTTP/2: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
+      out.push(markdownTable([`median (min–max) of ${ROUNDS} phases each, ABBA`, 'webhook HTTP/1.1 only', 'webhook HTTP/2 (http2: true)'], [
+        ['webhook\'s own handling p50, ms (body received → answer written, in its process)', ...c2((p) => percentile(p.served, 50), f2)],
+        ['webhook\'s own handling p99, ms', ...c2((p) => percentile(p.served, 99), f2)],
+        ['webhook\'s own handling max, ms', ...c2((p) => Math.max(...p.served), f1)],
+        ['headers received → answer written p50 / p99, ms', ...vs.map((v) => `${mm(of(v).map((p) => percentile(p.withBody, 50)), f2)} / ${mm(of(v).map((p) => percentile(p.withBody, 99)), f1)}`)],
+        ['admission calls served per s', ...c2((p) => p.served.length / p.seconds, f0)],
+        ['… of which over HTTP/2, %', ...c2((p) => (100 * p.child.h2Calls) / Math.max(1, p.served.length), f1)],
+        ['API server\'s call to the webhook: mean, ms', ...c2((p) => (1000 * p.apiserver.sum) / p.apiserver.count, f2)],
+        ['… calls ≤ 5 ms (its histogram), %', ...c2((p) => (100 * p.apiserver.le5) / p.apiserver.count, f1)],
+        ['whole write at the client: p50, ms', ...c2((p) => percentile(p.clientMs, 50), f1)],
+        ['whole write at the client: p99, ms', ...c2((p) => percentile(p.clientMs, 99), f1)],
+        ['writes answered per s', ...c2((p) => p.ok / p.seconds, f0)],
+        ['writes failed / skipped', ...c2((p) => Object.values(p.errors).reduce((a, b) => a + b, 0) + p.skipped, f0)],
+        ['kube-apiserver CPU, cores', ...c2((p) => p.apiserverCpuMs / 1000 / p.seconds, f2)],
+        ['new connections to the webhook', ...c2((p) => p.child.connections, f0)],
+        ['most calls in the webhook at once', ...c2((p) => p.child.maxInFlight, f0)],
+        ['webhook process CPU per call, µs', ...c2((p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length), f0)],
+        ['webhook process: event-loop delay p99, ms', ...c2((p) => p.child.loopDelay.p99, f1)],
+        ['webhook process: run-queue wait, ms per s', ...c2((p) => p.child.runQueueMs / p.seconds, f1)],
+        ['1-min load average at the end', ...c2((p) => p.load, f1)],
+      ]), '');
+      const h2p99 = of('webhook-h2').map((p) => percentile(p.served, 99));
+      out.push(`Goal: webhook's own handling p99 ≤ ${GOAL_P99_MS} ms at ${RATE} calls/s — HTTP/2: median p99 ${f2(median(h2p99))} ms (${median(h2p99) <= GOAL_P99_MS ? 'MET' : 'NOT MET'}; phases ${h2p99.map(f2).join(', ')} ms); ` +
+        `HTTP/1.1: median p99 ${f2(medP99)} ms (phases ${p99s.map(f2).join(', ')} ms).`, '');
+    } else if (phases.length > 0) {
       out.push(`## Admission through the API server: ${RATE} dry-run creates/s, open-loop, ${SECONDS} s per phase`, '');
       out.push(markdownTable([`median (min–max) of ${ROUNDS} phases each (ABBA within each pair of columns)`, 'through the API server, validating webhook', 'through the API server, no webhook (anchor)',
         `the webhook alone (direct HTTPS, ≤ ${DIRECT_CONNECTIONS} keep-alive connections)`, 'the webhook alone, a new TLS connection per call'], [
@@ -706,6 +788,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await child?.stop().catch(() => {});
+    await h2child?.stop().catch(() => {});
     await rest.close();
     await stop();
     await rest2?.close();

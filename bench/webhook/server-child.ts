@@ -17,12 +17,17 @@
  *  - the event loop's delay (perf_hooks.monitorEventLoopDelay sampling every 20 ms: a 1 ms timer alone cost ~35 CPU-ms
  *    per second here, i.e. ~170 µs per call at 200 calls/s) and this thread's run-queue wait.
  *
+ * With `--http2` the server is started with `http2: true` (ALPN h2 + http/1.1): an HTTP/2 request is timed the same
+ * way from node:http2's `http2.server.stream.start` message (its headers received) and its stream's 'end' (body
+ * complete) to the stream's 'finish' (the last byte of the answer handed to the session); `h2Calls` counts them.
+ *
  * Protocol (process.send / 'message'): → {type:'ready', port, caBundle}; ← {type:'reset'} → {type:'reset'} clears
  * what was recorded; ← {type:'collect'} → {type:'stats', …} (ChildStats: what was recorded since the last reset);
  * ← {type:'converted'} → {type:'converted', objects} (objects converted since the reset); ← {type:'stop'} stops the server and exits 0 (a CPU profile, under --cpu-prof, is written then).
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
@@ -53,6 +58,8 @@ export interface ChildStats {
   served: Served[];
   /** Connections (TLS) that carried their first request since the reset: how often the API server reconnected. */
   connections: number;
+  /** Of `served`, the requests that came over HTTP/2. */
+  h2Calls: number;
   /** Most requests being handled at once (request start → response finished). */
   maxInFlight: number;
   /** Objects converted per ConversionReview request (toHub/fromHub calls per request context). */
@@ -78,8 +85,9 @@ async function main(): Promise<void> {
   if (!process.send) throw new Error('bench/webhook/server-child.ts is forked by bench/webhook.ts (needs an IPC channel)');
   const registry = new Registry();
   const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-bench', ips: ['127.0.0.1'] });
+  const http2 = process.argv.includes('--http2');
   const server = new WebhookServer({
-    bindAddress: '127.0.0.1:0', registry,
+    bindAddress: '127.0.0.1:0', registry, http2,
     tls: { start: () => Promise.resolve({ cert: Buffer.from(cert), key: Buffer.from(key) }) },
   });
 
@@ -139,6 +147,30 @@ async function main(): Promise<void> {
     });
   });
 
+  let h2Calls = 0;
+  diagnosticsChannel.subscribe('http2.server.stream.start', (m) => {
+    const { stream, headers } = m as { stream: ServerHttp2Stream; headers: IncomingHttpHeaders };
+    const t0 = performance.now();
+    let bodyAt: number | undefined;
+    stream.once('end', () => (bodyAt = performance.now()));
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    if (!sockets.has(stream.session ?? stream)) {
+      sockets.add(stream.session ?? stream);
+      connections++;
+    }
+    const list = served;
+    stream.once('finish', () => {
+      inFlight--;
+      if (list !== served) return; // reset meanwhile
+      const t1 = performance.now();
+      h2Calls++;
+      served.push({
+        path: (headers[':path'] ?? '').split('?')[0] ?? '', ms: t1 - t0, ownMs: t1 - (bodyAt ?? t0),
+        code: Number(stream.sentHeaders[':status'] ?? 0), bytes: Number(headers['content-length'] ?? 0),
+      });
+    });
+  });
+
   const loop = monitorEventLoopDelay({ resolution: 20 });
   loop.enable();
   let cpu0 = process.cpuUsage();
@@ -152,6 +184,7 @@ async function main(): Promise<void> {
     if (msg.type === 'reset') {
       served = [];
       connections = 0;
+      h2Calls = 0;
       maxInFlight = inFlight;
       batches = new Map();
       loop.reset();
@@ -174,7 +207,7 @@ async function main(): Promise<void> {
           if (v.metricName?.endsWith('_sum')) entry.sum = v.value;
         }
         send({
-          type: 'stats', served, connections, maxInFlight, batchSizes: [...batches.values()], cpuMs: (cpu.user + cpu.system) / 1000,
+          type: 'stats', served, connections, h2Calls, maxInFlight, batchSizes: [...batches.values()], cpuMs: (cpu.user + cpu.system) / 1000,
           runQueueMs: runQueueWaitMs() - rq0,
           loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
           libraryLatency,

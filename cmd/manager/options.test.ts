@@ -221,6 +221,14 @@ test('duration flags: sync period 0 or ≥ 1s; long durations up to Go\'s range 
   assert.equal(parse(['--webhook-shutdown-delay=12s']).webhookShutdownDelayMs, 12_000);
 });
 
+test('--webhook-http2: off by default; true (or the bare flag) turns HTTP/2 on; anything else is a usage error', () => {
+  assert.equal(parse([]).webhookHttp2, false);
+  assert.equal(parse(['--webhook-http2=true']).webhookHttp2, true);
+  assert.equal(parse(['--webhook-http2']).webhookHttp2, true);
+  assert.equal(parse(['--webhook-http2=false']).webhookHttp2, false);
+  assert.throws(() => parse(['--webhook-http2=maybe']), /for --webhook-http2: want true or false/);
+});
+
 test('Go durations: the range of time.Duration (int64 nanoseconds)', () => {
   assert.equal(parseDuration('2562047h'), 2562047 * 3_600_000);
   assert.throws(() => parseDuration('2562048h'), /^Error: duration "2562048h" out of range \(at most 2562047h47m16\.854775807s\)$/);

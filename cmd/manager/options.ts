@@ -73,6 +73,13 @@ export interface Options {
    * the graceful shutdown timeout (twice it: the drain's cap). Default 5 s, or a quarter of the graceful shutdown timeout when that is less.
    */
   webhookShutdownDelayMs: number;
+  /**
+   * `--webhook-http2`: the webhook server offers HTTP/2 as well as HTTP/1.1 (ALPN). Default false: kube-apiserver
+   * speaks HTTP/1.1 to every webhook reached through a Service or a non-loopback url whatever the server offers
+   * (k8s.io/apiserver pkg/util/webhook, issue 75791), so only a webhook called by url on loopback gains
+   * (docs/webhooks.md#http2).
+   */
+  webhookHttp2: boolean;
   leaderElect: boolean;
   leaderElectionId: string;
   /**
@@ -194,6 +201,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'webhook-cert-propagation-delay', kind: 'duration', def: '2m', help: 'Self-managed mode: how long after a caBundle change API servers may still call with the previous bundle; the serving certificate switches to a new CA only this long after every target carries it.' },
   { name: 'webhook-cert-reload-grace', kind: 'duration', def: '2m', help: 'Self-managed mode: how long a replica may still serve a superseded serving certificate; an old CA leaves the bundle only this long after the switch. At least 2 × --webhook-cert-poll-interval; with the propagation delay, less than a third of --webhook-cert-validity.' },
   { name: 'webhook-shutdown-delay', kind: 'duration', help: 'On shutdown, how long the webhook server keeps answering (each answer closing its connection, /readyz failing) before it closes its port, so API servers whose route to this replica lags its deletion are answered, not refused; 0 = close at once. Twice it must be less than --graceful-shutdown-timeout (unset: 5s or a quarter of it, whichever is less).' },
+  { name: 'webhook-http2', kind: 'bool', def: 'false', help: 'Also offer HTTP/2 (ALPN h2) on the webhook port: calls multiplexed on one connection, GOAWAY on shutdown and certificate change. kube-apiserver uses it only for webhooks it calls by url on loopback (127.0.0.1, localhost, e.g. make run); through a Service it speaks HTTP/1.1 whatever is offered.' },
   { name: 'webhook-cert-poll-interval', kind: 'duration', def: '10s', help: 'Self-managed mode: how often each replica reads the Secret (and reloads a new serving certificate) and re-checks the injected caBundles.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
@@ -523,6 +531,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
       `2 × --webhook-shutdown-delay (${formatDuration(webhookShutdownDelayMs)}) must be less than --graceful-shutdown-timeout (${formatDuration(gracefulShutdownTimeoutMs)}): the drain, up to twice the delay, is part of the graceful shutdown`,
     );
   }
+  const webhookHttp2 = parseBool('webhook-http2', get('webhook-http2') ?? 'false');
   const cacheSyncTimeoutMs = duration('cache-sync-timeout');
   const syncPeriodMs = wrap('sync-period', parseDuration);
   if (syncPeriodMs !== 0 && syncPeriodMs < minSyncPeriodMs) {
@@ -640,6 +649,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     webhookCertMode,
     webhookSelfManaged,
     webhookShutdownDelayMs,
+    webhookHttp2,
     leaderElect,
     leaderElectionId,
     leaderElectionNamespace,

@@ -60,6 +60,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
       ...(opts.webhookCertPath ? { certDir: opts.webhookCertPath } : {}),
       ...(certs ? { tls: certs } : {}),
       shutdownDelayMs: opts.webhookShutdownDelayMs,
+      http2: opts.webhookHttp2,
     },
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,

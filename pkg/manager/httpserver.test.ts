@@ -40,6 +40,7 @@ describe('HttpServerRunnable', () => {
   it('a bind address of "0" means disabled: constructing a server for it is an error', () => {
     assert.throws(() => new HttpServerRunnable({ name: 'probe', bindAddress: '0', handler: () => {} }), /disabled/);
     assert.throws(() => new HttpServerRunnable({ name: 'probe', bindAddress: 'nonsense', handler: () => {} }), /invalid address/);
+    assert.throws(() => new HttpServerRunnable({ name: 'probe', bindAddress: ':0', handler: () => {}, http2Handler: () => {} }), /http2Handler needs tls/);
   });
 
   it('serves the handler on the bound port; listening resolves with the address (port 0 = any free port)', async () => {

@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { connect as h2connect, constants as h2constants, type ClientHttp2Session } from 'node:http2';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterEach, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '../apimachinery/meta.ts';
@@ -515,10 +517,11 @@ describe('WebhookServer: lifecycle and certificates', () => {
 });
 
 /** A started server with a validator, `shutdownDelayMs` and a FakeClock (the drain's timers), on a free port. */
-async function drainingServer(shutdownDelayMs: number): Promise<{ clock: FakeClock; server: WebhookServer; ac: AbortController; done: Promise<void>; port: number }> {
+async function drainingServer(shutdownDelayMs: number, opts: WebhookServerOptions = {}, setup: (s: WebhookServer) => void = withValidatorFor,
+): Promise<{ clock: FakeClock; server: WebhookServer; ac: AbortController; done: Promise<void>; port: number }> {
   const clock = new FakeClock();
-  const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs, clock });
-  withValidatorFor(server);
+  const server = new WebhookServer({ bindAddress: '127.0.0.1:0', tls: staticTls(), registry: new Registry(), shutdownDelayMs, clock, ...opts });
+  setup(server);
   const ac = new AbortController();
   const done = server.start(ac.signal);
   const { port } = await server.listening;
@@ -533,3 +536,187 @@ async function drainingServer(shutdownDelayMs: number): Promise<{ clock: FakeClo
 function withValidatorFor(s: WebhookServer): void {
   new WebhookBuilder<Widget>(s, gvk).withValidator({}).complete();
 }
+
+/** An HTTP/2 session to the server on `port` (TLS, ALPN h2), destroyed at the end of the test. */
+async function h2session(port: number): Promise<ClientHttp2Session> {
+  const session = h2connect(`https://127.0.0.1:${port}`, { ca: pair.cert });
+  cleanups.push(() => {
+    session.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    session.once('connect', () => resolve());
+    session.once('error', reject);
+  });
+  session.on('error', () => {}); // a GOAWAY'd or closed session may report a late error; the requests report theirs
+  return session;
+}
+
+/** One request on an HTTP/2 session; resolves with the answer (status, body, headers). */
+function h2post(session: ClientHttp2Session, path: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json', ...headers });
+    let status = 0;
+    let responseHeaders: Reply['headers'] = {};
+    let text = '';
+    req.on('response', (h) => {
+      status = Number(h[':status']);
+      responseHeaders = h;
+    });
+    req.setEncoding('utf8').on('data', (c: string) => (text += c));
+    req.on('end', () => resolve({ status, body: text, headers: responseHeaders }));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Opens a request on `session`, writes `first` and never ends the body; resolves with the status and the time until
+ * the server closed the stream (its RST_STREAM or end), and whether the session is still open then.
+ */
+function h2streamForever(session: ClientHttp2Session, path: string, first: Buffer): Promise<{ status: number; closedAfterMs: number; body: string }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json' });
+    let status = 0;
+    let body = '';
+    req.on('response', (h) => (status = Number(h[':status'])));
+    req.setEncoding('utf8').on('data', (c: string) => (body += c));
+    req.on('error', () => {}); // the server resetting the stream is what is tested; 'close' reports it
+    req.on('close', () => resolve({ status, closedAfterMs: Date.now() - t0, body }));
+    req.write(first); // never ended
+  });
+}
+
+const review = (request: Record<string, unknown> = {}): string => admissionReview({ operation: 'CREATE', object: widget({}), ...request });
+const validatePath = '/validate-example-com-v2-widget';
+
+describe('WebhookServer: HTTP/2 (http2: true)', () => {
+  it('h2 is negotiated by ALPN and reviews are answered, many at once on one connection; HTTP/1.1 clients are still answered', async () => {
+    const { port, registry } = await serve(withValidatorFor, { http2: true });
+    const session = await h2session(port);
+    assert.equal(session.alpnProtocol, 'h2');
+    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => h2post(session, validatePath, review({ uid: `h2-${i}` }))));
+    for (const [i, r] of replies.entries()) {
+      assert.equal(r.status, 200);
+      assert.deepEqual((JSON.parse(r.body) as AdmissionReview).response, { uid: `h2-${i}`, allowed: true });
+    }
+    const h1 = await post(port, validatePath, review({ uid: 'h1' }));
+    assert.equal(h1.status, 200);
+    assert.deepEqual((JSON.parse(h1.body) as AdmissionReview).response, { uid: 'h1', allowed: true });
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatePath, code: '200' }), 11);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_in_flight', { webhook: validatePath }), 0);
+  });
+
+  it('without http2 the server offers no h2 (ALPN): HTTP/1.1 only', async () => {
+    const { port } = await serve(withValidatorFor);
+    const alpn = await new Promise<string | false>((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca: pair.cert, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+        resolve(socket.alpnProtocol ?? false);
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+    assert.notEqual(alpn, 'h2');
+  });
+
+  it('bad input over h2: 413 from Content-Length and mid-stream, an unread body answered — only the stream is reset; a body never finished → 408 at requestTimeoutMs; the session keeps serving', async () => {
+    const { port, registry } = await serve(withValidatorFor, { http2: true, maxRequestBytes: 1024 });
+    const session = await h2session(port);
+    const big = await h2post(session, validatePath, Buffer.alloc(2048, 0x20), { 'content-length': '2048' });
+    assert.equal(big.status, 413);
+    assert.match(big.body, /larger than 1024 bytes/);
+    // The request timeout is 30 s here: a stream closed sooner was reset by the answer, not by the timeout.
+    const streamed = await h2streamForever(session, validatePath, Buffer.alloc(1025, 0x20));
+    assert.equal(streamed.status, 413);
+    assert.match(streamed.body, /larger than 1024 bytes/);
+    assert.ok(streamed.closedAfterMs < 5_000, `stream closed after ${streamed.closedAfterMs} ms`);
+    const unread = await h2streamForever(session, '/nowhere', Buffer.alloc(100, 0x20));
+    assert.equal(unread.status, 404);
+    assert.ok(unread.closedAfterMs < 5_000, `stream closed after ${unread.closedAfterMs} ms`);
+    assert.equal(session.closed || session.destroyed, false, 'the session survives its streams being reset');
+    assert.equal((await h2post(session, validatePath, review())).status, 200);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatePath, code: '413' }), 2);
+
+    const slowServer = await serve(withValidatorFor, { http2: true, requestTimeoutMs: 600, headersTimeoutMs: 300 });
+    const slowSession = await h2session(slowServer.port);
+    const slow = await h2streamForever(slowSession, validatePath, Buffer.from('{"a":'));
+    assert.equal(slow.status, 408);
+    assert.ok(slow.closedAfterMs >= 500 && slow.closedAfterMs < 3_000, `stream closed after ${slow.closedAfterMs} ms`);
+    assert.equal((await h2post(slowSession, validatePath, review())).status, 200, 'the session survives');
+  });
+
+  it('a renewed certificate: open sessions get GOAWAY, a new session gets the new certificate (and h2)', async () => {
+    let update!: (p: TlsPair) => void;
+    const rotating: TlsSource = {
+      start: (_signal, onUpdate) => {
+        update = onUpdate;
+        return Promise.resolve(pair);
+      },
+    };
+    const { port } = await serve(withValidatorFor, { http2: true, tls: rotating });
+    const old = await h2session(port);
+    assert.equal((old.socket as TLSSocket).getPeerX509Certificate()?.serialNumber, new X509Certificate(pair.cert).serialNumber);
+    assert.equal((await h2post(old, validatePath, review())).status, 200);
+    const renewed = await selfSignedCertificate({ commonName: 'webhook-test', ips: ['127.0.0.1'] });
+    const goaway = once(old, 'goaway');
+    update({ cert: Buffer.from(renewed.cert), key: Buffer.from(renewed.key) });
+    const [code] = await goaway as [number];
+    assert.equal(code, h2constants.NGHTTP2_NO_ERROR);
+    const fresh = h2connect(`https://127.0.0.1:${port}`, { ca: Buffer.from(renewed.cert) });
+    cleanups.push(() => {
+      fresh.destroy();
+    });
+    await once(fresh, 'connect');
+    assert.equal(fresh.alpnProtocol, 'h2');
+    assert.equal((fresh.socket as TLSSocket).getPeerX509Certificate()?.serialNumber, new X509Certificate(renewed.cert).serialNumber);
+    assert.equal((await h2post(fresh, validatePath, review())).status, 200);
+  });
+
+  it('shutdownDelayMs: at the signal open sessions get GOAWAY and their in-flight request completes; new connections are answered (then GOAWAY) until the port closes', async () => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { clock, server, ac, done, port } = await drainingServer(5_000, { http2: true }, (s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: async (w) => {
+        if (w.spec.tier !== 'slow') return;
+        entered();
+        await gate;
+      },
+    }).complete());
+    const pooled = await h2session(port);
+    const idle = await h2session(port);
+    assert.equal((await h2post(idle, validatePath, review())).status, 200);
+    const inflight = h2post(pooled, validatePath, review({ uid: 'in-flight', object: widget({ tier: 'slow' }) }));
+    await inHandler;
+    const goaways = [once(pooled, 'goaway'), once(idle, 'goaway')];
+    ac.abort();
+    for (const [code] of await Promise.all(goaways) as [number][]) assert.equal(code, h2constants.NGHTTP2_NO_ERROR);
+    assert.throws(() => server.ready(), /draining/);
+    release();
+    const answered = await inflight;
+    assert.equal(answered.status, 200, 'the request in flight at the GOAWAY is answered');
+    assert.deepEqual((JSON.parse(answered.body) as AdmissionReview).response, { uid: 'in-flight', allowed: true });
+
+    // A caller still routed here (a new connection) is answered, and told to go elsewhere for its next call.
+    const late = await h2session(port);
+    const lateGoaway = once(late, 'goaway');
+    assert.equal((await h2post(late, validatePath, review())).status, 200);
+    await lateGoaway;
+    const h1 = await post(port, validatePath, review());
+    assert.equal(h1.status, 200);
+    assert.equal(h1.headers.connection, 'close');
+    let stopped = false;
+    void done.then(() => (stopped = true));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(stopped, false, 'not stopped before the delay');
+    clock.step(5_000);
+    await done;
+    await assert.rejects(h2session(port), /ECONNREFUSED/);
+    assert.throws(() => server.ready(), /not serving/);
+  });
+
+  it('an http2 value that is not a boolean is refused', () => {
+    assert.throws(() => new WebhookServer({ tls: staticTls(), http2: 'yes' as unknown as boolean }), /http2 must be a boolean/);
+  });
+});

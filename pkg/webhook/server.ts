@@ -29,6 +29,7 @@
  * /readyz check "webhook-server") passes once the server listens with a certificate loaded, until it stops.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
@@ -81,12 +82,21 @@ export interface WebhookServerOptions {
   shutdownTimeoutMs?: number;
   /**
    * After the stop signal, keep answering this long (ms) before closing the port — each answer with `Connection:
-   * close`, idle connections closed at once — so that API servers whose route still names this replica (Service
+   * close`, idle keep-alive connections left to carry one more call (not cut under a caller writing on one) — so that API servers whose route still names this replica (Service
    * endpoints and kube-proxy rules lag a Pod's deletion) are answered, not refused or left hanging until their
    * webhook timeout, and re-dial to another replica. `/readyz` fails meanwhile. Default 0 (none); the bundled manager
    * uses 5 s (`--webhook-shutdown-delay`).
    */
   shutdownDelayMs?: number;
+  /**
+   * Also speak HTTP/2 (ALPN h2, with http/1.1 still offered): a Go caller then sends its calls as streams on one
+   * connection instead of a connection per call at once, and a drain or a certificate change sends a GOAWAY — the
+   * caller finishes the calls in flight and re-sends later ones on a new connection, where HTTP/1.1 can only close
+   * connections under it. kube-apiserver negotiates h2 only with webhooks it calls by url on loopback; through a
+   * Service (or any other url) it offers only http/1.1 (docs/webhooks.md#http2). Default false (the binary:
+   * `--webhook-http2`).
+   */
+  http2?: boolean;
   /** Where the webhook metrics (requests, latency, in flight) are registered (default the process-wide registry). */
   registry?: Registry;
   /** Where failures and certificate reloads are logged. */
@@ -104,20 +114,39 @@ export interface WebhookRegistrar {
 }
 
 type Route = { kind: 'admission'; handler: AdmissionHandler } | { kind: 'conversion' };
+/** A request over HTTP/1.1 (node:http) or HTTP/2 (node:http2's compatibility API). */
+type Request = IncomingMessage | Http2ServerRequest;
+type Response = ServerResponse | Http2ServerResponse;
+
+/** RST_STREAM code NO_ERROR: "stop sending, the answer is complete" (RFC 9113 §8.1). */
+const NGHTTP2_NO_ERROR = 0;
 
 class TooLargeError extends Error {}
 
+/** res.writeHead on either protocol (the two overload sets do not unify). */
+function writeHead(res: Response, code: number, headers: Record<string, string>): void {
+  if ('stream' in res) res.writeHead(code, headers);
+  else res.writeHead(code, headers);
+}
+
 /**
  * Answers a plain-text error. When the request body has not been read to its end (answered before reading it, or
- * over the limit), the connection is closed once the answer is written: the rest of the body is never read —
- * otherwise Node would read and discard it, for as long as the client keeps sending.
+ * over the limit), the connection (HTTP/2: only the request's stream, with RST_STREAM NO_ERROR) is closed once the
+ * answer is written: the rest of the body is never read — otherwise Node would read and discard it, for as long as
+ * the client keeps sending.
  */
-function send(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): number {
+function send(res: Response, code: number, body: string, headers: Record<string, string> = {}): number {
   const unread = !res.req.complete;
+  const h2 = 'stream' in res;
   if (!res.headersSent) {
-    res.writeHead(code, {
-      'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers, ...(unread ? { connection: 'close' } : {}),
+    writeHead(res, code, {
+      'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers, ...(unread && !h2 ? { connection: 'close' } : {}),
     });
+  }
+  if (unread && h2) {
+    // The compatibility API's 'finish' comes only with the stream's close; end's callback is the stream's 'finish'.
+    res.end(body, () => res.stream.close(NGHTTP2_NO_ERROR));
+    return code;
   }
   if (unread) res.on('finish', () => res.req.socket.destroySoon());
   res.end(body);
@@ -125,7 +154,7 @@ function send(res: ServerResponse, code: number, body: string, headers: Record<s
 }
 
 /** Reads the body up to `limit` bytes; rejects with TooLargeError as soon as it is known to be larger. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readBody(req: Request, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   if (declared > limit) return Promise.reject(new TooLargeError());
   return new Promise((resolve, reject) => {
@@ -188,6 +217,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     if (opts.shutdownDelayMs !== undefined && !(Number.isFinite(opts.shutdownDelayMs) && opts.shutdownDelayMs >= 0)) {
       throw new Error(`webhook server: shutdownDelayMs must be a number ≥ 0, got ${opts.shutdownDelayMs}`);
     }
+    if (opts.http2 !== undefined && typeof opts.http2 !== 'boolean') throw new Error(`webhook server: http2 must be a boolean, got ${String(opts.http2)}`);
     for (const name of ['maxRequestBytes', 'handlerTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'handshakeTimeoutMs', 'idleTimeoutMs'] as const) {
       const v = opts[name];
       if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new Error(`webhook server: ${name} must be a positive number, got ${v}`);
@@ -208,6 +238,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       name: 'webhook-server',
       bindAddress: opts.bindAddress ?? defaultWebhookBindAddress,
       handler: (req, res) => this.dispatch(req, res),
+      ...(opts.http2 ? { http2Handler: (req: Http2ServerRequest, res: Http2ServerResponse) => this.dispatch(req, res) } : {}),
       tls,
       limits: {
         headersTimeout, requestTimeout,
@@ -263,7 +294,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     }
   }
 
-  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+  private dispatch(req: Request, res: Response): void {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = this.routes.get(path);
     if (!route) {
@@ -291,7 +322,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   }
 
   /** Serves one request to a registered path; resolves with the HTTP status code sent. */
-  private async handle(req: IncomingMessage, res: ServerResponse, path: string, route: Route): Promise<number> {
+  private async handle(req: Request, res: Response, path: string, route: Route): Promise<number> {
     if (req.method !== 'POST') return send(res, 405, `method ${req.method ?? ''} not allowed; use POST\n`, { allow: 'POST' });
     const contentType = req.headers['content-type'] ?? '';
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
@@ -336,8 +367,8 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     }
   }
 
-  private json(res: ServerResponse, body: unknown): number {
-    res.writeHead(200, { 'content-type': 'application/json' });
+  private json(res: Response, body: unknown): number {
+    writeHead(res, 200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
     return 200;
   }
@@ -347,7 +378,7 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
    * already sent: 500 when it threw (BadRequestError is rethrown for a 400), 504 on timeout, 499 (not sent) when
    * the client went away first. Logs a failure exactly once, with the uid.
    */
-  private async run<R>(path: string, uid: string, res: ServerResponse, fn: (ctx: HandlerContext) => Promise<R>,
+  private async run<R>(path: string, uid: string, res: Response, fn: (ctx: HandlerContext) => Promise<R>,
     fields: Record<string, unknown>): Promise<R | number> {
     const logger = this.log.child({ webhook: path, uid });
     const ac = new AbortController();
