@@ -33,7 +33,8 @@ import { chartDir, keepAnnotation, releaseName, repoRoot, toolDirs, type K8sObje
 import { validateNetwork } from '../pkg/controllers/network/validation.ts';
 import { HOST_IP } from './cluster/node.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
-import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { waitReadyInNeutron } from './helpers/network.ts';
 import { assertHandOver } from './helpers/handover.ts';
 import {
   isReady, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, NODE_TEST_IMAGE, startNodeEnv, type NodeEnv, type Pod,
@@ -165,15 +166,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     const created = expectStatus<{ metadata: { uid: string } }>(await env.cp.request('POST', networks, {
       apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net', namespace: fooNs }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
     }), 201, 'the valid Network');
-    await waitFor('the Network Ready', async () => {
-      const res = await env.cp.get(`${networks}/net`);
-      const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
-      return conds.some((c) => c.type === 'Ready' && c.status === 'True');
-    }, { timeoutMs: 90_000, intervalMs: 500 });
-    const tag = `k8s-uid:${created.metadata.uid}`;
-    const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
-    const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
-    assert.equal(all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag)).length, 1, `one Neutron network tagged ${tag}: ${JSON.stringify(all)}`);
+    const tag = await waitReadyInNeutron(env.cp, fooNs, 'net', created.metadata.uid, neutron);
     const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net`), 200, 'v2 read (conversion)');
     assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.7.0/24', gateway: '192.168.7.1' }] });
     t.diagnostic(`Network reconciled ${Date.now() - w0} ms after the Foo: Ready, Neutron network ${tag}`);
