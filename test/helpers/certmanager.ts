@@ -65,8 +65,10 @@ export interface CertificateObject {
 class LoggedProcess {
   private readonly logText: string[] = [];
   exit: string | undefined;
+  readonly bin: string;
 
-  constructor(t: { after(fn: () => Promise<void>): void }, readonly bin: string, args: string[]) {
+  constructor(t: { after(fn: () => Promise<void>): void }, bin: string, args: string[]) {
+    this.bin = bin;
     const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [proc.stdout, proc.stderr]) s.setEncoding('utf8').on('data', (d: string) => this.logText.push(d));
     const exited = new Promise<void>((res) => proc.on('exit', (code, signal) => {
