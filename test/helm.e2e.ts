@@ -114,6 +114,13 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     }), 201, `Foo ${name}`);
   };
 
+  /** A v1 Network whose spec validateNetwork refuses (a multicast range; the CRD's CEL rules let it through). */
+  const invalidNetwork = (name: string): { invalid: object; expected: { message: string } } => {
+    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name, namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
+    const expected = validateNetwork(invalid);
+    assert.ok(!expected.ok);
+    return { invalid, expected };
+  };
   /** The release's rendered objects (`helm get manifest`). */
   const manifestOf = async (): Promise<K8sObject[]> =>
     (loadAll(await helm('get', 'manifest', releaseName, '--namespace', ns)) as (K8sObject | null)[]).filter((o): o is K8sObject => o !== null);
@@ -169,9 +176,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     // The chart's webhooks: the API server calls the Pod through the release's webhook Service (the CA injected by the
     // manager into the release's ValidatingWebhookConfiguration and the templated Network CRD). Until the injection
     // (or the Service's endpoints) is there, a write fails with 5xx "failed calling webhook": retried, the wait reported.
-    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'invalid', namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
-    const expected = validateNetwork(invalid);
-    assert.ok(!expected.ok);
+    const { invalid, expected } = invalidNetwork('invalid');
     const w0 = Date.now();
     let lastFailure = '';
     const refusal = await waitFor('the invalid Network refused by the webhook', async () => {
@@ -330,9 +335,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     await createFoo('no-webhooks');
     await waitFor('the Foo reconciled', fooReconciled('no-webhooks'), { timeoutMs: 60_000 });
     // No admission webhook: the invalid Network (CEL has no multicast rule) is stored; the controller refuses it.
-    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'invalid', namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
-    const expected = validateNetwork(invalid);
-    assert.ok(!expected.ok);
+    const { invalid, expected } = invalidNetwork('invalid');
     const c0 = Date.now();
     expectStatus(await env.cp.request('POST', networks, invalid), 201, 'the invalid Network accepted (no webhook)');
     const ready = await waitFor('the invalid Network Ready=False InvalidSpec', async () => {
@@ -401,9 +404,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     // The conversion webhook with cert-manager's CA: the Network stored as v1 before the upgrade, read as v2.
     const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/invalid`), 200, 'v2 read (conversion)');
     assert.deepEqual(v2.spec, { subnets: [{ cidr: '224.1.0.0/16' }] });
-    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'invalid-2', namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
-    const expected = validateNetwork(invalid);
-    assert.ok(!expected.ok);
+    const { invalid, expected } = invalidNetwork('invalid-2');
     const refusal = expectStatus<{ message?: string }>(await env.cp.request('POST', networks, invalid), 403, 'the invalid Network refused by the webhook');
     assert.ok(refusal.message?.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${expected.message}`), refusal.message);
     t.diagnostic(`invalid Network refused ${Date.now() - u0} ms after helm upgrade: ${refusal.message ?? ''}`);
