@@ -2,7 +2,8 @@
 # Builds the local control plane's binaries from upstream Go modules (never downloaded release binaries):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok — and cert-manager's controllers
 # (hack/tools/cert-manager/main.go over the pinned github.com/cert-manager/cert-manager module) for the metrics
-# certificate tests — and helm (hack/tools/helm: the pinned helm.sh/helm/v4 module's cmd/helm) for the chart in
+# certificate tests, and its CA injector (hack/tools/cert-manager-cainjector/main.go, the same module) for the chart's
+# cert-manager mode on the real node (test/helm.e2e.ts) — and helm (hack/tools/helm: the pinned helm.sh/helm/v4 module's cmd/helm) for the chart in
 # dist/chart (test/helm.test.ts, docs/helm.md) — and, with --bench, the controller-runtime Foo controller the benchmarks compare against
 # (bench/cr-anchor over the pinned sigs.k8s.io/controller-runtime module; bench/README.md "vs controller-runtime").
 #
@@ -12,8 +13,8 @@
 # The Go build cache and module cache stay at Go's defaults (also outside the clone).
 #
 # Usage: hack/build-tools.sh [--print-env] [--no-build] [--control-plane] [--node] [--bench]
-#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR, HELM_BIN_DIR,
-#                    NODE_BIN_DIR) on stdout
+#   --print-env      print KEY=DIR lines (ETCD_BIN_DIR, K8S_BIN_DIR, KWOK_BIN_DIR, CERT_MANAGER_BIN_DIR,
+#                    CERT_MANAGER_CAINJECTOR_BIN_DIR, HELM_BIN_DIR, NODE_BIN_DIR) on stdout
 #   --no-build       fail instead of building what is missing (for callers that only want a cached kubectl)
 #   --control-plane  only the local control plane's binaries, not cert-manager nor helm (what `make run` and
 #                    `make cluster-up` need; `make tools`, and so `make test`, builds cert-manager and helm too)
@@ -69,7 +70,7 @@ build() {
   if [ "$mod" = k8s ]; then
     local minor=${version#v1.}; minor=${minor%%.*}
     ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  elif [ "$mod" = cert-manager ]; then
+  elif [ "$mod" = cert-manager ] || [ "$mod" = cert-manager-cainjector ]; then
     ldflags="-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$version"
   elif [ "$mod" = helm ]; then
     ldflags="-X helm.sh/helm/v4/internal/version.version=$version -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
@@ -137,6 +138,10 @@ if [ -n "$cert_manager_dir" ] && [ ! -s "$cert_manager_dir/crds.yaml" ]; then
   for f in "$cm_src"/deploy/crds/*.yaml; do echo '---'; cat "$f"; done > "$cert_manager_dir/crds.yaml.tmp"
   mv "$cert_manager_dir/crds.yaml.tmp" "$cert_manager_dir/crds.yaml"
 fi
+# cert-manager's CA injector: its own tools module (adding it left cert-manager-controller's cache key alone).
+cert_manager_cainjector_dir=""
+[ "$control_plane_only" = 1 ] || cert_manager_cainjector_dir=$(build cert-manager-cainjector \
+  "$(modversion cert-manager-cainjector github.com/cert-manager/cert-manager)" cert-manager-cainjector=.)
 # helm, for the chart (dist/chart): rendered against kustomize's output, linted and installed by the tests.
 helm_dir=""
 [ "$control_plane_only" = 1 ] || helm_dir=$(build helm "$helm_version" helm=helm.sh/helm/v4/cmd/helm)
@@ -150,6 +155,7 @@ if [ "$print_env" = 1 ]; then
   echo "K8S_BIN_DIR=$k8s_dir"
   echo "KWOK_BIN_DIR=$kwok_dir"
   [ -z "$cert_manager_dir" ] || echo "CERT_MANAGER_BIN_DIR=$cert_manager_dir"
+  [ -z "$cert_manager_cainjector_dir" ] || echo "CERT_MANAGER_CAINJECTOR_BIN_DIR=$cert_manager_cainjector_dir"
   [ -z "$helm_dir" ] || echo "HELM_BIN_DIR=$helm_dir"
   [ -z "$node_dir" ] || echo "NODE_BIN_DIR=$node_dir"
   [ -z "$cr_anchor_dir" ] || echo "CR_ANCHOR_BIN_DIR=$cr_anchor_dir"

@@ -18,7 +18,18 @@
  *    in the namespace is only what the manager, the API server or the test made (the Lease, the self-managed
  *    certificate's Secret, the Neutron Secret, kube-root-ca.crt, the default ServiceAccount). The Lease is not
  *    released: Helm deletes the RBAC and the ServiceAccount while the last Pod is still stopping, so its release is
- *    refused (403, asserted from its log).
+ *    refused (403, asserted from its log);
+ *  - `helm install --set webhooks.enabled=false` where the Network CRD never stored v2 (the kept CRD and its Network
+ *    removed first: the API server refuses to drop a stored version) → no webhook configuration, webhook Service,
+ *    certificate, flag or port rendered, the Network CRD v1 only; the Pod Ready, a Foo reconciled, an invalid Network
+ *    accepted (no admission) and marked Ready=False InvalidSpec with validateNetwork's message by the controller;
+ *  - `helm upgrade --set webhooks.certificate=cert-manager --set certManager.enabled=true` (webhooks back on) with
+ *    cert-manager's controller and CA injector (built from the pinned module, hack/tools/cert-manager*) as local
+ *    processes against this control plane → the Issuer and both Certificates Ready, the CA injected by cert-manager into
+ *    the ValidatingWebhookConfiguration and the Network CRD's conversion, the Pod Ready and the webhook Service
+ *    serving the Secret's certificate (a TLS handshake from the node verified with that CA), a Network written as v1
+ *    and read as v2 (the conversion webhook), and an invalid Network refused with the webhook's message. The v1-stored
+ *    Network of the step before is deleted first: with it the rollout deadlocks (docs/helm.md).
  * Needs root, as test/node.e2e.ts (`make test-node` runs both); ~2–3 min warm.
  */
 import assert from 'node:assert/strict';
@@ -28,12 +39,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { X509Certificate } from 'node:crypto';
 import { loadAll } from 'js-yaml';
 import { chartDir, keepAnnotation, releaseName, repoRoot, toolDirs, type K8sObject } from '../hack/chart.ts';
 import { validateNetwork } from '../pkg/controllers/network/validation.ts';
-import { HOST_IP } from './cluster/node.ts';
+import { HOST_IP, NODE_NETNS } from './cluster/node.ts';
+import { CertManager } from './helpers/certmanager.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
-import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { waitReadyInNeutron } from './helpers/network.ts';
 import { assertHandOver } from './helpers/handover.ts';
 import {
   isReady, MANAGER_LEASE as lease, MANAGER_NAMESPACE as ns, NODE_TEST_IMAGE, startNodeEnv, type NodeEnv, type Pod,
@@ -68,12 +82,13 @@ rules:
 - level: None
 `;
 
-describe('real node: helm install, upgrade (image, then namespaced RBAC) and uninstall of dist/chart', () => {
+describe('real node: helm install, upgrade (image, then namespaced RBAC) and uninstall of dist/chart; webhooks off, then on with cert-manager', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'tscm-helm-e2e-'));
   const auditLog = join(scratch, 'audit.log');
   let env: NodeEnv;
   let neutron: NeutronInstance | undefined;
   let helmBin = '';
+  let tools: Record<string, string> = {};
   let ctr: (...args: string[]) => Promise<string>;
   const helm = async (...args: string[]): Promise<string> => (await run(helmBin, ['--kubeconfig', env.cp.kubeconfig, ...args], {
     cwd: repoRoot, maxBuffer: 64 << 20,
@@ -100,13 +115,56 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     }), 201, `Foo ${name}`);
   };
 
+  /** For a failure message: each manager Pod's state, its log tail, and the namespace's latest Events. */
+  const podsReport = async (): Promise<string> => {
+    const out: string[] = [];
+    for (const p of await env.managerPods()) {
+      out.push(`Pod ${p.metadata.name} ${JSON.stringify(p.status.conditions)} ${JSON.stringify(p.status.containerStatuses)}`);
+      out.push(await env.kubectl('-n', ns, 'logs', '--tail=25', p.metadata.name).catch((e: unknown) => `logs: ${String(e)}`));
+    }
+    out.push(await env.kubectl('-n', ns, 'get', 'events', '--sort-by=.lastTimestamp').then((e) => e.split('\n').slice(-20).join('\n')).catch((e: unknown) => `events: ${String(e)}`));
+    return out.join('\n');
+  };
+  /** A v1 Network whose spec validateNetwork refuses (a multicast range; the CRD's CEL rules let it through). */
+  const invalidNetwork = (name: string): { invalid: object; expected: { message: string } } => {
+    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name, namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
+    const expected = validateNetwork(invalid);
+    assert.ok(!expected.ok);
+    return { invalid, expected };
+  };
+  /**
+   * POSTs `invalid` until the API server answers below 500 (until the CA is injected, or while the webhook Service has
+   * no endpoint, a write fails with 5xx "failed calling webhook": retried), then asserts the webhook's denial: 403 with
+   * `message`. Returns the answer (and the last 5xx before it) for t.diagnostic.
+   */
+  const refusedByWebhook = async (invalid: object, message: string): Promise<string> => {
+    let lastFailure = '';
+    const res = await waitFor('the invalid Network refused by the webhook', async () => {
+      const r = await env.cp.request('POST', networks, invalid);
+      if (r.status < 500) return r;
+      lastFailure = r.body.slice(0, 200);
+      return undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    assert.equal(res.status, 403, res.body); // an admission denial: Forbidden
+    const got = (JSON.parse(res.body) as { message?: string }).message ?? '';
+    assert.ok(got.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${message}`), res.body);
+    return `HTTP ${res.status} (${res.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`;
+  };
+  /** The release's rendered objects (`helm get manifest`). */
+  const manifestOf = async (): Promise<K8sObject[]> =>
+    (loadAll(await helm('get', 'manifest', releaseName, '--namespace', ns)) as (K8sObject | null)[]).filter((o): o is K8sObject => o !== null);
+  interface Crd { spec: { versions: { name: string }[]; conversion?: { strategy?: string; webhook?: { clientConfig?: { caBundle?: string } } } }; status?: { storedVersions?: string[] } }
+  const networkCrdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/networks.samplecrd.k8s.io';
+  const readyCondition = (o: { status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] } }) =>
+    o.status?.conditions?.find((c) => c.type === 'Ready');
+
   before(async () => {
     const policy = join(scratch, 'policy.yaml');
     writeFileSync(policy, auditPolicy);
     env = await startNodeEnv({
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'] },
     });
-    const tools = await toolDirs({ node: true });
+    tools = await toolDirs({ node: true });
     helmBin = join(tools['HELM_BIN_DIR'] ?? '', 'helm');
     const sock = join(env.cp.state.dir, 'containerd', 'containerd.sock');
     ctr = async (...args: string[]) => (await run(join(tools['NODE_BIN_DIR'] ?? '', 'ctr'), ['--address', sock, '-n', 'k8s.io', ...args])).stdout;
@@ -147,33 +205,14 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     // The chart's webhooks: the API server calls the Pod through the release's webhook Service (the CA injected by the
     // manager into the release's ValidatingWebhookConfiguration and the templated Network CRD). Until the injection
     // (or the Service's endpoints) is there, a write fails with 5xx "failed calling webhook": retried, the wait reported.
-    const invalid = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'invalid', namespace: fooNs }, spec: { cidr: '224.1.0.0/16' } };
-    const expected = validateNetwork(invalid);
-    assert.ok(!expected.ok);
+    const { invalid, expected } = invalidNetwork('invalid');
     const w0 = Date.now();
-    let lastFailure = '';
-    const refusal = await waitFor('the invalid Network refused by the webhook', async () => {
-      const res = await env.cp.request('POST', networks, invalid);
-      if (res.status < 500) return res;
-      lastFailure = res.body.slice(0, 200);
-      return undefined;
-    }, { timeoutMs: 60_000, intervalMs: 250 });
-    t.diagnostic(`invalid Network: HTTP ${refusal.status} ${Date.now() - w0} ms after the Foo (${refusal.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`);
-    assert.equal(refusal.status, 403, refusal.body); // an admission denial: Forbidden
-    const message = (JSON.parse(refusal.body) as { message?: string }).message ?? '';
-    assert.ok(message.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${expected.message}`), refusal.body);
+    const refusal = await refusedByWebhook(invalid, expected.message);
+    t.diagnostic(`invalid Network: ${refusal} ${Date.now() - w0} ms after the Foo`);
     const created = expectStatus<{ metadata: { uid: string } }>(await env.cp.request('POST', networks, {
       apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net', namespace: fooNs }, spec: { cidr: '192.168.7.0/24', gateway: '192.168.7.1' },
     }), 201, 'the valid Network');
-    await waitFor('the Network Ready', async () => {
-      const res = await env.cp.get(`${networks}/net`);
-      const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
-      return conds.some((c) => c.type === 'Ready' && c.status === 'True');
-    }, { timeoutMs: 90_000, intervalMs: 500 });
-    const tag = `k8s-uid:${created.metadata.uid}`;
-    const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
-    const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
-    assert.equal(all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag)).length, 1, `one Neutron network tagged ${tag}: ${JSON.stringify(all)}`);
+    const tag = await waitReadyInNeutron(env.cp, fooNs, 'net', created.metadata.uid, neutron);
     const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net`), 200, 'v2 read (conversion)');
     assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.7.0/24', gateway: '192.168.7.1' }] });
     t.diagnostic(`Network reconciled ${Date.now() - w0} ms after the Foo: Ready, Neutron network ${tag}`);
@@ -222,7 +261,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
   });
 
   test('helm uninstall: every rendered object and Pod gone; CRDs and Foos stay; only the manager\'s own leftovers remain', async (t) => {
-    const manifest = (loadAll(await helm('get', 'manifest', releaseName, '--namespace', ns)) as (K8sObject | null)[]).filter((o): o is K8sObject => o !== null);
+    const manifest = await manifestOf();
     assert.ok(manifest.length > 5, `the release's objects: ${manifest.length}`);
     // The last Pod's log while it stops (kubectl logs -f ends when the container does).
     const [last] = await pods();
@@ -280,5 +319,128 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     assert.ok(held === '' || (held.startsWith(`${last.metadata.name}_`) && refused), `the Lease is released, or held by the last Pod whose release was refused (403) after helm uninstall (holder ${held})`);
     const cluster = expectStatus<{ items: { metadata: { name: string } }[] }>(await env.cp.get('/apis/rbac.authorization.k8s.io/v1/clusterroles'), 200, 'clusterroles').items;
     assert.deepEqual(cluster.map((c) => c.metadata.name).filter((n) => n.startsWith('ts-controller-manager-')), [], 'no ClusterRole of the release');
+  });
+  test('helm install --set webhooks.enabled=false (a cluster whose Network CRD never stored v2): no webhook object, flag, port or certificate; the Pod Ready, a Foo reconciled, an invalid Network accepted and then Ready=False InvalidSpec by the controller', async (t) => {
+    // webhooks.enabled=false is only for a Network CRD that never stored v2 (docs/helm.md): the API server refuses to
+    // drop a stored version. The uninstall above kept the CRD (stored v2) and the Network "net" (with the controller's
+    // finalizer, no controller left to remove it): remove both, as the cluster this value is for never had them.
+    const t0 = Date.now();
+    expectStatus(await env.cp.request('PATCH', `/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net`, { metadata: { finalizers: null } },
+      { headers: { 'content-type': 'application/merge-patch+json' } }), 200, 'the Network\'s finalizer removed');
+    const deleted = await env.cp.request('DELETE', networkCrdPath);
+    assert.ok(deleted.status === 200 || deleted.status === 202, `the Network CRD deleted: HTTP ${deleted.status} ${deleted.body.slice(0, 300)}`);
+    await waitFor('the Network CRD gone', async () => (await env.cp.get(networkCrdPath)).status === 404, { timeoutMs: 60_000, intervalMs: 250 });
+    const i0 = Date.now();
+    await helm('install', releaseName, chartDir, '--namespace', ns,
+      '--set', `image.repository=${imageRepository}`, '--set', `image.tag=${imageTag}`,
+      '--set', 'neutron.enabled=true', '--set', `neutron.secretName=${cloudsSecret}`, '--set', 'webhooks.enabled=false');
+    const manifest = await manifestOf();
+    const kinds = manifest.map((o) => `${o.kind}/${o.metadata.name}`);
+    assert.deepEqual(kinds.filter((k) => /ValidatingWebhookConfiguration|MutatingWebhookConfiguration|Certificate\/|Issuer\/|webhook/.test(k)), [],
+      `no webhook configuration, webhook Service or certificate rendered: ${kinds.join(', ')}`);
+    const deployment = manifest.find((o) => o.kind === 'Deployment');
+    assert.ok(deployment);
+    const podSpec = (deployment as unknown as { spec: { template: { spec: { containers: { args?: string[]; ports?: { containerPort: number }[] }[]; volumes?: { secret?: { secretName?: string } }[] } } } }).spec.template.spec;
+    const [container] = podSpec.containers;
+    assert.deepEqual(container?.args?.filter((a) => a.startsWith('--webhook')), [], 'no --webhook flag');
+    assert.deepEqual(container?.ports?.filter((p) => p.containerPort === 9443), [], 'no webhook port');
+    assert.deepEqual(podSpec.volumes?.filter((v) => /webhook/.test(v.secret?.secretName ?? '')), [], 'no webhook certificate Secret mounted');
+    expectStatus(await env.cp.get(`/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${releaseName}-validating-webhook-configuration`), 404, 'no ValidatingWebhookConfiguration');
+    expectStatus(await env.cp.get(`/api/v1/namespaces/${ns}/services/${releaseName}-webhook-service`), 404, 'no webhook Service');
+    const crd = expectStatus<Crd>(await env.cp.get(networkCrdPath), 200, 'the Network CRD');
+    assert.deepEqual(crd.spec.versions.map((v) => v.name), ['v1'], 'the Network CRD of config/crd/bases: v1 only');
+    assert.notEqual(crd.spec.conversion?.strategy, 'Webhook', 'no conversion webhook');
+    // The last release's Pod left the Lease held (the uninstall test): this one takes it once it expires (15 s).
+    const pod = await waitFor('the manager Pod Ready and holding the Lease', leader, { timeoutMs: 90_000, intervalMs: 250 });
+    t.diagnostic(`Network CRD replaced in ${i0 - t0} ms; Pod ${pod.metadata.name} Ready and leading ${Date.now() - i0} ms after helm install`);
+    await createFoo('no-webhooks');
+    await waitFor('the Foo reconciled', fooReconciled('no-webhooks'), { timeoutMs: 60_000 });
+    // No admission webhook: the invalid Network (CEL has no multicast rule) is stored; the controller refuses it.
+    const { invalid, expected } = invalidNetwork('invalid');
+    const c0 = Date.now();
+    expectStatus(await env.cp.request('POST', networks, invalid), 201, 'the invalid Network accepted (no webhook)');
+    const ready = await waitFor('the invalid Network Ready=False InvalidSpec', async () => {
+      const c = readyCondition(expectStatus(await env.cp.get(`${networks}/invalid`), 200, 'the invalid Network'));
+      return c?.status === 'False' && c.reason === 'InvalidSpec' ? c : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    assert.equal(ready.message, expected.message);
+    t.diagnostic(`invalid Network accepted, Ready=False InvalidSpec ${Date.now() - c0} ms later ("${ready.message ?? ''}")`);
+  });
+
+  test('helm upgrade to webhooks.certificate=cert-manager (cert-manager\'s controller and CA injector as local processes): Certificates issued, the CA injected into the webhook configuration and the CRD conversion, the Pod serving that certificate through the Service, an invalid Network refused with the webhook\'s message', async (t) => {
+    const cmBin = tools['CERT_MANAGER_BIN_DIR'] ?? '';
+    const t0 = Date.now();
+    await env.kubectl('apply', '--server-side', '--force-conflicts', '-f', join(cmBin, 'crds.yaml'));
+    for (const name of ['issuers', 'certificates', 'certificaterequests']) {
+      await waitFor(`CRD ${name}.cert-manager.io Established`, async () => {
+        const res = await env.cp.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}.cert-manager.io`);
+        return (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+      }, { timeoutMs: 30_000, intervalMs: 100 });
+    }
+    // cert-manager's own webhook is not run: it only validates and defaults cert-manager's objects (its CRDs convert
+    // nothing), and nothing here writes one that the CRDs' schemas would not already refuse.
+    // Turning the webhooks on while a Network is stored as v1 can deadlock the rollout (2 of 3 runs on 26–27 Nov: no
+    // Ready Pod in 120 s; the new Pod's log: "list failed: … conversion webhook for samplecrd.k8s.io/v1, Kind=Network
+    // failed: … connect: connection refused"): the CRD now serves v2, so the new manager's Network informer lists v2
+    // (servedNetworkVersion) before it leads, which needs the conversion webhook for every v1-stored object — served
+    // only by this Pod, which is no Service endpoint before it is Ready, and not Ready (/readyz "informers") before that
+    // list synced. docs/helm.md. So the v1-stored Network goes first; the conversion is proven on a new one below.
+    expectStatus(await env.cp.request('DELETE', `${networks}/invalid`), 200, 'the v1-stored Network deleted');
+    await waitFor('the v1-stored Network gone', async () => (await env.cp.get(`${networks}/invalid`)).status === 404, { timeoutMs: 30_000, intervalMs: 250 });
+    const cm = CertManager.start(t, cmBin, ns, env.cp);
+    cm.startCAInjector(t, tools['CERT_MANAGER_CAINJECTOR_BIN_DIR'] ?? '');
+    const u0 = Date.now();
+    await helm('upgrade', releaseName, chartDir, '--namespace', ns, '--reuse-values',
+      '--set', 'webhooks.enabled=true', '--set', 'webhooks.certificate=cert-manager', '--set', 'certManager.enabled=true');
+    const issuer = await waitFor('the Issuer Ready', async () => {
+      cm.alive();
+      const i = expectStatus<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        await env.cp.get(`/apis/cert-manager.io/v1/namespaces/${ns}/issuers/${releaseName}-selfsigned-issuer`), 200, 'Issuer');
+      return readyCondition(i)?.status === 'True' ? i : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 }).catch(cm.withLog);
+    assert.ok(issuer);
+    const serving = await cm.waitReady(`${releaseName}-serving-cert`, 1, 60_000);
+    await cm.waitReady(`${releaseName}-metrics-certs`, 1, 60_000);
+    t.diagnostic(`cert-manager up ${u0 - t0} ms; Issuer and both Certificates Ready ${Date.now() - u0} ms after helm upgrade`);
+    const secret = expectStatus<{ data: Record<string, string> }>(await env.cp.get(`/api/v1/namespaces/${ns}/secrets/${serving.spec.secretName}`), 200, 'the serving Secret');
+    const caB64 = secret.data['ca.crt'] ?? '';
+    const servingCert = new X509Certificate(Buffer.from(secret.data['tls.crt'] ?? '', 'base64'));
+    assert.ok(caB64 && servingCert.subjectAltName?.includes(`${releaseName}-webhook-service.${ns}.svc`), servingCert.subjectAltName);
+    // cert-manager's CA injector, not the manager (its self-managed mode is off), fills both CA bundles.
+    const vwcPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${releaseName}-validating-webhook-configuration`;
+    await waitFor('the CA injected into the ValidatingWebhookConfiguration and the Network CRD\'s conversion', async () => {
+      cm.alive();
+      const vwc = expectStatus<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(await env.cp.get(vwcPath), 200, 'ValidatingWebhookConfiguration');
+      const crd = expectStatus<Crd>(await env.cp.get(networkCrdPath), 200, 'the Network CRD');
+      return vwc.webhooks.length > 0 && vwc.webhooks.every((w) => w.clientConfig.caBundle === caB64) && crd.spec.conversion?.webhook?.clientConfig?.caBundle === caB64;
+    }, { timeoutMs: 60_000, intervalMs: 250 }).catch(cm.withLog);
+    t.diagnostic(`CA injected ${Date.now() - u0} ms after helm upgrade`);
+    const pod = await waitFor('a Pod mounting the cert-manager Secret Ready and leading alone', async () => {
+      const p = await leader();
+      return p?.spec.volumes?.some((v) => (v as { secret?: { secretName?: string } }).secret?.secretName === serving.spec.secretName) ? p : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250 }).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\n${await podsReport()}`);
+    });
+    t.diagnostic(`Pod ${pod.metadata.name} Ready and leading ${Date.now() - u0} ms after helm upgrade`);
+    // What the webhook Service serves, from inside the node's network namespace (ClusterIP → kube-proxy → Pod),
+    // verified against cert-manager's CA for the Service's DNS name: the Secret's certificate.
+    const svc = expectStatus<{ spec: { clusterIP: string } }>(await env.cp.get(`/api/v1/namespaces/${ns}/services/${releaseName}-webhook-service`), 200, 'webhook Service');
+    const script = `const s=require('node:tls').connect({host:'${svc.spec.clusterIP}',port:443,servername:'${releaseName}-webhook-service.${ns}.svc',` +
+      `ca:Buffer.from(process.env.CA,'base64')},()=>{console.log(s.getPeerX509Certificate().fingerprint256);s.end()});s.on('error',(e)=>console.log('ERR '+e.message));` +
+      `s.setTimeout(5000,()=>{console.log('ERR timeout');s.destroy()})`;
+    const served = await waitFor('the webhook Service serving a certificate verified by cert-manager\'s CA', async () => {
+      const { stdout } = await run('nsenter', [`--net=/run/netns/${NODE_NETNS}`, process.execPath, '-e', script], { env: { ...process.env, CA: caB64 }, timeout: 15_000 });
+      return stdout.startsWith('ERR') ? undefined : stdout.trim();
+    }, { timeoutMs: 60_000, intervalMs: 500 });
+    assert.equal(served, servingCert.fingerprint256, 'the Service serves the Secret\'s certificate');
+    // The conversion webhook with cert-manager's CA: a Network written as v1 is stored as v2 (and answered as v1).
+    expectStatus(await env.cp.request('POST', networks, {
+      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' },
+    }), 201, 'a valid Network through the webhooks');
+    const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net-cm`), 200, 'v2 read');
+    assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.8.0/24', gateway: '192.168.8.1' }] });
+    const { invalid, expected } = invalidNetwork('invalid-2');
+    const refusal = await refusedByWebhook(invalid, expected.message);
+    t.diagnostic(`invalid Network refused ${Date.now() - u0} ms after helm upgrade: ${refusal}`);
   });
 });

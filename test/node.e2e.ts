@@ -45,7 +45,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { HOST_IP, NODE_NETNS } from './cluster/node.ts';
-import { keystoneToken, neutronApi, startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { startNeutron, type NeutronInstance } from './helpers/neutron.ts';
+import { waitReadyInNeutron } from './helpers/network.ts';
 import { expectStatus, waitFor } from './helpers/cluster.ts';
 import { identityOf, micros, readAuditLog, succeeded, type AuditEvent } from './helpers/audit.ts';
 import { assertHandOver } from './helpers/handover.ts';
@@ -421,17 +422,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     }, { timeoutMs: 30_000 });
     const created = expectStatus<{ metadata: { uid: string } }>(res, 201, 'Network create through the webhooks');
     t.diagnostic(`Network created ${Date.now() - t0} ms after the new Pod held the Lease (${waitedMs} ms of it waiting for the old Pod to go)`);
-    await waitFor('the Network Ready', async () => {
-      const res = await cp.get('/apis/samplecrd.k8s.io/v1/namespaces/node-e2e/networks/node-e2e-net');
-      const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
-      return conds.some((c) => c.type === 'Ready' && c.status === 'True');
-    }, { timeoutMs: 90_000, intervalMs: 500 });
-    // Every network the server has (no tag filter in the query: the count is judged here), read directly from Neutron.
-    const tag = `k8s-uid:${created.metadata.uid}`;
-    const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
-    const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
-    const tagged = all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag));
-    assert.equal(tagged.length, 1, `one Neutron network tagged ${tag} among ${all.length}: ${JSON.stringify(all)}`);
+    // Every network the server has, read directly from Neutron: exactly one tagged with the Network's uid.
+    await waitReadyInNeutron(cp, 'node-e2e', 'node-e2e-net', created.metadata.uid, neutron);
 
     // The Network webhooks (config/default): the API server calls the Pod through the webhook Service's ClusterIP
     // (kube-proxy in the node) — the Network above was already written and read through the conversion.

@@ -1,7 +1,8 @@
 /**
- * A real cert-manager for the integration tests: its controllers built from the pinned Go module
- * (hack/tools/cert-manager, cached by hack/build-tools.sh like the control plane) with the module's own CRDs, run
- * against the shared control plane for one namespace; `renew` does what `cmctl renew` does; and `projectSecret`
+ * A real cert-manager for the tests: its controllers built from the pinned Go module (hack/tools/cert-manager, cached
+ * by hack/build-tools.sh like the control plane) with the module's own CRDs, and its CA injector
+ * (hack/tools/cert-manager-cainjector, the same module), run as local processes against a control plane (the shared one
+ * by default, or a test's own, as test/helm.e2e.ts's node-mode one) for one namespace; `renew` does what `cmctl renew` does; and `projectSecret`
  * writes a Secret into a directory the way the kubelet updates a Secret volume, so a process reads it as a Pod would.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -14,16 +15,22 @@ import { writeSecretVolume } from './pki.ts';
 
 const run = promisify(execFile);
 
-/** The directory with `cert-manager-controller` and `crds.yaml` (built by `make tools`; never built from here). */
-export async function certManagerBinDir(): Promise<string> {
+/** A directory `hack/build-tools.sh --print-env --no-build` prints as `key` (built by `make tools`; never built from here). */
+async function builtDir(key: string): Promise<string> {
   const { stdout } = await run('bash', [join(repoRoot, 'hack', 'build-tools.sh'), '--print-env', '--no-build'])
     .catch((err: Error & { stderr?: string }) => {
       throw new Error(`cert-manager is not built (run \`make tools\`): ${err.stderr ?? err.message}`);
     });
-  const dir = /^CERT_MANAGER_BIN_DIR=(.+)$/m.exec(stdout)?.[1];
-  if (!dir) throw new Error(`hack/build-tools.sh printed no CERT_MANAGER_BIN_DIR: ${stdout}`);
+  const dir = new RegExp(`^${key}=(.+)$`, 'm').exec(stdout)?.[1];
+  if (!dir) throw new Error(`hack/build-tools.sh printed no ${key}: ${stdout}`);
   return dir;
 }
+
+/** The directory with `cert-manager-controller` and `crds.yaml`. */
+export const certManagerBinDir = (): Promise<string> => builtDir('CERT_MANAGER_BIN_DIR');
+
+/** The directory with `cert-manager-cainjector`. */
+export const certManagerCAInjectorBinDir = (): Promise<string> => builtDir('CERT_MANAGER_CAINJECTOR_BIN_DIR');
 
 /** Installs cert-manager's CRDs (from the pinned module) and waits until they are Established (idempotent). */
 export async function installCertManagerCRDs(binDir: string): Promise<void> {
@@ -54,55 +61,85 @@ export interface CertificateObject {
   status?: { conditions?: Condition[]; revision?: number; notAfter?: string };
 }
 
-export class CertManager {
+/** A cert-manager process with its klog output kept; stopped (SIGTERM, then SIGKILL after 10 s) when the test ends. */
+class LoggedProcess {
   private readonly logText: string[] = [];
-  private exit: string | undefined;
-  readonly namespace: string;
+  exit: string | undefined;
+  readonly bin: string;
 
-  private constructor(namespace: string) {
-    this.namespace = namespace;
-  }
-
-  /**
-   * Starts cert-manager's controllers with the admin kubeconfig, watching only `namespace`; stopped (SIGTERM, then
-   * SIGKILL after 10 s) when the test ends.
-   */
-  static start(t: { after(fn: () => Promise<void>): void }, binDir: string, namespace: string,
-    cp: ControlPlane = cluster()): CertManager {
-    const cm = new CertManager(namespace);
-    const proc = spawn(join(binDir, 'cert-manager-controller'), [
-      `--kubeconfig=${cp.kubeconfig}`, `--namespace=${namespace}`, '--v=2',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const s of [proc.stdout, proc.stderr]) s.setEncoding('utf8').on('data', (d: string) => cm.logText.push(d));
+  constructor(t: { after(fn: () => Promise<void>): void }, bin: string, args: string[]) {
+    this.bin = bin;
+    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const s of [proc.stdout, proc.stderr]) s.setEncoding('utf8').on('data', (d: string) => this.logText.push(d));
     const exited = new Promise<void>((res) => proc.on('exit', (code, signal) => {
-      cm.exit = `exit ${code ?? signal}`;
+      this.exit = `exit ${code ?? signal}`;
       res();
     }));
     t.after(async () => {
-      if (cm.exit) return;
+      if (this.exit) return;
       proc.kill('SIGTERM');
       const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
     });
-    return cm;
   }
 
-  /** Its log so far (klog), for failure messages. */
   get log(): string {
     return this.logText.join('');
   }
+}
 
-  /** Rethrows `err` with cert-manager's log tail appended; throws at once if the controller has exited. */
-  readonly withLog = (err: unknown): never => {
-    throw new Error(`${String(err)}\ncert-manager (${this.exit ?? 'running'}) log tail:\n${this.log.split('\n').slice(-40).join('\n')}`);
-  };
+export class CertManager {
+  private readonly controller: LoggedProcess;
+  private cainjector: LoggedProcess | undefined;
+  readonly namespace: string;
+  private readonly cp: ControlPlane;
 
-  private alive(): void {
-    if (this.exit) throw new Error(`cert-manager-controller exited (${this.exit})`);
+  private constructor(controller: LoggedProcess, namespace: string, cp: ControlPlane) {
+    this.controller = controller;
+    this.namespace = namespace;
+    this.cp = cp;
   }
 
-  async certificate(name: string, cp: ControlPlane = cluster()): Promise<CertificateObject> {
+  /**
+   * Starts cert-manager's controllers with the admin kubeconfig of `cp`, watching only `namespace`; stopped (SIGTERM,
+   * then SIGKILL after 10 s) when the test ends. The methods below default to `cp`.
+   */
+  static start(t: { after(fn: () => Promise<void>): void }, binDir: string, namespace: string,
+    cp: ControlPlane = cluster()): CertManager {
+    return new CertManager(new LoggedProcess(t, join(binDir, 'cert-manager-controller'), [
+      `--kubeconfig=${cp.kubeconfig}`, `--namespace=${namespace}`, '--v=2',
+    ]), namespace, cp);
+  }
+
+  /**
+   * Also starts cert-manager's CA injector (`cert-manager-cainjector` in `binDir`) for the same namespace and control
+   * plane: it fills the caBundle of every ValidatingWebhookConfiguration, MutatingWebhookConfiguration, CRD conversion
+   * and APIService annotated `cert-manager.io/inject-ca-from: <namespace>/<Certificate>`.
+   */
+  startCAInjector(t: { after(fn: () => Promise<void>): void }, binDir: string): void {
+    this.cainjector = new LoggedProcess(t, join(binDir, 'cert-manager-cainjector'), [
+      `--kubeconfig=${this.cp.kubeconfig}`, `--namespace=${this.namespace}`, '--v=2',
+    ]);
+  }
+
+  /** The controller's log so far (klog), for failure messages. */
+  get log(): string {
+    return this.controller.log;
+  }
+
+  /** Rethrows `err` with the log tails of cert-manager's processes appended. */
+  readonly withLog = (err: unknown): never => {
+    const tail = (p: LoggedProcess): string => `${p.bin.slice(p.bin.lastIndexOf('/') + 1)} (${p.exit ?? 'running'}) log tail:\n${p.log.split('\n').slice(-40).join('\n')}`;
+    throw new Error([String(err), ...[this.controller, this.cainjector].filter((p) => p !== undefined).map(tail)].join('\n'));
+  };
+
+  /** Throws at once if a process of cert-manager has exited. */
+  alive(): void {
+    for (const p of [this.controller, this.cainjector]) if (p?.exit) throw new Error(`${p.bin} exited (${p.exit})`);
+  }
+
+  async certificate(name: string, cp: ControlPlane = this.cp): Promise<CertificateObject> {
     return expectStatus<CertificateObject>(
       await cp.get(`/apis/cert-manager.io/v1/namespaces/${this.namespace}/certificates/${name}`), 200, `Certificate ${name}`);
   }
@@ -111,7 +148,7 @@ export class CertManager {
    * The certificate (PEM) the CertificateRequest of revision `revision` of Certificate `name` was signed with — what
    * cert-manager's issuing controller copies into the Secret for that revision.
    */
-  async requestedCertificate(name: string, revision: number, cp: ControlPlane = cluster()): Promise<string> {
+  async requestedCertificate(name: string, revision: number, cp: ControlPlane = this.cp): Promise<string> {
     interface Request { metadata: { annotations?: Record<string, string> }; status?: { certificate?: string } }
     const list = expectStatus<{ items: Request[] }>(
       await cp.get(`/apis/cert-manager.io/v1/namespaces/${this.namespace}/certificaterequests`), 200, 'CertificateRequests');
@@ -136,7 +173,7 @@ export class CertManager {
    * Triggers a re-issuance as `cmctl renew` does: sets the Certificate's Issuing condition to True (reason
    * ManuallyTriggered) through the status subresource; cert-manager's issuing machinery does the rest.
    */
-  async renew(name: string, cp: ControlPlane = cluster()): Promise<void> {
+  async renew(name: string, cp: ControlPlane = this.cp): Promise<void> {
     const crt = await this.certificate(name, cp);
     const issuing: Condition = {
       type: 'Issuing', status: 'True', reason: 'ManuallyTriggered', message: 'Certificate re-issuance manually triggered',

@@ -5,15 +5,17 @@
  * controller wired to it, and the namespaces the tests used, whose leftover Networks lose their finalizer at the end
  * (no controller is left to remove it).
  */
+import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { Network, NetworkSpec } from '../../pkg/apis/samplecrd/v1/types.ts';
+import type { ControlPlane } from '../cluster/controlplane.ts';
 import { cluster, expectStatus, testNamespace, waitFor } from './cluster.ts';
 import { installCRDs } from './crds.ts';
 import { startControllers, type RunningControllers } from './manager.ts';
-import { NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance, type StartNeutronOptions } from './neutron.ts';
+import { keystoneToken, NeutronProxy, neutronApi, startNeutron, type NeutronApi, type NeutronInstance, type StartNeutronOptions } from './neutron.ts';
 
 /** neutron-server answers in 0.2–0.6 s per request on a loaded 2-core machine (seconds behind Keystone): be generous. */
 export const CONVERGE = { timeoutMs: 180_000, intervalMs: 250 };
@@ -42,6 +44,26 @@ export async function deleteNetwork(ns: string, name: string): Promise<void> {
 
 export const readyOf = (n: Network | undefined): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined =>
   n?.status?.conditions?.find((c) => c.type === 'Ready');
+
+/**
+ * The real-node proof that a Network reached Neutron (test/node.e2e.ts, test/helm.e2e.ts): waits (90 s) until Network
+ * `ns/name` on `cp` is Ready=True (read through v1), then lists every network neutron-server has with Keystone's admin
+ * token — no tag filter in the query, the count is judged here — and asserts that exactly one is tagged with the
+ * object's uid. Returns that tag (`k8s-uid:<uid>`).
+ */
+export async function waitReadyInNeutron(cp: ControlPlane, ns: string, name: string, uid: string, neutron: NeutronInstance): Promise<string> {
+  await waitFor(`the Network ${ns}/${name} Ready`, async () => {
+    const res = await cp.get(`${networksPath(ns)}/${name}`);
+    const conds = (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+    return conds.some((c) => c.type === 'Ready' && c.status === 'True');
+  }, { timeoutMs: 90_000, intervalMs: 500 });
+  const tag = `k8s-uid:${uid}`;
+  const admin = (await keystoneToken(neutron.keystoneUrl ?? '', 'admin')).token;
+  const all = await neutronApi(neutron.endpoint, { 'x-auth-token': admin }).networks();
+  const tagged = all.filter((n) => Array.isArray(n.tags) && (n.tags as unknown[]).includes(tag));
+  assert.equal(tagged.length, 1, `one Neutron network tagged ${tag} among ${all.length}: ${JSON.stringify(all)}`);
+  return tag;
+}
 
 /** Waits for Ready=True; with `generation`, at that generation (the condition's and the status's observedGeneration). */
 export async function waitReady(ns: string, name: string, generation?: number): Promise<Network> {
