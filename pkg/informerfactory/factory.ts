@@ -204,12 +204,13 @@ export class SharedInformerFactory {
   /**
    * The informers not synced yet, one line each: `<resourceId> (<Kind>)[ ns=a,b]`, and when a request failed, `: `
    * and the latest failure (e.g. `foos.samplecontroller.k8s.io/v1alpha1 (Foo): GET /apis/…: HTTP 404 NotFound: the
-   * server could not find the requested resource (… is its CustomResourceDefinition installed?)`).
+   * server could not find the requested resource (… is its CustomResourceDefinition installed?)`). `excuse` leaves
+   * out the unsynced informers it returns true for.
    */
-  unsyncedCaches(): string[] {
+  unsyncedCaches(excuse?: (informer: SharedIndexInformer<KubeObject>) => boolean): string[] {
     const out: string[] = [];
     for (const i of this.byKey.values()) {
-      if (i.hasSynced()) continue;
+      if (i.hasSynced() || excuse?.(i)) continue;
       const ns = i.scopes.filter((s) => s !== '');
       const why = i.syncError();
       out.push(`${resourceId(i.resource)} (${i.resource.kind})${ns.length ? ` ns=${ns.join(',')}` : ''}${why ? `: ${why}` : ''}`);

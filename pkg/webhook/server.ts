@@ -271,6 +271,11 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     this.log.info({ path: convertPath, group, kind, hub: conversion.hub, spokes: Object.keys(conversion.spokes) }, 'registered conversion');
   }
 
+  /** Whether this server converts `kind` of `group` (a conversion registered on /convert). */
+  servesConversion(group: string, kind: string): boolean {
+    return this.conversions.has(groupKindKey(group, kind));
+  }
+
   /** The registered paths, sorted. */
   paths(): string[] {
     return [...this.routes.keys()].sort();
