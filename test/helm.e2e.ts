@@ -435,9 +435,15 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     }, { timeoutMs: 60_000, intervalMs: 500 });
     assert.equal(served, servingCert.fingerprint256, 'the Service serves the Secret\'s certificate');
     // The conversion webhook with cert-manager's CA: a Network written as v1 is stored as v2 (and answered as v1).
-    expectStatus(await env.cp.request('POST', networks, {
-      apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' },
-    }), 201, 'a valid Network through the webhooks');
+    // The first write through the new Pod's webhooks once hung past the test's 10 s in 2 of 4 runs on a busy machine
+    // (27 Nov; not explained: docs/helm.md): the write is given the conversion webhook's own 30 s, and retried once
+    // past it (a 409 then means the first one was stored).
+    const net = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' } };
+    const written = await env.cp.request('POST', networks, net, { timeoutMs: 30_000 }).catch(async (err: unknown) => {
+      t.diagnostic(`the first write through the webhooks failed (${String(err)}); retried`);
+      return env.cp.request('POST', networks, net, { timeoutMs: 30_000 });
+    });
+    assert.ok(written.status === 201 || written.status === 409, `a valid Network through the webhooks: HTTP ${written.status} ${written.body.slice(0, 300)}`);
     const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net-cm`), 200, 'v2 read');
     assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.8.0/24', gateway: '192.168.8.1' }] });
     const { invalid, expected } = invalidNetwork('invalid-2');
