@@ -21,10 +21,10 @@ function netnsExists(): boolean {
 }
 
 /** `node.sh <action> <dir>` run by a Node process of its own, which exits when it returns: the node's owner. */
-function nodeShFromShortLivedOwner(action: 'up' | 'down', dir: string): { status: number | null; stderr: string } {
+function nodeShFromShortLivedOwner(action: 'up' | 'down', dir: string, env: NodeJS.ProcessEnv = process.env): { status: number | null; stderr: string } {
   const code = `const r = require('node:child_process').spawnSync('bash', ${JSON.stringify([nodeScript, action, dir])}, { encoding: 'utf8' });
 process.stderr.write(r.stderr); process.exit(r.status ?? 1);`;
-  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env });
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -86,8 +86,7 @@ describe('hack/node/node.sh: a node left by a killed run', () => {
 
   test('a node made to outlive its process (make cluster-up: TSCM_NODE_OWNER_PID=0) is never reclaimed', () => {
     const kept = mkdir();
-    const up1 = spawnSync(process.execPath, ['-e', `process.exit(require('node:child_process').spawnSync('bash', ${JSON.stringify([nodeScript, 'up', kept])}, { stdio: 'inherit' }).status ?? 1)`],
-      { encoding: 'utf8', env: { ...process.env, TSCM_NODE_OWNER_PID: '0' } });
+    const up1 = nodeShFromShortLivedOwner('up', kept, { ...process.env, TSCM_NODE_OWNER_PID: '0' });
     assert.equal(up1.status, 0, up1.stderr);
     const up2 = spawnSync('bash', [nodeScript, 'up', mkdir()], { encoding: 'utf8' });
     assert.equal(up2.status, 1);
