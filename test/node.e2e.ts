@@ -622,7 +622,7 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // nothing hung — and reports the resets (docs/real-node.md). The same reset shows as `write: broken pipe` when the
     // API server was writing the call as the old Pod closed the connection (26 Nov: 1 of 2 177 calls in one run; 3 at
     // one instant in a fresh-clone CI, at the drain's start, which then closed idle connections and no longer does:
-    // 5 runs since, 2 598–5 376 calls each, 0 failed).
+    // 7 runs since, 2 049–5 376 calls each, 0 failed).
     // HTTP/2 (GOAWAY) cannot remove them: kube-apiserver speaks HTTP/1.1 to webhooks behind a Service whatever the
     // server offers (docs/webhooks.md#http2).
     const [old] = await pods();
