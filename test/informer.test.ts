@@ -13,6 +13,8 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../pkg/client/rest.ts';
+import type { RawResponse, RequestOptions, Verb } from '../pkg/client/request.ts';
+import { metadataWatchAccept } from '../pkg/informerfactory/listwatch.ts';
 import { isDeletedFinalStateUnknown, SharedInformerFactory } from '../pkg/informerfactory/index.ts';
 import { metaNamespaceKey } from '../pkg/apimachinery/keys.ts';
 import type { KubeObject } from '../pkg/apimachinery/meta.ts';
@@ -161,6 +163,66 @@ describe('shared informer on the real API server', () => {
     });
     assert.equal(await factory.waitForCacheSync({ timeoutMs: 30_000 }), true, 'synced after the CRD was installed');
     assert.deepEqual(factory.unsyncedCaches(), []);
+  });
+
+  test('metadataOnly: the API server sends PartialObjectMetadata, the cache holds only metadata under the resource\'s kind, events flow; a full informer of the type is separate', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'meta');
+    await createConfigMap(cp, ns, 'cm-1', { big: 'x'.repeat(20_000) });
+    // What the informers asked for, and the kind of every LIST answer, seen at the client (so the test cannot pass
+    // on our own stripping alone: the server must have answered with metadata).
+    const asked: { method: string; accept: string | undefined; kind?: string }[] = [];
+    class Recording extends RestClient {
+      override async json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+        const body = await super.json<T>(method, path, opts);
+        asked.push({ method: 'list', accept: opts.accept, kind: (body as { kind?: string }).kind });
+        return body;
+      }
+      override request(method: Verb, path: string, opts: RequestOptions = {}): Promise<RawResponse> {
+        asked.push({ method: 'watch', accept: opts.accept });
+        return super.request(method, path, opts);
+      }
+    }
+    const factory = new SharedInformerFactory({ client: new Recording({ kubeConfig: adminKubeConfig(), registry: new Registry() }), namespaces: [ns] });
+    const meta = factory.informerFor(coreResources.configMaps, { metadataOnly: true, transform: (o) => o });
+    const full = factory.informerFor(coreResources.configMaps);
+    assert.notEqual(meta, full, 'a metadata-only informer is its own list+watch');
+    assert.equal(factory.informerFor(coreResources.configMaps, { metadataOnly: true }), meta, 'and shared like any other');
+    const rec = new Recorder();
+    meta.addEventHandler(rec.handler);
+    await runUntilTestEnds(t, factory);
+
+    const cached = meta.lister().get(ns, 'cm-1');
+    assert.deepEqual(Object.keys(cached ?? {}).sort(), ['apiVersion', 'kind', 'metadata'], 'only metadata cached');
+    assert.equal(cached?.apiVersion, 'v1');
+    assert.equal(cached?.kind, 'ConfigMap', "the resource's kind, not PartialObjectMetadata");
+    assert.equal(cached?.metadata?.name, 'cm-1');
+    assert.equal((full.lister().get(ns, 'cm-1') as { data?: Record<string, string> } | undefined)?.data?.['big']?.length, 20_000, 'the full informer has the data');
+    assert.deepEqual(asked.filter((a) => a.accept !== undefined).map((a) => a.method === 'list' ? `list ${a.kind}` : 'watch').sort(), ['list PartialObjectMetadataList', 'watch']);
+    assert.deepEqual(asked.filter((a) => a.accept === undefined).map((a) => a.method === 'list' ? `list ${a.kind}` : 'watch').sort(), ['list ConfigMapList', 'watch']);
+
+    // Watch events: a label change is an update with the new labels; a delete is seen; still metadata only.
+    expectStatus(await cp.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/cm-1`, { metadata: { labels: { tier: 'a' } } }, { headers: { 'content-type': 'application/merge-patch+json' } }), 200, 'label');
+    await waitFor('label update seen', () => meta.lister().get(ns, 'cm-1')?.metadata?.labels?.['tier'] === 'a');
+    assert.deepEqual(Object.keys(meta.lister().get(ns, 'cm-1') ?? {}).sort(), ['apiVersion', 'kind', 'metadata']);
+    assert.equal(meta.lister().get(ns, 'cm-1')?.kind, 'ConfigMap');
+    expectStatus(await cp.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/cm-1`), 200, 'delete');
+    await waitFor('delete seen', () => rec.deletes.has(`${ns}/cm-1`));
+    assert.equal(rec.updates.get(`${ns}/cm-1`), 1);
+
+    // The watch's Accept header: the server answers a metadata watch with PartialObjectMetadata events.
+    await createConfigMap(cp, ns, 'cm-2', { big: 'y'.repeat(1_000) });
+    const res = await new RestClient({ kubeConfig: adminKubeConfig(), registry: new Registry() }).request('GET', `/api/v1/namespaces/${ns}/configmaps`, {
+      query: { watch: 'true', timeoutSeconds: 30 }, accept: metadataWatchAccept,
+    });
+    let line = '';
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      line += chunk.toString('utf8');
+      if (line.includes('\n')) break;
+    }
+    await res.dump();
+    const first = JSON.parse(line.split('\n')[0] ?? '') as { type: string; object: { kind: string; data?: unknown } };
+    assert.deepEqual([first.type, first.object.kind, first.object.data], ['ADDED', 'PartialObjectMetadata', undefined]);
   });
 
   test('cut off for 15 s while objects change: cache converges and every delete is seen', async (t) => {

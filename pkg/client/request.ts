@@ -20,6 +20,12 @@ export interface RequestOptions {
   body?: unknown;
   /** Defaults to application/json; use application/merge-patch+json etc. for PATCH. */
   contentType?: string;
+  /**
+   * The Accept header; default application/json. A JSON media type with parameters asks the API server for another
+   * representation, e.g. `application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`
+   * (metadata only, with plain JSON as the fallback for servers that cannot).
+   */
+  accept?: string;
   /** Aborting it cuts a GET; a write is refused if it aborted before the write was sent. */
   signal?: AbortSignal;
   /** Timeout for the whole request, body included. Default 30 s; 0 = none (watches: pass your own signal). */

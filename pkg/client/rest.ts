@@ -209,7 +209,7 @@ export class RestClient implements ApiClient {
     }
     // ---
     const target = this.pathWithQuery(path, opts.query);
-    const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: 'application/json', 'user-agent': this.userAgent };
+    const headers: Record<string, string> = { ...(await this.transport.headers(this.server + target)), accept: opts.accept ?? 'application/json', 'user-agent': this.userAgent };
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);

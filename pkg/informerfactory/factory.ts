@@ -7,8 +7,8 @@
  * (list+watch) per namespace into a single cache (see sharedinformer.ts); cluster-scoped types always use one
  * cluster-wide watch regardless of the scope.
  *
- * Identity: informerFor returns the same informer for the same group/version/kind, effective namespace set and
- * selectors. The first call's `transform` and `indexers` win (indexers can still be added later with addIndexers).
+ * Identity: informerFor returns the same informer for the same group/version/kind, effective namespace set,
+ * selectors and `metadataOnly` (a metadata-only informer and a full one of a type are two list+watches). The first call's `transform` and `indexers` win (indexers can still be added later with addIndexers).
  *
  * Lifecycle: `start(signal)` starts every informer created so far and every one created afterwards;
  * `run(signal)` does the same and resolves once the signal aborted and all informers stopped (a Manager runnable).
@@ -67,6 +67,12 @@ export interface InformerForOptions<T extends KubeObject> {
   labelSelector?: string;
   /** Cache only the objects matching this field selector (sent with the list and watch): a separate informer. */
   fieldSelector?: string;
+  /**
+   * List and watch metadata only (PartialObjectMetadata, controller-runtime's `OnlyMetadata`): the API server sends
+   * and the cache holds `{ apiVersion, kind, metadata }` of each object, under the resource's apiVersion and kind —
+   * for watches that need labels, owners or deletion only (less to transfer, decode and keep). A separate informer.
+   */
+  metadataOnly?: boolean;
   /** Applied to every object before it is cached (then frozen); default: drop managedFields. */
   transform?: (obj: KubeObject) => T;
   /** Secondary indexes of the cache, by name (the `namespace` index always exists). */
@@ -119,6 +125,7 @@ export class SharedInformerFactory {
       scope.join(','),
       opts.labelSelector ?? '',
       opts.fieldSelector ?? '',
+      opts.metadataOnly ? 'metadata' : '',
     ].join('|');
     const existing = this.byKey.get(key);
     if (existing) return existing as unknown as SharedIndexInformer<T>;
@@ -129,6 +136,7 @@ export class SharedInformerFactory {
       namespaces: scope,
       labelSelector: opts.labelSelector,
       fieldSelector: opts.fieldSelector,
+      metadataOnly: opts.metadataOnly,
       transform: opts.transform,
       indexers: opts.indexers,
       resyncPeriodMs: opts.resyncPeriodMs ?? this.opts.defaultResyncPeriodMs,
@@ -191,18 +199,18 @@ export class SharedInformerFactory {
     );
   }
 
-  /** Sync state per informer, keyed `<resourceId>[ ns=a,b]` (diagnostics, /readyz details). */
+  /** Sync state per informer, keyed `<resourceId>[ metadata][ ns=a,b]` (diagnostics, /readyz details). */
   syncStatus(): Record<string, boolean> {
     const out: Record<string, boolean> = {};
     for (const i of this.byKey.values()) {
       const ns = i.scopes.filter((s) => s !== '');
-      out[`${resourceId(i.resource)}${ns.length ? ` ns=${ns.join(',')}` : ''}`] = i.hasSynced();
+      out[`${resourceId(i.resource)}${i.metadataOnly ? ' metadata' : ''}${ns.length ? ` ns=${ns.join(',')}` : ''}`] = i.hasSynced();
     }
     return out;
   }
 
   /**
-   * The informers not synced yet, one line each: `<resourceId> (<Kind>)[ ns=a,b]`, and when a request failed, `: `
+   * The informers not synced yet, one line each: `<resourceId> (<Kind>[, metadata])[ ns=a,b]`, and when a request failed, `: `
    * and the latest failure (e.g. `foos.samplecontroller.k8s.io/v1alpha1 (Foo): GET /apis/…: HTTP 404 NotFound: the
    * server could not find the requested resource (… is its CustomResourceDefinition installed?)`). `excuse` leaves
    * out the unsynced informers it returns true for.
@@ -213,7 +221,7 @@ export class SharedInformerFactory {
       if (i.hasSynced() || excuse?.(i)) continue;
       const ns = i.scopes.filter((s) => s !== '');
       const why = i.syncError();
-      out.push(`${resourceId(i.resource)} (${i.resource.kind})${ns.length ? ` ns=${ns.join(',')}` : ''}${why ? `: ${why}` : ''}`);
+      out.push(`${resourceId(i.resource)} (${i.resource.kind}${i.metadataOnly ? ', metadata' : ''})${ns.length ? ` ns=${ns.join(',')}` : ''}${why ? `: ${why}` : ''}`);
     }
     return out;
   }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { restClientFor } from '../../test/fakeapiserver/harness.ts';
 import { ApiError } from '../client/rest.ts';
-import { RestListWatcher, watchQuery } from './listwatch.ts';
+import { metadataListAccept, metadataWatchAccept, RestListWatcher, watchQuery } from './listwatch.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { coreResources, type ResourceType } from '../apimachinery/resource.ts';
 import type { WatchEvent } from './watchdecoder.ts';
@@ -12,12 +12,12 @@ import type { WatchEvent } from './watchdecoder.ts';
 /** A real HTTP server; each test sets `handle` and reads what arrived in `requests`. */
 let server: Server;
 let base = '';
-const requests: { url: URL; closed: Promise<void> }[] = [];
+const requests: { url: URL; accept: string | undefined; closed: Promise<void> }[] = [];
 let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
 
 before(async () => {
   server = createServer((req, res) => {
-    requests.push({ url: new URL(req.url ?? '/', 'http://x'), closed: new Promise((r) => res.once('close', () => r())) });
+    requests.push({ url: new URL(req.url ?? '/', 'http://x'), accept: req.headers.accept, closed: new Promise((r) => res.once('close', () => r())) });
     handle(req, res);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -149,6 +149,50 @@ describe('RestListWatcher.watch', () => {
     ac.abort(new Error('reflector stopped'));
     await assert.rejects(next);
     await requests[0]?.closed;
+  });
+});
+
+describe('RestListWatcher metadataOnly', () => {
+  const full = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'a', labels: { x: '1' } }, spec: { replicas: 3 }, status: { availableReplicas: 1 } };
+
+  it('asks for PartialObjectMetadata(List); a server that falls back to full objects still yields metadata only, under the resource\'s kind', async () => {
+    handle = (_req, res) => json(res, 200, { metadata: { resourceVersion: '7' }, items: [full] });
+    const lw = new RestListWatcher({ client: restClientFor(base), resource: foos, metadataOnly: true });
+    const page = await lw.list({ continueToken: undefined, limit: 500, signal: signal() });
+    assert.equal(requests[0]?.accept, metadataListAccept);
+    assert.deepEqual(page.items, [{ apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'a', labels: { x: '1' } } }]);
+  });
+
+  it('a PartialObjectMetadata answer gets the resource\'s apiVersion and kind; watch events too, ERROR and BOOKMARK pass untouched', async () => {
+    const partial = { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: { name: 'b' } };
+    handle = (req, res) => {
+      if (!req.url?.includes('watch=true')) return json(res, 200, { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: '7' }, items: [partial] });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end([
+        { type: 'ADDED', object: partial },
+        { type: 'MODIFIED', object: full },
+        { type: 'BOOKMARK', object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: '9' } } },
+        { type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', code: 410, reason: 'Expired' } },
+      ].map((e) => JSON.stringify(e)).join('\n') + '\n');
+    };
+    const lw = new RestListWatcher({ client: restClientFor(base), resource: foos, metadataOnly: true });
+    const page = await lw.list({ continueToken: undefined, limit: 500, signal: signal() });
+    assert.deepEqual(page.items, [{ apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'b' } }]);
+    const events = await collect(await lw.watch({ resourceVersion: '7', timeoutSeconds: 60, sendInitialEvents: false, signal: signal() }));
+    assert.equal(requests[1]?.accept, metadataWatchAccept);
+    assert.deepEqual(events.map((e) => [e.type, e.object.kind, Object.keys(e.object).sort().join(',')]), [
+      ['ADDED', 'Foo', 'apiVersion,kind,metadata'],
+      ['MODIFIED', 'Foo', 'apiVersion,kind,metadata'],
+      ['BOOKMARK', 'PartialObjectMetadata', 'apiVersion,kind,metadata'],
+      ['ERROR', 'Status', 'apiVersion,code,kind,reason'],
+    ]);
+  });
+
+  it('without metadataOnly the Accept header is plain JSON', async () => {
+    handle = (_req, res) => json(res, 200, { metadata: { resourceVersion: '7' }, items: [full] });
+    const page = await new RestListWatcher({ client: restClientFor(base), resource: foos }).list({ continueToken: undefined, limit: 500, signal: signal() });
+    assert.equal(requests[0]?.accept, 'application/json');
+    assert.deepEqual(page.items, [full]);
   });
 });
 

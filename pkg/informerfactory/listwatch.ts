@@ -6,6 +6,10 @@
  * Contract:
  *  - `list` fetches one page (`limit`, `continue`), consistent read (no resourceVersion: served from etcd, so
  *    pagination is honoured). List items get `apiVersion`/`kind` filled in (the API server omits them in lists).
+ *  - `metadataOnly`: the server is asked for PartialObjectMetadata (list and watch; plain JSON accepted as a fallback
+ *    from servers that cannot, e.g. some aggregated APIs), and every object comes out as `{ apiVersion, kind,
+ *    metadata }` with the RESOURCE's apiVersion and kind (as controller-runtime's metadata informers set the GVK),
+ *    whatever the server sent — so a cache of it never holds a spec or status.
  *  - `watch` resolves when the server answered 200, with the decoded event stream; any other status rejects with
  *    ApiError. The stream ends when the server closes it (timeoutSeconds) and throws on a broken connection or a
  *    truncated event; events of an unknown type are skipped and reported to `onUnknownEventType`. Aborting `signal`
@@ -56,6 +60,17 @@ export interface RestListWatcherOptions {
   fieldSelector?: string;
   /** Timeout of one LIST page request. Default 60 s. */
   listTimeoutMs?: number;
+  /** List and watch metadata only (PartialObjectMetadata; see the file comment). Default false. */
+  metadataOnly?: boolean;
+}
+
+/** Accept headers asking for metadata only, with plain JSON as the fallback (client-go's metadata client sends the same). */
+export const metadataListAccept = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+export const metadataWatchAccept = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+
+/** `{ apiVersion, kind, metadata }` of `obj` under the resource's apiVersion and kind (a full object from a fallback loses the rest). */
+function asMetadata(obj: KubeObject, apiVersion: string, kind: string): KubeObject {
+  return { apiVersion, kind, metadata: obj.metadata ?? {} };
 }
 
 interface ListBody {
@@ -84,6 +99,7 @@ export class RestListWatcher implements ListWatcher {
   private readonly labelSelector: string | undefined;
   private readonly fieldSelector: string | undefined;
   private readonly listTimeoutMs: number;
+  private readonly metadataOnly: boolean;
 
   constructor(opts: RestListWatcherOptions) {
     this.client = opts.client;
@@ -92,6 +108,7 @@ export class RestListWatcher implements ListWatcher {
     this.labelSelector = opts.labelSelector;
     this.fieldSelector = opts.fieldSelector;
     this.listTimeoutMs = opts.listTimeoutMs ?? 60_000;
+    this.metadataOnly = opts.metadataOnly ?? false;
   }
 
   async list(req: ListRequest): Promise<ListPage> {
@@ -104,12 +121,16 @@ export class RestListWatcher implements ListWatcher {
       },
       signal: req.signal,
       timeoutMs: this.listTimeoutMs,
+      ...(this.metadataOnly ? { accept: metadataListAccept } : {}),
     });
     const apiVersion = apiVersionOf(this.resource);
-    const items = body.items ?? [];
-    for (const item of items) {
-      item.apiVersion ??= apiVersion;
-      item.kind ??= this.resource.kind;
+    let items = body.items ?? [];
+    if (this.metadataOnly) items = items.map((item) => asMetadata(item, apiVersion, this.resource.kind));
+    else {
+      for (const item of items) {
+        item.apiVersion ??= apiVersion;
+        item.kind ??= this.resource.kind;
+      }
     }
     return {
       items,
@@ -123,9 +144,18 @@ export class RestListWatcher implements ListWatcher {
       query: watchQuery(req, { labelSelector: this.labelSelector, fieldSelector: this.fieldSelector }),
       signal: req.signal,
       timeoutMs: 0,
+      ...(this.metadataOnly ? { accept: metadataWatchAccept } : {}),
     });
     if (res.status !== 200) throw await ApiError.fromResponse('GET', this.path, res);
     if (!res.body) throw new ApiError(0, 'NoBody', `GET ${this.path}: watch response without a body`, undefined);
-    return decodeWatchStream<KubeObject>(res.body, { onData: req.onData, onUnknownType: req.onUnknownEventType });
+    const events = decodeWatchStream<KubeObject>(res.body, { onData: req.onData, onUnknownType: req.onUnknownEventType });
+    return this.metadataOnly ? asMetadataEvents(events, apiVersionOf(this.resource), this.resource.kind) : events;
+  }
+}
+
+/** The watch events of a metadata-only watch with their objects as `asMetadata` (ERROR's Status passes untouched). */
+async function* asMetadataEvents(events: AsyncIterable<WatchEvent<KubeObject>>, apiVersion: string, kind: string): AsyncGenerator<WatchEvent<KubeObject>> {
+  for await (const e of events) {
+    yield e.type === 'ERROR' || e.type === 'BOOKMARK' ? e : { type: e.type, object: asMetadata(e.object, apiVersion, kind) };
   }
 }

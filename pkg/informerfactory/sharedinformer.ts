@@ -62,6 +62,11 @@ export interface SharedIndexInformerOptions<T extends KubeObject> {
   namespaces?: readonly string[];
   labelSelector?: string;
   fieldSelector?: string;
+  /**
+   * List and watch metadata only (PartialObjectMetadata, listwatch.ts): the cache holds `{ apiVersion, kind,
+   * metadata }` of each object, under the resource's apiVersion and kind. Default false.
+   */
+  metadataOnly?: boolean;
   /** Default resync period of handlers registered without one (ms; 0 = never). */
   resyncPeriodMs?: number;
   /** Applied to every object before it is queued and cached. Default: stripManagedFields. */
@@ -107,6 +112,8 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   readonly resource: ResourceType;
   /** The namespaces listed ([''] = all namespaces or cluster-scoped). */
   readonly scopes: readonly string[];
+  /** True when it lists and watches metadata only (the cache holds `{ apiVersion, kind, metadata }`). */
+  readonly metadataOnly: boolean;
   private readonly indexer: Indexer<T>;
   private readonly queue: DeltaQueue<T>;
   private readonly reflectors: Reflector[];
@@ -128,9 +135,10 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     this.resource = opts.resource;
     const nsList = opts.resource.namespaced ? [...new Set((opts.namespaces ?? []).filter((n) => n !== ''))] : [];
     this.scopes = nsList.length > 0 ? nsList : [''];
+    this.metadataOnly = opts.metadataOnly ?? false;
     this.clock = opts.clock ?? realClock;
     const name = resourceId(opts.resource);
-    this.log = (opts.logger ?? silentLogger).child({ informer: name });
+    this.log = (opts.logger ?? silentLogger).child({ informer: this.metadataOnly ? `${name} (metadata)` : name });
     this.transform = opts.transform ?? ((o: KubeObject) => stripManagedFields(o) as T);
     this.defaultResyncMs = opts.resyncPeriodMs ?? 0;
     this.handlerErrors = handlerErrorsCounter(opts.registry ?? globalRegistry);
@@ -151,6 +159,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
           namespace: ns,
           labelSelector: opts.labelSelector,
           fieldSelector: opts.fieldSelector,
+          metadataOnly: opts.metadataOnly,
         });
       });
     this.reflectors = this.scopes.map(
