@@ -134,6 +134,45 @@ describe('ControllerBuilder', () => {
     await waitFor('watched label change maps to a', () => count('a') === 5);
   });
 
+  test('metadataOnly owns and watches: one metadata-only list+watch per type, mapped like any source; the reconcile reads metadata only', async (t) => {
+    const cp = cluster();
+    const ns = await testNamespace(t, 'metaonly');
+    const seen: string[] = [];
+    const count = (name: string): number => seen.filter((k) => k === `${ns}/${name}`).length;
+    const mgr = new ControllerManager({ kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry: new Registry(), logger: silentLogger });
+    const secretSeen: KubeObject[] = [];
+    const builder = mgr.controller('metadata-test').for<KubeObject>(configMaps)
+      .owns(secrets, { metadataOnly: true })
+      .watches<KubeObject>(services, (svc) => (svc.metadata?.labels?.['target'] ? [{ namespace: ns, name: svc.metadata.labels['target'] }] : []), { metadataOnly: true });
+    const ownedSecrets = builder.informerOf(secrets, { metadataOnly: true });
+    builder.complete(({ namespace, name }) => {
+      seen.push(`${namespace}/${name}`);
+      const s = ownedSecrets.lister().get(namespace ?? '', `s-${name}`);
+      if (s) secretSeen.push(s);
+      return Promise.resolve();
+    });
+    // The type's informers: ConfigMaps in full; Secrets and Services metadata only, and no full informer of either.
+    assert.deepEqual(mgr.factory.informers().map((i) => `${i.resource.resource}${i.metadataOnly ? ' metadata' : ''}`).sort(),
+      ['configmaps', 'secrets metadata', 'services metadata']);
+    const ac = new AbortController();
+    const exited = mgr.start(ac.signal);
+    t.after(async () => { ac.abort(); assert.equal(await exited, 0); });
+    await waitFor('controller started', () => mgr.controllersStarted());
+    const create = async (kind: string, body: object): Promise<KubeObject> =>
+      expectStatus<KubeObject>(await cp.request('POST', `/api/v1/namespaces/${ns}/${kind}`, body), 201, `create ${kind}`);
+
+    const owner = await create('configmaps', { metadata: { name: 'owner' } });
+    await waitFor('primary reconciled', () => count('owner') === 1);
+    await create('secrets', { metadata: { name: 's-owner', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid, controller: true }] },
+      stringData: { password: 'not in the cache' } });
+    await waitFor('owned Secret (metadata) mapped to its owner', () => count('owner') === 2);
+    const s = secretSeen.at(-1);
+    assert.deepEqual(Object.keys(s ?? {}).sort(), ['apiVersion', 'kind', 'metadata'], 'the reconcile sees metadata only: no Secret data in the cache');
+    assert.equal(s?.kind, 'Secret');
+    await create('services', { metadata: { name: 'svc', labels: { target: 'owner' } }, spec: { ports: [{ port: 80 }] } });
+    await waitFor('watched Service (metadata) mapped by its label', () => count('owner') === 3);
+  });
+
   test('declaration errors are reported at once', () => {
     const mgr = new ControllerManager({ kubeConfig: adminKubeConfig(), registry: new Registry(), logger: silentLogger });
     assert.throws(() => mgr.controller('x').owns(secrets), /call for\(\) before owns\(\)/);

@@ -101,6 +101,12 @@ export interface ForOptions<T extends KubeObject> {
 export interface SourceOptions<T extends KubeObject = KubeObject> {
   /** Event predicates of this source (predicate.ts): an event is mapped only if it passes all of them. */
   predicates?: readonly Predicate<T>[];
+  /**
+   * Watch this source's metadata only (controller-runtime's `builder.OnlyMetadata`): its informer is the manager's
+   * metadata-only informer of the type (`InformerForOptions.metadataOnly`), whose objects are `{ apiVersion, kind,
+   * metadata }`; read them in the reconcile with `informerOf(resource, { metadataOnly: true })`.
+   */
+  metadataOnly?: boolean;
 }
 
 /** Options of one controller (`withOptions`); unset fields take the manager's defaults. */
@@ -128,6 +134,7 @@ interface Mapper {
 
 interface Source {
   resource: ResourceType;
+  metadataOnly: boolean;
   mappers: Mapper[];
 }
 
@@ -174,13 +181,15 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
 
   /**
    * The informer this controller uses for `resource`: with sharding, a type it `owns` is cached for this shard only
-   * (call after `owns`); otherwise the manager's shared informer.
+   * (call after `owns`); otherwise the manager's shared informer. `metadataOnly`: the metadata-only one (a source
+   * declared with `metadataOnly`).
    */
-  informerOf<T extends KubeObject>(resource: ResourceType): SharedIndexInformer<T> {
+  informerOf<T extends KubeObject>(resource: ResourceType, opts: { metadataOnly?: boolean } = {}): SharedIndexInformer<T> {
     const selector = this.shardSelector;
+    const metadataOnly = opts.metadataOnly ? { metadataOnly: true } : {};
     return selector !== undefined && this.owned.has(resourceId(resource))
-      ? this.mgr.informer<T>(resource, { labelSelector: selector })
-      : this.mgr.informer<T>(resource);
+      ? this.mgr.informer<T>(resource, { labelSelector: selector, ...metadataOnly })
+      : this.mgr.informer<T>(resource, metadataOnly);
   }
 
   /** The primary's informer (shared), e.g. to add an index before `complete`. */
@@ -194,7 +203,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const { kind, group, namespaced } = primary.resource;
     const owners = primary.informer.lister();
     this.owned.set(resourceId(resource), resource);
-    this.source(resource).mappers.push({
+    this.source(resource, opts.metadataOnly).mappers.push({
       map: (obj, enqueue) => {
         const owner = controllerNameOf(obj, kind, group);
         if (owner === undefined) return;
@@ -209,7 +218,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   /** Objects of `resource`, mapped to requests by `map` (controller-runtime's EnqueueRequestsFromMapFunc). */
   watches<T extends KubeObject>(resource: ResourceType, map: MapFunc<T>, opts: SourceOptions<T> = {}): this {
     this.requirePrimary('watches()');
-    this.source(resource).mappers.push({
+    this.source(resource, opts.metadataOnly).mappers.push({
       map: (obj, enqueue) => {
         for (const r of map(obj as T)) enqueue(typeof r === 'string' ? r : requestKey(r));
       },
@@ -273,7 +282,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
         }
         for (const k of keys) controller.enqueue(k, priority);
       };
-      registrations.push(this.informerOf(source.resource).addEventHandler({
+      registrations.push(this.informerOf(source.resource, { metadataOnly: source.metadataOnly }).addEventHandler({
         onAdd: (obj, initial) => map(addPriority(initial), { type: 'create', obj }, obj),
         onUpdate: (old, obj) => {
           if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
@@ -322,10 +331,11 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     return this.primary;
   }
 
-  private source(resource: ResourceType): Source {
-    const id = resourceId(resource);
+  /** The source of `resource` (one per type and representation: a metadata-only watch is another informer). */
+  private source(resource: ResourceType, metadataOnly = false): Source {
+    const id = `${resourceId(resource)}${metadataOnly ? '|metadata' : ''}`;
     let s = this.sources.get(id);
-    if (!s) this.sources.set(id, (s = { resource, mappers: [] }));
+    if (!s) this.sources.set(id, (s = { resource, metadataOnly, mappers: [] }));
     return s;
   }
 }
