@@ -214,10 +214,11 @@ export class Sharder implements Runnable {
     const deciders = new Map<string, Reconciler>();
     const queue = state.queue;
     for (const c of this.controllers) {
-      const primary = factory.informerFor(c.primary, { transform: metadataOnly });
+      // The API server sends these as PartialObjectMetadata (metadataOnly): the sharder never reads a spec or status.
+      const primary = factory.informerFor(c.primary, { metadataOnly: true, transform: metadataOnly });
       state.primaries.set(c.name, primary);
       const owned = c.owned.map((r) => {
-        const inf = factory.informerFor(r, { transform: metadataOnly });
+        const inf = factory.informerFor(r, { metadataOnly: true, transform: metadataOnly });
         if (!inf.getIndexer().hasIndex(ownerIndex)) {
           inf.addIndexers({ [ownerIndex]: (obj) => {
             const ref = controllerOf(obj);
