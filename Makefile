@@ -129,6 +129,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/network-scale.ts --auth keystone --networks $(if $(QUICK),200,1000)
 	$(NODE) bench/priority.ts $(if $(QUICK),--quick,)
 	$(NODE) --expose-gc bench/freeze.ts
+	$(NODE) bench/metadata.ts $(if $(QUICK),--objects 2000 --rounds 1,)
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/webhook.ts $(if $(QUICK),--quick,)
 	$(MAKE) bench-vs-cr
