@@ -17,6 +17,7 @@
  * `--a-node-flags` / `--b-node-flags` '…': the Node flags of that build's manager (default the image's,
  * `--max-old-space-size-percentage=50 --max-semi-space-size=2`), so one build can be compared with itself under two
  * heap settings (`--a X/dist --b X/dist '--b-node-flags=--max-semi-space-size=8 …'`: with `=`, as the value starts with `--`).
+ * `--a-env` / `--b-env` 'K=V K2=V2': extra environment of that build's manager (e.g. glibc malloc settings).
  * `--cpu-prof-dir DIR`: the manager also runs with `--cpu-prof` (whole life, written at its exit after the SIGTERM)
  * into DIR/A and DIR/B, for bench/profile-summary.ts; the profiler's own cost is in the CPU-seconds then.
  * Order: rounds alternate AB, BA, AB, ... (ABBA), so a drift of the machine's load over the run hits both builds
@@ -46,6 +47,8 @@ const { values: args } = parseArgs({
     'cpu-prof-dir': { type: 'string' },
     'a-node-flags': { type: 'string' },
     'b-node-flags': { type: 'string' },
+    'a-env': { type: 'string' },
+    'b-env': { type: 'string' },
   },
 });
 if (!args.a || !args.b) throw new Error('usage: node bench/ab.ts --a DIST_A --b DIST_B [--foos N] [--rounds R]');
@@ -63,6 +66,10 @@ const nodeFlags = {
   A: args['a-node-flags'] !== undefined ? args['a-node-flags'].split(' ').filter(Boolean) : productionNodeFlags,
   B: args['b-node-flags'] !== undefined ? args['b-node-flags'].split(' ').filter(Boolean) : productionNodeFlags,
 };
+/** Extra environment per build (`--a-env 'K=V K2=V2'`): e.g. one build under two malloc settings. */
+const envOf = (v: string | undefined): Record<string, string> =>
+  Object.fromEntries((v ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const extraEnv = { A: envOf(args['a-env']), B: envOf(args['b-env']) };
 const MiB = 1024 * 1024;
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -93,7 +100,7 @@ async function runOnce(build: 'A' | 'B'): Promise<Run> {
     mgr = await ManagerProcess.start({
       script: join(builds[build], 'cmd', 'manager', 'main.js'), collectLogs: false, metrics: false,
       nodeFlags: [...nodeFlags[build], ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, build)}`] : [])],
-      args: ['--controllers=foo', `--foo-concurrency=${workers}`], env: { KUBECONFIG: env.cp.kubeconfig },
+      args: ['--controllers=foo', `--foo-concurrency=${workers}`], env: { ...extraEnv[build], KUBECONFIG: env.cp.kubeconfig },
     });
     const pid = mgr.proc.pid ?? 0;
     while (!converged()) {
@@ -135,7 +142,7 @@ async function main(): Promise<void> {
   const lines = [
     `| build | manager CPU-s to converge | converge s | peak RSS MiB |`,
     `|---|---:|---:|---:|`,
-    ...(['A', 'B'] as const).map((b) => `| ${b}: ${builds[b]} ${nodeFlags[b].join(' ')} | ${stat(of(b).map((x) => x.cpu), 2)} | ${stat(of(b).map((x) => x.convergedMs / 1000), 1)} | ${stat(of(b).map((x) => x.peakRss / MiB), 0)} |`),
+    ...(['A', 'B'] as const).map((b) => `| ${b}: ${builds[b]} ${nodeFlags[b].join(' ')}${args[`${b.toLowerCase() as 'a' | 'b'}-env`] ? ` ${args[`${b.toLowerCase() as 'a' | 'b'}-env`]}` : ''} | ${stat(of(b).map((x) => x.cpu), 2)} | ${stat(of(b).map((x) => x.convergedMs / 1000), 1)} | ${stat(of(b).map((x) => x.peakRss / MiB), 0)} |`),
     `| B ÷ A (medians) | ${ratio((x) => x.cpu)} | ${ratio((x) => x.convergedMs)} | ${ratio((x) => x.peakRss)} |`,
   ];
   process.stdout.write(`\n${lines.join('\n')}\n\n(N = ${n} Foos, ${workers} workers, ${rounds} rounds ABBA, median (min–max); Node ${process.version}, ` +
