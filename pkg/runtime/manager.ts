@@ -62,8 +62,12 @@ import type { ApiClient } from '../client/typed.ts';
  * without a control plane (docs/testing.md).
  */
 export interface ReconcilerHost {
-  /** The shared cache of `resource` (one per type and manager): read objects through its lister, never the API. */
-  informer<T extends KubeObject>(resource: ResourceType): { lister(): Lister<T> };
+  /**
+   * The shared cache of `resource` (one per type and manager): read objects through its lister, never the API.
+   * `metadataOnly`: the metadata-only cache of the type (`{ apiVersion, kind, metadata }`), e.g. of a source
+   * declared with `owns(type, { metadataOnly: true })`.
+   */
+  informer<T extends KubeObject>(resource: ResourceType, opts?: { metadataOnly?: boolean }): { lister(): Lister<T> };
   /** The client for writes (and the rare live read). */
   readonly client: ApiClient;
 }

@@ -175,7 +175,7 @@ export class FakeClient implements ApiClient {
   private readonly types = new Map<string, FakeResource>();
   private readonly store = new Map<string, Map<string, Stored>>();
   /** The fake informers' caches per resourceId, each with its namespace scope. */
-  private readonly caches = new Map<string, { indexer: Indexer<KubeObject>; inScope: (o: KubeObject) => boolean }[]>();
+  private readonly caches = new Map<string, { indexer: Indexer<KubeObject>; inScope: (o: KubeObject) => boolean; copy: (o: KubeObject) => KubeObject }[]>();
   /** Last server-side apply configuration per object uid and field manager (+ '/status'). */
   private readonly applied = new Map<string, Map<string, Json>>();
   private rv = 1000;
@@ -215,23 +215,25 @@ export class FakeClient implements ApiClient {
 
   /**
    * A fake informer of `type`: `lister()` and `getIndexer()` read a cache updated synchronously by every write
-   * (filled with what is stored now). `namespaces` limits it, as a manager's WATCH_NAMESPACE does.
+   * (filled with what is stored now). `namespaces` limits it, as a manager's WATCH_NAMESPACE does; `metadataOnly`
+   * caches `{ apiVersion, kind, metadata }` as a real metadata-only informer does.
    */
-  informer<T extends KubeObject>(type: ResourceType, opts: { namespaces?: readonly string[] } = {}): FakeInformer<T> {
+  informer<T extends KubeObject>(type: ResourceType, opts: { namespaces?: readonly string[]; metadataOnly?: boolean } = {}): FakeInformer<T> {
     const res = this.resolve(type);
     const scope = opts.namespaces?.length ? new Set(opts.namespaces) : undefined;
     const indexer = new Indexer<T>();
     const inScope = (o: KubeObject): boolean => !scope || scope.has(o.metadata?.namespace ?? '');
-    for (const { obj } of this.bucket(res).values()) if (inScope(obj)) indexer.add(cacheCopy(obj) as T);
+    const copy = opts.metadataOnly ? metadataCopy : cacheCopy;
+    for (const { obj } of this.bucket(res).values()) if (inScope(obj)) indexer.add(copy(obj) as T);
     const list = this.caches.get(resourceId(res.type)) ?? [];
-    list.push({ indexer: indexer as unknown as Indexer<KubeObject>, inScope });
+    list.push({ indexer: indexer as unknown as Indexer<KubeObject>, inScope, copy });
     this.caches.set(resourceId(res.type), list);
     return new FakeInformer<T>(type, indexer);
   }
 
   /** This fake as a ReconcilerHost (`informer(type).lister()` and `client`), the shape ControllerManager has. */
   host(): ReconcilerHost {
-    return { client: this, informer: <T extends KubeObject>(type: ResourceType) => this.informer<T>(type) };
+    return { client: this, informer: <T extends KubeObject>(type: ResourceType, opts?: { metadataOnly?: boolean }) => this.informer<T>(type, opts) };
   }
 
   /** Every stored object of `type` (copies), in key order: for assertions. */
@@ -542,7 +544,7 @@ export class FakeClient implements ApiClient {
   private commit(res: FakeResource, key: string, obj: KubeObject & Json): KubeObject & Json {
     (obj.metadata as ObjectMeta).resourceVersion = String(++this.rv);
     this.bucket(res).set(key, { obj });
-    for (const c of this.caches.get(resourceId(res.type)) ?? []) if (c.inScope(obj)) c.indexer.update(cacheCopy(obj));
+    for (const c of this.caches.get(resourceId(res.type)) ?? []) if (c.inScope(obj)) c.indexer.update(c.copy(obj));
     return obj;
   }
 
@@ -643,6 +645,12 @@ export class FakeInformer<T extends KubeObject> {
 /** What an informer caches: a copy without managedFields (the real informers' default transform). */
 function cacheCopy(obj: KubeObject): KubeObject {
   return stripManagedFields(clone(obj));
+}
+
+/** What a metadata-only informer caches: `{ apiVersion, kind, metadata }` (metadata without managedFields). */
+function metadataCopy(obj: KubeObject): KubeObject {
+  const c = cacheCopy(obj);
+  return { apiVersion: c.apiVersion, kind: c.kind, metadata: c.metadata ?? {} };
 }
 
 function asObject(body: unknown): Json {

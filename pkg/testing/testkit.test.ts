@@ -84,6 +84,17 @@ test('FakeClient informers: the cache follows every write at once, within its na
   assert.equal(host.informer<ConfigMap>(coreResources.configMaps).lister().get('a', 'seeded')?.data?.['x'], '2');
 });
 
+test('FakeClient metadata-only informers cache { apiVersion, kind, metadata } and follow writes, as a real metadataOnly informer', async () => {
+  const fake = new FakeClient({ objects: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'm', namespace: 'a', labels: { l: '1' } }, data: { secret: 'x' } } as ConfigMap] });
+  const meta = fake.host().informer<ConfigMap>(coreResources.configMaps, { metadataOnly: true });
+  assert.deepEqual(meta.lister().get('a', 'm'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: fake.objects<ConfigMap>(coreResources.configMaps)[0]?.metadata });
+  await fake.resource<ConfigMap>(coreResources.configMaps).namespace('a').patch('m', { merge: { metadata: { labels: { l: '2' } }, data: { secret: 'y' } } });
+  const after = meta.lister().get('a', 'm');
+  assert.equal(after?.metadata?.labels?.['l'], '2');
+  assert.deepEqual(Object.keys(after ?? {}).sort(), ['apiVersion', 'kind', 'metadata']);
+  assert.equal(fake.informer<ConfigMap>(coreResources.configMaps).lister().get('a', 'm')?.data?.['secret'], 'y', 'a full informer of the type still has the data');
+});
+
 test('FakeClient: timestamps from `now` (second precision); unregistered types and watches are refused loudly', async () => {
   const fake = new FakeClient({ now: () => Date.parse('2026-01-02T03:04:05.678Z') });
   const ns = await fake.resource(coreResources.namespaces).create({ metadata: { name: 'n' } });
