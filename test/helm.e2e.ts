@@ -440,7 +440,10 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     // past it (a 409 then means the first one was stored).
     const net = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' } };
     const written = await env.cp.request('POST', networks, net, { timeoutMs: 30_000 }).catch(async (err: unknown) => {
-      t.diagnostic(`the first write through the webhooks failed (${String(err)}); retried`);
+      // Evidence for the next time it happens: what kube-apiserver logged about webhooks since the upgrade, and the Pods.
+      const apiLog = env.cp.state.components['kube-apiserver']?.log;
+      const webhookLines = apiLog ? readFileSync(apiLog, 'utf8').split('\n').filter((l) => /webhook|conversion/i.test(l)).slice(-20).join('\n') : '(no log)';
+      t.diagnostic(`the first write through the webhooks failed (${String(err)}); retried. kube-apiserver on webhooks:\n${webhookLines}\n${await podsReport()}`);
       return env.cp.request('POST', networks, net, { timeoutMs: 30_000 });
     });
     assert.ok(written.status === 201 || written.status === 409, `a valid Network through the webhooks: HTTP ${written.status} ${written.body.slice(0, 300)}`);
