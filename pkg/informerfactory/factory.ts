@@ -8,7 +8,8 @@
  * cluster-wide watch regardless of the scope.
  *
  * Identity: informerFor returns the same informer for the same group/version/kind, effective namespace set,
- * selectors and `metadataOnly` (a metadata-only informer and a full one of a type are two list+watches). The first call's `transform` and `indexers` win (indexers can still be added later with addIndexers).
+ * selectors and `metadataOnly` (a metadata-only informer and a full one of a type are two list+watches). The first
+ * call's `transform` and `indexers` win (indexers can still be added later with addIndexers).
  *
  * Lifecycle: `start(signal)` starts every informer created so far and every one created afterwards;
  * `run(signal)` does the same and resolves once the signal aborted and all informers stopped (a Manager runnable).
@@ -210,10 +211,10 @@ export class SharedInformerFactory {
   }
 
   /**
-   * The informers not synced yet, one line each: `<resourceId> (<Kind>[, metadata])[ ns=a,b]`, and when a request failed, `: `
-   * and the latest failure (e.g. `foos.samplecontroller.k8s.io/v1alpha1 (Foo): GET /apis/…: HTTP 404 NotFound: the
-   * server could not find the requested resource (… is its CustomResourceDefinition installed?)`). `excuse` leaves
-   * out the unsynced informers it returns true for.
+   * The informers not synced yet, one line each: `<resourceId> (<Kind>[, metadata])[ ns=a,b]`, and when a request
+   * failed, `: ` and the latest failure (e.g. `foos.samplecontroller.k8s.io/v1alpha1 (Foo): GET /apis/…: HTTP 404
+   * NotFound: the server could not find the requested resource (… is its CustomResourceDefinition installed?)`).
+   * `excuse` leaves out the unsynced informers it returns true for.
    */
   unsyncedCaches(excuse?: (informer: SharedIndexInformer<KubeObject>) => boolean): string[] {
     const out: string[] = [];
