@@ -15,7 +15,6 @@
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { RestClient } from '../pkg/client/rest.ts';
@@ -23,7 +22,7 @@ import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { collectionPath } from '../pkg/apimachinery/paths.ts';
 import { freshFooControlPlane, log, runAll, RAW_CLIENTS, stopEnv } from './common.ts';
-import { median, MiB, procCpuMs } from './informer/stats.ts';
+import { median, MiB, procCpuMs, settle } from './informer/stats.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -41,15 +40,6 @@ interface ChildResult { objects: number; syncMs: number; cpuMs: number; heapMiB:
 const namespace = 'bench-meta';
 const emptyNamespace = 'bench-meta-empty';
 
-async function settle(): Promise<NodeJS.MemoryUsage> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run the child with --expose-gc');
-  for (let i = 0; i < 4; i++) {
-    gc();
-    await sleep(50);
-  }
-  return process.memoryUsage();
-}
 
 /** The child: one informer of one variant, measured from a settled, connected baseline. */
 async function child(variant: Variant, kubeconfig: string): Promise<void> {

@@ -15,7 +15,7 @@
  * Reported: the deltas (rss, heapUsed, external+arrayBuffers) and the number of cached objects. RSS can still hold
  * pages V8 freed but did not return to the OS; heapUsed after full GCs is the retained JS heap, the steadier number.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { settle } from './stats.ts';
 import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import { RestClient } from '../../pkg/client/rest.ts';
@@ -42,15 +42,6 @@ export interface RssResult {
   managedFieldsCached: boolean;
 }
 
-async function settle(): Promise<NodeJS.MemoryUsage> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc');
-  for (let i = 0; i < 4; i++) {
-    gc();
-    await sleep(50);
-  }
-  return process.memoryUsage();
-}
 
 async function main(cfg: RssConfig): Promise<RssResult> {
   const kc = new KubeConfig();

@@ -99,3 +99,14 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
   ];
   return lines.join('\n');
 }
+
+/** Four full GCs 50 ms apart (the process must run with --expose-gc), then process.memoryUsage(): retained memory. */
+export async function settle(): Promise<NodeJS.MemoryUsage> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return process.memoryUsage();
+}
