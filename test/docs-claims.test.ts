@@ -12,12 +12,16 @@
  *   quoted title (up to its "…") starts a real test title there.
  * - The measured test count of the last fresh-clone CI run ("1 023 tests") is one figure: every document quoting it
  *   quotes the same number (it is a measurement of a run, not derivable from the files — loops create tests).
+ * - Proof references (issue 41; syntax in test/helpers/proofs.ts): every `` `file` › “title” `` of a document names a
+ *   test file that exists and that a `make` target runs, with a test (or describe) of exactly that title, not skipped;
+ *   every footnote is such a proof, used and defined. A claim whose test is renamed, deleted or skipped fails here.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { knownControllers } from '../pkg/controllers/names.ts';
+import { checkRef, parseProofs, testCalls, type ProofRef } from './helpers/proofs.ts';
 
 const repo = join(import.meta.dirname, '..');
 
@@ -126,5 +130,105 @@ describe('countable claims of the documentation equal the repository', () => {
     }
     assert.equal(counts.size, 1, `one figure, not several: ${JSON.stringify(Object.fromEntries(counts))}`);
     assert.ok([...counts.values()][0]!.length >= 3, `README.md, docs/contributing.md and docs/real-node.md quote it: ${JSON.stringify(Object.fromEntries(counts))}`);
+  });
+});
+
+/** Whether `file` (repo-relative) is run by `make test`, or by the Makefile target that runs it on demand. */
+function runBy(file: string, makefile: string): string | undefined {
+  const globs = [...makefile.matchAll(/^(?:UNIT|INTEGRATION)_TESTS := (.*)$/gm)].flatMap((m) => [...(m[1] ?? '').matchAll(/"([^"]+)"/g)].map((g) => g[1] ?? ''));
+  const asRe = (glob: string): RegExp => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(?:.*/)?').replace(/\*/g, '[^/]*')}$`);
+  if (globs.some((g) => asRe(g).test(file))) return 'make test';
+  if ((/^NODE_TESTS := (.*)$/m.exec(makefile)?.[1] ?? '').split(/\s+/).includes(file)) return 'make test (the real-node suite)';
+  const target = new RegExp(`^([\\w-]+):[^\\n]*\\n(?:\\t[^\\n]*\\n)*?\\t[^\\n]*${file.replace(/[.]/g, '\\.')}`, 'm').exec(makefile);
+  if (target?.[1] !== undefined) return `make ${target[1]}`;
+  // An example's own tests run in a fresh project by test/example.test.ts (as a user of the package runs them).
+  if (/^examples\/[\w-]+\/[\w-]+\.test\.ts$/.test(file) && readFileSync(join(repo, 'test/example.test.ts'), 'utf8').includes(`'${file.replace(/^examples\/(configmap-copier\/)?/, '')}'`)) return 'test/example.test.ts';
+  return undefined;
+}
+
+describe('each claim\'s proof: the named test exists with that title and is not skipped', () => {
+  test('the checker: a missing file, a missing or inexact title, each kind of skip, a malformed reference and footnote faults are reported; template titles and enclosing titles resolve', () => {
+    const src = [
+      "describe('outer', () => {",
+      "  test('a stale write gets 409', () => {});",
+      "  test.skip('skipped by modifier', () => {});",
+      "  it('skipped by option', { skip: 'flaky' }, () => {});",
+      "  test('skipped in its body', (t) => { if (x) t.skip('no root'); });",
+      "  test('todo', { todo: true }, () => {});",
+      "  test('not skipped', { skip: false }, () => {});",
+      "  test('weakened', { skip: weakenedNote('TSCM_X', a, b) }, () => {});",
+      "  for (const kind of ['a', 'b']) test(`${kind}: converges`, () => {});",
+      "});",
+      "describe.skip('skipped describe', () => { test('inner', () => {}); });",
+      "describe('other', () => { test('a stale write gets 409', () => {}); });",
+    ].join('\n');
+    const ref = (titles: string[], file = 'test/x.test.ts'): ProofRef => ({ file, titles, line: 1 });
+    assert.equal(checkRef(ref(['a stale write gets 409']), src), undefined);
+    assert.equal(checkRef(ref(['outer', 'a stale write gets 409']), src), undefined);
+    assert.equal(checkRef(ref(['not skipped']), src), undefined);
+    assert.equal(checkRef(ref(['weakened']), src), undefined, 'the weakening switch is refused under CI, not a skip');
+    assert.equal(checkRef(ref(['b: converges']), src), undefined, 'a template title matches its filled-in text');
+    assert.match(checkRef(ref(['a stale write gets 409'], 'test/nope.test.ts'), undefined) ?? '', /does not exist/);
+    assert.match(checkRef(ref(['a stale write gets 409'], 'docs/x.md'), src) ?? '', /not a test file/);
+    assert.match(checkRef(ref(['a stale write gets']), src) ?? '', /has no test “a stale write gets”/, 'a prefix is not the title');
+    assert.match(checkRef(ref(['a stale write gets 409!']), src) ?? '', /has no test/);
+    assert.match(checkRef(ref(['skipped describe', 'a stale write gets 409']), src) ?? '', /has no test/, 'the enclosing title must enclose it');
+    assert.match(checkRef(ref([': converges']), src) ?? '', /has no test/, 'each ${…} stands for some text');
+    assert.match(checkRef(ref(['skipped by modifier']), src) ?? '', /skipped: line 3: \.skip/);
+    assert.match(checkRef(ref(['skipped by option']), src) ?? '', /skipped: line 4: \{ skip: 'flaky' \}/);
+    assert.match(checkRef(ref(['skipped in its body']), src) ?? '', /skipped: line 5: t\.skip\(…\) in its body/);
+    assert.match(checkRef(ref(['todo']), src) ?? '', /skipped: line 6: \{ todo: true \}/);
+    assert.match(checkRef(ref(['inner']), src) ?? '', /skipped: line 11: inside "skipped describe" \(\.skip\)/);
+    assert.equal(testCalls(src).length, 13);
+
+    const doc = [
+      'A stale write is refused.[^fence] Another.[^gone]',
+      'Inline: [`test/x.test.ts`](../test/x.test.ts) › “outer” › “a stale write gets 409”; straight: `test/x.test.ts` › "a stale write gets 409".',
+      '```',
+      '`test/in-code.test.ts` › “ignored in a fence”',
+      '```',
+      'An example in code: `[^example]`.',
+      '',
+      '[^fence]: `test/x.test.ts` › “a stale write gets 409”; `test/y.test.ts` › “b” — what it asserts.',
+      '[^unused]: `test/x.test.ts` › “not skipped”',
+      '[^words]: only words',
+      '  continued, still no test',
+    ].join('\n');
+    const parsed = parseProofs(doc);
+    assert.deepEqual(parsed.refs, [
+      { file: 'test/x.test.ts', titles: ['outer', 'a stale write gets 409'], line: 2 },
+      { file: 'test/x.test.ts', titles: ['a stale write gets 409'], line: 8 },
+      { file: 'test/y.test.ts', titles: ['b'], line: 8 },
+      { file: 'test/x.test.ts', titles: ['not skipped'], line: 9 },
+    ]);
+    assert.equal(parsed.footnotes, 3);
+    assert.deepEqual(parsed.problems, [
+      'line 2: "`test/x.test.ts` ›…" is not followed by a title in curly quotes “…”',
+      'line 1: footnote [^gone] is used but not defined',
+      'line 9: footnote [^unused] is defined but not used',
+      'line 10: footnote [^words] is defined but not used',
+      'line 10: footnote [^words] names no test (`file` › “title”)',
+    ]);
+  });
+
+  test('every proof reference in README.md, docs/*.md and bench/README.md names a test run by make, with that title, not skipped', () => {
+    const makefile = readFileSync(join(repo, 'Makefile'), 'utf8');
+    const problems: string[] = [];
+    const perDoc: string[] = [];
+    let total = 0;
+    for (const [doc, text] of documents(true)) {
+      const { refs, footnotes, problems: own } = parseProofs(text);
+      problems.push(...own.map((p) => `${doc}: ${p}`));
+      for (const r of refs) {
+        const path = join(repo, r.file);
+        const problem = checkRef(r, existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+        if (problem !== undefined) problems.push(`${doc}:${r.line}: ${problem}`);
+        if (runBy(r.file, makefile) === undefined) problems.push(`${doc}:${r.line}: ${r.file} is run by no make target`);
+      }
+      total += refs.length;
+      if (refs.length > 0) perDoc.push(`${doc} ${refs.length} (${footnotes} footnotes)`);
+    }
+    console.log(`proof references: ${total} — ${perDoc.join(', ')}`);
+    assert.deepEqual(problems, []);
   });
 });
