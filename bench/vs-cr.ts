@@ -45,6 +45,7 @@ import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
 import { bundleMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
 import { apiserverRequests, apiserverWrites, freshFooControlPlane, log, rawFooWrites, stopEnv, type FooEnv } from './common.ts';
 import { median as medianOf, MiB, procCpuMs } from './informer/stats.ts';
+import { BenchResults, ratio as ratioOf, spread, val } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -232,23 +233,24 @@ async function rawRun(n: number, round: number): Promise<Run> {
 
 // ---- statistics and the table ----
 
-type Metric = { key: keyof Run; label: string; unit: 's' | 'MiB' | 'n' };
+/** A column of the table; `name` and `resultUnit`: its leaf in the results file (bench/results.ts). */
+type Metric = { key: keyof Run; label: string; unit: 's' | 'MiB' | 'n'; name: string; resultUnit: string };
 const metrics: Metric[] = [
-  { key: 'readyMs', label: 'start → ready s', unit: 's' },
-  { key: 'convergedMs', label: 'start → converged s', unit: 's' },
-  { key: 'cpuS', label: 'contender CPU s (to converged)', unit: 'n' },
-  { key: 'apiCpuS', label: 'kube-apiserver CPU s (to converged)', unit: 'n' },
-  { key: 'convergeWrites', label: 'writes to converge (foos, deployments, events)', unit: 'n' },
-  { key: 'convergeConflicts', label: 'of them refused with 409', unit: 'n' },
-  { key: 'convergeReads', label: 'reads to converge (GET/LIST/WATCH)', unit: 'n' },
-  { key: 'peakRss', label: 'peak RSS MiB', unit: 'MiB' },
-  { key: 'settledRss', label: 'settled RSS MiB (5 s after converged)', unit: 'MiB' },
-  { key: 'restartReadyMs', label: 'restart → ready s', unit: 's' },
-  { key: 'restartCpuS', label: 'restart: CPU s to ready', unit: 'n' },
-  { key: 'restartWrites', label: 'writes by the converged restart', unit: 'n' },
-  { key: 'cgroupMax', label: 'cgroup max usage MiB', unit: 'MiB' },
-  { key: 'cgroupFailCnt', label: 'cgroup limit hits (memory.failcnt)', unit: 'n' },
-  { key: 'idleRss', label: 'idle RSS MiB (N = 0, 10 s after ready)', unit: 'MiB' },
+  { key: 'readyMs', label: 'start → ready s', unit: 's', name: 'ready', resultUnit: 's' },
+  { key: 'convergedMs', label: 'start → converged s', unit: 's', name: 'converge', resultUnit: 's' },
+  { key: 'cpuS', label: 'contender CPU s (to converged)', unit: 'n', name: 'cpu', resultUnit: 'CPU-s' },
+  { key: 'apiCpuS', label: 'kube-apiserver CPU s (to converged)', unit: 'n', name: 'apiserverCpu', resultUnit: 'CPU-s' },
+  { key: 'convergeWrites', label: 'writes to converge (foos, deployments, events)', unit: 'n', name: 'convergeWrites', resultUnit: 'count' },
+  { key: 'convergeConflicts', label: 'of them refused with 409', unit: 'n', name: 'convergeConflicts', resultUnit: 'count' },
+  { key: 'convergeReads', label: 'reads to converge (GET/LIST/WATCH)', unit: 'n', name: 'convergeReads', resultUnit: 'count' },
+  { key: 'peakRss', label: 'peak RSS MiB', unit: 'MiB', name: 'peakRss', resultUnit: 'MiB' },
+  { key: 'settledRss', label: 'settled RSS MiB (5 s after converged)', unit: 'MiB', name: 'settledRss', resultUnit: 'MiB' },
+  { key: 'restartReadyMs', label: 'restart → ready s', unit: 's', name: 'restart', resultUnit: 's' },
+  { key: 'restartCpuS', label: 'restart: CPU s to ready', unit: 'n', name: 'restartCpu', resultUnit: 'CPU-s' },
+  { key: 'restartWrites', label: 'writes by the converged restart', unit: 'n', name: 'restartWrites', resultUnit: 'count' },
+  { key: 'cgroupMax', label: 'cgroup max usage MiB', unit: 'MiB', name: 'cgroupMax', resultUnit: 'MiB' },
+  { key: 'cgroupFailCnt', label: 'cgroup limit hits (memory.failcnt)', unit: 'n', name: 'cgroupFailCnt', resultUnit: 'count' },
+  { key: 'idleRss', label: 'idle RSS MiB (N = 0, 10 s after ready)', unit: 'MiB', name: 'idleRss', resultUnit: 'MiB' },
 ];
 
 function values(runs: Run[], key: keyof Run): number[] {
@@ -286,26 +288,53 @@ function ratio(ts: Run[], cr: Run[], key: keyof Run): number | undefined {
   return a === undefined || b === undefined || b === 0 ? undefined : a / b;
 }
 
-function table(all: Run[]): string {
-  const out: string[] = [];
-  const goals: string[] = [];
-  // Every (N, limit) measured, N = 0 (idle) last.
+/** The runs of one (N, limit) group, by contender (raw only in the unlimited group). */
+interface Group { n: number; limit: number | undefined; ts: Run[]; cr: Run[]; base: Run[]; raw: Run[] }
+
+/** Every (N, limit) measured with a manager, N = 0 (idle) last. */
+function groupsOf(all: Run[]): Group[] {
   const keys = [...new Set(all.map((r) => `${r.n === 0 ? Infinity : r.n}/${r.limitMiB ?? 0}`))].sort((a, b) => {
     const [an = 0, al = 0] = a.split('/').map(Number);
     const [bn = 0, bl = 0] = b.split('/').map(Number);
     return an - bn || al - bl;
   });
-  const groups = keys.map((k) => {
-    const [n = 0, limit = 0] = k.split('/').map(Number);
-    return { n: Number.isFinite(n) ? n : 0, limit: limit || undefined };
-  });
-  for (const { n, limit } of groups) {
+  return keys.map((k) => {
+    const [n0 = 0, limit0 = 0] = k.split('/').map(Number);
+    const n = Number.isFinite(n0) ? n0 : 0;
+    const limit = limit0 || undefined;
     const of = (c: Contender): Run[] => all.filter((r) => r.n === n && r.limitMiB === limit && r.contender === c);
-    const ts = of('ts');
-    const cr = of('cr');
-    const base = of('base');
-    const raw = limit === undefined ? all.filter((r) => r.n === n && r.contender === 'raw') : [];
-    if (ts.length + cr.length === 0) continue;
+    return { n, limit, ts: of('ts'), cr: of('cr'), base: of('base'), raw: limit === undefined ? all.filter((r) => r.n === n && r.contender === 'raw') : [] };
+  }).filter((g) => g.ts.length + g.cr.length > 0);
+}
+
+/**
+ * The results file's tree: per group (`n1000.unlimited`, `n1000.cgroup256`, `idle`) and metric, each contender's
+ * median/min/max and the ratio ts ÷ cr of the medians (the anchor, same run); `base ÷ cr` and `ts ÷ base` with `--base`.
+ */
+function recordResults(all: Run[], res: BenchResults): void {
+  for (const { n, limit, ts, cr, base, raw } of groupsOf(all)) {
+    const group = n === 0 ? 'idle' : `n${n}.${limit ? `cgroup${limit}` : 'unlimited'}`;
+    res.set(`${group}.rounds`, val(Math.max(ts.length, cr.length), 'count'));
+    for (const m of metrics) {
+      const contenders = { ts, cr, base, raw };
+      for (const [c, runs] of Object.entries(contenders)) {
+        const xs = values(runs, m.key).map((v) => scale(v, m.unit));
+        if (xs.length > 0) res.set(`${group}.${m.name}.${c}`, spread(xs, m.resultUnit));
+      }
+      const pairs: [string, Run[], Run[]][] = [['ratio', ts, cr], ['baseRatio', base, cr], ['tsOverBase', ts, base]];
+      for (const [name, a, b] of pairs) {
+        const ma = median(values(a, m.key));
+        const mb = median(values(b, m.key));
+        if (ma !== undefined && mb !== undefined && mb !== 0) res.set(`${group}.${m.name}.${name}`, ratioOf(ma, mb));
+      }
+    }
+  }
+}
+
+function table(all: Run[]): string {
+  const out: string[] = [];
+  const goals: string[] = [];
+  for (const { n, limit, ts, cr, base, raw } of groupsOf(all)) {
     const rounds = Math.max(ts.length, cr.length);
     const r2 = (a: Run[], b: Run[], key: keyof Run): string => {
       const r = ratio(a, b, key);
@@ -356,11 +385,18 @@ async function main(): Promise<void> {
   execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
   execFileSync(process.execPath, [join(repo, 'hack', 'bundle.ts')], { cwd: repo, stdio: 'inherit' });
   const crBin = crBinary();
+  const crVersion = execFileSync('awk', ['$1 == "sigs.k8s.io/controller-runtime" {print $2}', join(repo, 'bench', 'cr-anchor', 'go.mod')], { encoding: 'utf8' }).trim();
+  const res = new BenchResults('vs-cr', {
+    name: `controller-runtime ${crVersion}`,
+    description: `bench/cr-anchor: the same Foo controller with sigs.k8s.io/controller-runtime ${crVersion} (${workers} workers, no client rate limit), ` +
+      'run in the same rounds ABBA on a fresh minimal control plane per run; `raw`: the controller\'s writes made directly (a floor for converge)',
+  });
   const started = new Date();
   const loads: number[] = [];
   const all: Run[] = [];
   const record = (r: Run): void => {
     all.push(r);
+    res.sampleLoad();
     loads.push(loadavg()[0] ?? 0);
     log(`  ${JSON.stringify(r)}`);
     if (args.out) appendFileSync(args.out, `${JSON.stringify(r)}\n`);
@@ -382,7 +418,9 @@ async function main(): Promise<void> {
       }
     }
   }
-  const crVersion = execFileSync('awk', ['$1 == "sigs.k8s.io/controller-runtime" {print $2}', join(repo, 'bench', 'cr-anchor', 'go.mod')], { encoding: 'utf8' }).trim();
+  recordResults(all, res);
+  res.runs = all;
+  res.write();
   process.stdout.write(`${table(all)}\n\n(${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${((Date.now() - started.getTime()) / 60000).toFixed(0)} min; ` +
     `Node ${process.version}, controller-runtime ${crVersion}, ${cpus().length} CPUs shared with other work: 1-min load average during the runs ` +
     `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} (median ${(median(loads) ?? 0).toFixed(1)}); ${workers} workers each, all namespaces; ` +
