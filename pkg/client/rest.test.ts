@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { selfSignedCertificate } from '../manager/selfsigned.ts';
+import type { Transport } from './transport.ts';
 import { KubeConfig, type User } from './kubeconfig.ts';
 import { ApiError, RestClient } from './rest.ts';
 
@@ -81,7 +82,7 @@ test('a rotated token file is used at once (re-read when its mtime changes), wit
   const rest = client({ tokenFile });
   seen.length = 0;
   await rest.json('GET', '/a');
-  const before = rest.transport.sender();
+  const before = (rest.transport as Transport).sender();
   writeFileSync(tokenFile, 'second-and-longer\n');
   // The file is checked at most once a second: poll until the new token is sent.
   const deadline = Date.now() + 5000;
@@ -91,7 +92,7 @@ test('a rotated token file is used at once (re-read when its mtime changes), wit
   }
   assert.equal(seen.at(-1)?.auth, 'Bearer second-and-longer');
   assert.equal(seen[0]?.auth, 'Bearer first');
-  assert.equal(rest.transport.sender(), before, 'a token change keeps the pool');
+  assert.equal((rest.transport as Transport).sender(), before, 'a token change keeps the pool');
   await rest.close();
 });
 
@@ -105,12 +106,12 @@ test('a rewritten client certificate file rebuilds the pool (old one closed grac
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
   });
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry() });
-  const first = rest.transport.sender();
-  assert.equal(rest.transport.sender(), first);
+  const first = (rest.transport as Transport).sender();
+  assert.equal((rest.transport as Transport).sender(), first);
   writeFileSync(certFile, 'BB');
   const deadline = Date.now() + 5000;
-  while (rest.transport.sender() === first && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  assert.notEqual(rest.transport.sender(), first);
+  while ((rest.transport as Transport).sender() === first && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.notEqual((rest.transport as Transport).sender(), first);
   await rest.close();
 });
 

@@ -28,7 +28,7 @@ import { Counter, type Registry } from 'prom-client';
 import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { readBody } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
-import { sharedTransports, type Transport } from './transport.ts';
+import { sharedTransports, type RequestTransport } from './transport.ts';
 import { ApiError } from './errors.ts';
 import type { Query, RawResponse, RequestOptions, Verb } from './request.ts';
 import { ResourceClient, type ApiClient } from './typed.ts';
@@ -40,8 +40,8 @@ import type { ResourceType } from '../apimachinery/resource.ts';
 
 /** Options of `new RestClient(opts)`: credentials, metrics registry, user agent, write gate, transport. */
 export interface RestClientOptions {
-  /** Where to connect and with which credentials (the current context). */
-  kubeConfig: KubeConfig;
+  /** Where to connect and with which credentials (the current context). Only optional with `transport`. */
+  kubeConfig?: KubeConfig;
   /** Where `rest_client_requests_total` and the retry counter are registered (default the process-wide registry). */
   registry?: Registry;
   /** The User-Agent header (default `ts-controller-manager`). */
@@ -54,8 +54,11 @@ export interface RestClientOptions {
    * connection — after the credentials (an exec plugin can take seconds) and the connection set-up were awaited.
    */
   writeGate?: AbortSignal;
-  /** The Transport to use (owned by the caller, not closed by `close()`). Default: the shared one of this kubeconfig. */
-  transport?: Transport;
+  /**
+   * The transport to send on (owned by the caller, not closed by `close()`): a `Transport`, or any RequestTransport
+   * (e.g. an in-memory API server in tests). Default: the shared Transport of `kubeConfig`.
+   */
+  transport?: RequestTransport;
   /**
    * Retrying answers that ask for it (429, or 5xx on a GET, with `Retry-After`): see retry.ts. Default
    * `{ maxRetries: 10, maxDelayMs: 10_000 }`; `{ maxRetries: 0 }` turns it off.
@@ -100,12 +103,12 @@ interface Response extends RawResponse {
  * write gate, and `rest_client_requests_total` metrics. `resource(type)` gives a typed ResourceClient.
  */
 export class RestClient implements ApiClient {
-  /** The configuration it was made from (its current context's cluster and user). */
-  readonly kubeConfig: KubeConfig;
+  /** The configuration it was made from (its current context's cluster and user); undefined with only a `transport`. */
+  readonly kubeConfig: KubeConfig | undefined;
   /** The API server's URL, without a trailing slash. */
   readonly server: string;
   /** The connection pool it sends on: shared by every RestClient of the same kubeconfig settings, or `opts.transport`. */
-  readonly transport: Transport;
+  readonly transport: RequestTransport;
   /** Path prefix of the server URL (e.g. "/k8s/clusters/c1" behind a proxying gateway), '' for most. */
   private readonly prefix: string;
   private readonly host: string;
@@ -128,6 +131,7 @@ export class RestClient implements ApiClient {
       this.transport = opts.transport;
       this.releaseTransport = () => {};
     } else {
+      if (!opts.kubeConfig) throw new Error('RestClient: kubeConfig or transport is required');
       const lease = sharedTransports.acquire(opts.kubeConfig);
       this.transport = lease.transport;
       this.releaseTransport = () => lease.release();

@@ -90,7 +90,29 @@ class WatchedFile {
 
 const b64 = (s: string | undefined): Buffer | undefined => (s ? Buffer.from(s, 'base64') : undefined);
 
-export class Transport {
+/**
+ * What a RestClient sends its requests on (client-go's `http.RoundTripper` of a rest.Config): `Transport` below
+ * (the real connection pool), or any other implementation handed to `RestClientOptions.transport` /
+ * `ControllerManagerOptions.transport` — e.g. ts-controller-manager/testing's in-memory API server, which the
+ * perturbation tester (`explore`) puts under a whole ControllerManager.
+ *
+ * Contract: `send` resolves with the response (any status) or rejects for a request that got no answer (connection
+ * lost, timeout); `signal` aborting tears the request down; `beforeSend` is called synchronously right before the
+ * request is handed over, and throwing from it refuses the request (nothing is sent). `headers(url)` gives the
+ * credentials of a request; `invalidate()` is called after a 401.
+ */
+export interface RequestTransport {
+  /** The cluster the requests go to: `server` is its base URL (scheme, host, optional path prefix). */
+  readonly cluster: Pick<Cluster, 'server'>;
+  /** Authorization (and impersonation) headers of a request to `url`. */
+  headers(url: string): Promise<Record<string, string>>;
+  /** Sends one request (see the contract). */
+  send(opts: SendOptions): Promise<WireResponse>;
+  /** The server answered 401: drop cached refreshable credentials. */
+  invalidate(): void;
+}
+
+export class Transport implements RequestTransport {
   readonly cluster: Cluster;
   readonly user: User | null;
   private readonly kubeConfig: KubeConfig;

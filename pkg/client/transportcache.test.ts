@@ -9,7 +9,7 @@ import { Registry } from 'prom-client';
 import { selfSignedCertificate } from '../manager/selfsigned.ts';
 import { KubeConfig, type User } from './kubeconfig.ts';
 import { RestClient } from './rest.ts';
-import { sharedTransports, TransportCache, transportKey } from './transport.ts';
+import { sharedTransports, TransportCache, transportKey, type Transport } from './transport.ts';
 
 /** An HTTP/2 TLS server standing in for the API server: counts TLS sessions and records each request. */
 const cert = await selfSignedCertificate({ commonName: 'cache', ips: ['127.0.0.1'] });
@@ -101,7 +101,7 @@ test('different credentials or clusters get separate Transports; the last close 
   await a.close(); // idempotent: one client's hold is dropped once
   await a2.json('GET', '/still-open');
   await a2.close();
-  assert.throws(() => a2.transport.sender(), /transport closed/, 'closed with its last client');
+  assert.throws(() => (a2.transport as Transport).sender(), /transport closed/, 'closed with its last client');
   const a3 = new RestClient({ kubeConfig: kubeConfig({ token: 'a' }), registry: new Registry() });
   assert.notEqual(a3.transport, a2.transport, 'a later client gets a fresh transport');
   await a3.json('GET', '/fresh');

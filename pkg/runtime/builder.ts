@@ -73,6 +73,8 @@ export interface ControllerHost {
   informer<T extends KubeObject>(resource: ResourceType, opts?: InformerForOptions<T>): SharedIndexInformer<T>;
   /** Registers the finished controller as a leader-only runnable whose start waits for `hasSynced`. */
   add(r: Runnable, hasSynced: readonly (() => boolean)[]): void;
+  /** Records the completed controller (ControllerManager.controllers()); optional for other hosts. */
+  registerController?(c: Controller<unknown>): void;
   /** The guarded client (write gate: leadership); the builder's drain acknowledgement PATCHes through it. */
   readonly client: JsonClient;
   readonly logger: Logger;
@@ -299,6 +301,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); }, stillRunning: () => controller.stillRunning() }
       : controller;
     this.mgr.add(runnable, registrations.map((r) => () => r.hasSynced()));
+    this.mgr.registerController?.(controller as Controller<unknown>);
     if (shard !== undefined) {
       this.mgr.sharder?.register({ name: this.name, primary: primary.resource, owned: [...this.owned.values()] });
       reportShardObjects(this.mgr.registry, this.name, () => primary.informer.getIndexer().size);

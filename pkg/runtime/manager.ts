@@ -29,10 +29,12 @@ import type { Registry } from 'prom-client';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import type { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
+import type { RequestTransport } from '../client/transport.ts';
+import type { Controller } from '../controller/controller.ts';
 import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
 import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
-import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
+import type { ReflectorTuning, SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
 import { newLogger, type Logger } from '../log/logger.ts';
 import { HealthChecks, newHealthProbeServer } from '../manager/healthz.ts';
@@ -93,6 +95,17 @@ export interface LeaderElectionOptions {
 export interface ControllerManagerOptions {
   /** API credentials. Default: $KUBECONFIG (path list), in-cluster ServiceAccount, ~/.kube/config (in that order). */
   kubeConfig?: KubeConfig;
+  /**
+   * What every API client of this manager sends on, instead of the shared connection of `kubeConfig` (client-go's
+   * rest.Config.Transport): e.g. ts-controller-manager/testing's in-memory API server under `explore`. With it,
+   * `kubeConfig` is not needed and not loaded. Default: the shared Transport of the kubeconfig.
+   */
+  transport?: RequestTransport;
+  /**
+   * Tuning of every informer's reflector (backoff, watch idle timeout): tests that must not wait 0.8 s for a relist
+   * (e.g. `explore`). Default: client-go's values (pkg/informerfactory/reflectorstate.ts).
+   */
+  reflector?: ReflectorTuning;
   /** Namespaces the informers watch; [] or undefined = all namespaces. */
   namespaces?: readonly string[];
   /** Resync period of every event handler (ms); 0 = never. Default 10 h (controller-runtime's SyncPeriod). */
@@ -210,6 +223,7 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
   private readonly manager: Manager;
   private readonly syncedChecks: (() => boolean)[] = [];
   private readonly controllerNames = new Set<string>();
+  private readonly declared: Controller<unknown>[] = [];
   /** Created on the first webhook registration; undefined before and when `webhook.bindAddress` is "0". */
   private webhooks: WebhookServer | undefined;
   /** What builders register on: the webhook server, created, added and given its /readyz check on first use. */
@@ -227,16 +241,18 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
     this.opts = opts;
     const log = (this.logger = opts.logger ?? newLogger({ level: 'info' }));
     const registry = (this.registry = opts.registry ?? globalRegistry);
-    const kubeConfig = opts.kubeConfig ?? loadKubeConfig(undefined, process.env).kubeConfig;
+    const transport = opts.transport;
+    const kubeConfig = transport ? opts.kubeConfig : (opts.kubeConfig ?? loadKubeConfig(undefined, process.env).kubeConfig);
+    const conn = { ...(kubeConfig ? { kubeConfig } : {}), ...(transport ? { transport } : {}) };
     this.identity = opts.identity ?? defaultIdentity();
     // The identity is in every request's User-Agent too, so the audit log attributes each write to its Lease holder.
     const userAgent = opts.userAgent ?? `ts-controller-manager/${packageVersion()} (${this.identity})`;
     const gracefulShutdownTimeoutMs = opts.gracefulShutdownTimeoutMs ?? 30_000;
 
-    this.reader = new RestClient({ kubeConfig, registry, userAgent, log });
+    this.reader = new RestClient({ ...conn, registry, userAgent, log });
     this.factory = new SharedInformerFactory({
       client: this.reader, namespaces: opts.namespaces ?? [], defaultResyncPeriodMs: opts.syncPeriodMs ?? 10 * 3600_000, logger: log, registry,
-      useWatchList: opts.watchList ?? false,
+      useWatchList: opts.watchList ?? false, ...(opts.reflector ? { reflector: opts.reflector } : {}),
     });
     this.health = new HealthChecks({ logger: log });
 
@@ -259,13 +275,13 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
       });
       this.sharder = new Sharder({
         elector: leaderElector, group: le.id, leaseNamespace: le.namespace, reader: this.reader,
-        writer: new RestClient({ kubeConfig, registry, userAgent, log, writeGate: leaderElector.leadership }),
+        writer: new RestClient({ ...conn, registry, userAgent, log, writeGate: leaderElector.leadership }),
         namespaces: opts.namespaces ?? [], logger: log, registry,
       });
     }
     this.elector = elector;
     if (elector) this.health.addHealthzCheck('leaderElection', () => elector.watchdog());
-    this.client = elector ? new RestClient({ kubeConfig, registry, userAgent, log, writeGate: elector.leadership }) : this.reader;
+    this.client = elector ? new RestClient({ ...conn, registry, userAgent, log, writeGate: elector.leadership }) : this.reader;
     this.events = new EventBroadcaster({
       sink: new RestEventSink(this.client), logger: log, ...(elector ? { stopSignal: elector.leadership } : {}),
     });
@@ -332,6 +348,19 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
   /** An Event recorder whose Events name `component` as their source (e.g. "foo-controller"). */
   recorderFor(component: string): Recorder {
     return this.events.recorderFor(component);
+  }
+
+  /**
+   * The controllers completed on this manager (builder.ts), in declaration order: their queues and in-flight counts
+   * tell whether the manager is at rest (`explore` waits for that). Read-only use.
+   */
+  controllers(): readonly Controller<unknown>[] {
+    return this.declared;
+  }
+
+  /** Called by the builder for each controller it completes (see `controllers()`). */
+  registerController(c: Controller<unknown>): void {
+    this.declared.push(c);
   }
 
   /** Starts declaring a controller (builder.ts). `name` labels its metrics and logs and must be unique. */

@@ -106,6 +106,22 @@ export interface FakeClientOptions {
   objects?: KubeObject[];
   /** The clock of creation and deletion timestamps. Default: Date.now. */
   now?: () => number;
+  /**
+   * The source of randomness of uids and `generateName` suffixes, [0, 1): a seeded one makes a run's identities
+   * repeatable (`explore` replays plans by seed). Default: crypto's randomUUID and Math.random.
+   */
+  random?: () => number;
+}
+
+/**
+ * One committed change of a FakeClient's store, as a watch event carries it: `object` is the stored object (its
+ * resourceVersion the change's; for DELETED the last state with the deletion's resourceVersion). Shared, not a copy:
+ * do not mutate it.
+ */
+export interface FakeChange {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  resource: ResourceType;
+  object: KubeObject;
 }
 
 /** Built-ins: status subresource and generation as kube-apiserver has them. */
@@ -180,10 +196,13 @@ export class FakeClient implements ApiClient {
   private readonly applied = new Map<string, Map<string, Json>>();
   private rv = 1000;
   private readonly now: () => number;
+  private readonly random: (() => number) | undefined;
+  private readonly listeners = new Set<(c: FakeChange) => void>();
 
   /** An empty store (but for `opts.objects`) serving the built-in types, `opts.resources` and the CRDs of `opts.crdPaths`. */
   constructor(opts: FakeClientOptions = {}) {
     this.now = opts.now ?? Date.now;
+    this.random = opts.random;
     for (const b of builtins) this.types.set(resourceId(b.type), b);
     for (const crd of opts.crdPaths?.length ? readCRDs(opts.crdPaths) : []) this.addCRD(crd);
     for (const r of opts.resources ?? []) {
@@ -206,6 +225,25 @@ export class FakeClient implements ApiClient {
         ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
       });
     }
+  }
+
+  /**
+   * Calls `listener` synchronously with every committed change, in resourceVersion order (what a watch of every type
+   * would deliver); returns the function that unsubscribes. A listener must not write to the fake.
+   */
+  subscribe(listener: (c: FakeChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The store's current resourceVersion (what a consistent LIST would answer). */
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
+
+  /** The resource types served (built-ins, `opts.resources`, every served version of the CRDs). */
+  resourceTypes(): ResourceType[] {
+    return [...this.types.values()].map((r) => r.type);
   }
 
   /** A typed client of `type` on this fake (the real ResourceClient). */
@@ -350,12 +388,13 @@ export class FakeClient implements ApiClient {
     }
     if (meta.resourceVersion) throw this.error(method, path, 500, 'InternalError', 'resourceVersion should not be set on objects to be created');
     let name = meta.name;
-    if (!name && meta.generateName) name = meta.generateName + Array.from({ length: 5 }, () => nameAlphabet[Math.floor(Math.random() * nameAlphabet.length)]).join('');
+    const random = this.random ?? Math.random;
+    if (!name && meta.generateName) name = meta.generateName + Array.from({ length: 5 }, () => nameAlphabet[Math.floor(random() * nameAlphabet.length)]).join('');
     if (!name) throw this.invalid(method, path, res, '', 'metadata.name: Required value: name or generateName is required');
     const key = keyOf(t.namespace, name);
     if (this.bucket(res).has(key)) throw this.error(method, path, 409, 'AlreadyExists', `${qualified(res)} "${name}" already exists`);
     const obj = { ...body, apiVersion: apiVersionOf(res.type), kind: res.type.kind } as KubeObject & Json;
-    const m: ObjectMeta & Json = { ...meta, name, uid: randomUUID(), creationTimestamp: this.timestamp() };
+    const m: ObjectMeta & Json = { ...meta, name, uid: this.random ? uuidFrom(this.random) : randomUUID(), creationTimestamp: this.timestamp() };
     if (res.type.namespaced) m.namespace = t.namespace ?? '';
     delete m.resourceVersion; delete m.deletionTimestamp; delete m['deletionGracePeriodSeconds']; delete m.managedFields; delete m.generation;
     if (res.generation) m.generation = 1;
@@ -533,7 +572,7 @@ export class FakeClient implements ApiClient {
     if (next.metadata?.deletionTimestamp && (next.metadata.finalizers?.length ?? 0) === 0) {
       this.rv++;
       next.metadata.resourceVersion = String(this.rv);
-      this.remove(res, key, false);
+      this.remove(res, key, false, next);
       return clone(next);
     }
     return clone(this.commit(res, key, next));
@@ -543,17 +582,26 @@ export class FakeClient implements ApiClient {
 
   private commit(res: FakeResource, key: string, obj: KubeObject & Json): KubeObject & Json {
     (obj.metadata as ObjectMeta).resourceVersion = String(++this.rv);
+    const existed = this.bucket(res).has(key);
     this.bucket(res).set(key, { obj });
     for (const c of this.caches.get(resourceId(res.type)) ?? []) if (c.inScope(obj)) c.indexer.update(c.copy(obj));
+    this.notify(existed ? 'MODIFIED' : 'ADDED', res, obj);
     return obj;
   }
 
-  private remove(res: FakeResource, key: string, bump = true): void {
+  /** Removes the object at `key`; `last` is its final state (default: the stored one, given the deletion's resourceVersion). */
+  private remove(res: FakeResource, key: string, bump = true, last?: KubeObject & Json): void {
     if (bump) this.rv++;
     const stored = this.bucket(res).get(key);
     this.bucket(res).delete(key);
     if (stored) this.applied.delete(stored.obj.metadata?.uid ?? '');
     for (const c of this.caches.get(resourceId(res.type)) ?? []) c.indexer.deleteByKey(key);
+    const final = last ?? (stored && { ...stored.obj, metadata: { ...stored.obj.metadata, resourceVersion: String(this.rv) } });
+    if (final) this.notify('DELETED', res, final);
+  }
+
+  private notify(type: FakeChange['type'], res: FakeResource, object: KubeObject): void {
+    for (const l of this.listeners) l({ type, resource: res.type, object });
   }
 
   private seed(o: KubeObject): void {
@@ -610,6 +658,15 @@ export class FakeClient implements ApiClient {
   private notFoundPath(method: string, path: string): ApiError {
     return this.error(method, path, 404, 'NotFound', 'the server could not find the requested resource');
   }
+}
+
+/** A version-4 UUID from a [0, 1) random source (repeatable for a seeded one). */
+function uuidFrom(random: () => number): string {
+  const hex = Array.from({ length: 32 }, () => Math.floor(random() * 16).toString(16));
+  hex[12] = '4';
+  hex[16] = (8 + Math.floor(random() * 4)).toString(16);
+  const h = hex.join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 /** A fake informer: a cache kept current by the FakeClient's writes (see FakeClient.informer). */

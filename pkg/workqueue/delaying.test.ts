@@ -51,6 +51,21 @@ describe('DelayingQueue', () => {
     assert.equal(q.waitingLen(), 0);
   });
 
+  it('nextReadyInMs: the time until the earliest waiting item, undefined when none waits', () => {
+    const clock = new FakeClock();
+    const q = new DelayingQueue<string>({ clock });
+    assert.equal(q.nextReadyInMs(), undefined);
+    q.addAfter('late', 300);
+    q.addAfter('early', 100);
+    assert.equal(q.nextReadyInMs(), 100);
+    clock.step(40);
+    assert.equal(q.nextReadyInMs(), 60);
+    clock.step(60);
+    assert.equal(q.nextReadyInMs(), 200, 'early was added; late is next');
+    clock.step(200);
+    assert.equal(q.nextReadyInMs(), undefined);
+  });
+
   it('adds at once for a zero or negative delay', () => {
     const clock = new FakeClock();
     const q = new DelayingQueue<string>({ clock });

@@ -28,6 +28,10 @@ export interface DelayingWorkQueue<T> extends WorkQueue<T> {
    * being processed with (a requeue keeps its priority), else PriorityNormal.
    */
   addAfter(item: T, ms: number, priority?: number): void;
+  /** Number of items waiting for their ready time (not yet in the queue). */
+  waitingLen(): number;
+  /** How long until the earliest waiting item is added (ms, >= 0); undefined when none waits. */
+  nextReadyInMs(): number | undefined;
 }
 
 interface Waiting<T> extends HeapEntry {
@@ -84,6 +88,12 @@ export class DelayingQueue<T> implements DelayingWorkQueue<T> {
   /** Number of items waiting for their ready time (not yet in the queue). */
   waitingLen(): number {
     return this.waiting.size;
+  }
+
+  /** How long until the earliest waiting item is added (ms on the Clock, >= 0); undefined when none waits. */
+  nextReadyInMs(): number | undefined {
+    const next = this.heap.peek();
+    return next === undefined ? undefined : Math.max(0, next.readyAt - this.clock.now());
   }
 
   add(item: T, priority?: number): void {
