@@ -5,8 +5,10 @@
  *
  *  - raw anchor: the same writes the Foo controller makes — POST Deployment, PATCH Foo status, POST Event per Foo —
  *    with 16 requests in flight and no cache, timed from the first to the last write;
- *  - manager: the real manager process (compiled dist/, the image's Node flags, `--controllers=foo
- *    --foo-concurrency=8`, all namespaces, default log level with stdout discarded): spawn → /readyz 200 → every Foo's
+ *  - manager: the real manager process (compiled dist/, the image's Node flags, `--controllers` as shipped (`*`: Foo and
+ *    Deployment; Network off without Neutron), `--foo-concurrency=8`, the Network webhooks served (`--webhook-cert-path`,
+ *    a certificate for 127.0.0.1, as config/default serves them; `--no-webhooks` leaves them off), all namespaces,
+ *    default log level with stdout discarded): spawn → /readyz 200 → every Foo's
  *    status written (the controller writes it after the Deployment exists); RSS sampled from /proc/<pid>/status every
  *    50 ms (peak = VmHWM), heap and external memory from its /metrics at convergence, settled RSS 5 s later with 2 N
  *    cached objects; then SIGTERM, a restart → /readyz 200, RSS 3 s after ready, and the writes the restart made
@@ -14,12 +16,16 @@
  *  - manager in a memory cgroup of `--cgroup-mib` (default 256, what config/manager ships): same as above; reports
  *    the cgroup's max usage and OOM kills.
  *
- *   node bench/scale.ts [--foos 1000,10000] [--cgroup-mib 256] [--workers 8] [--namespaces 10]
+ *   node bench/scale.ts [--foos 1000,10000] [--cgroup-mib 256] [--workers 8] [--namespaces 10] [--controllers '*'] [--no-webhooks]
  *
  * Foos are spread over `--namespaces` namespaces. Convergence is observed through a watch in this process.
+ * Writes bench/results/scale/… (bench/results.ts); the anchor is the raw writer of the same N in the same run. The
+ * sizing rule of docs/sizing.md (128 MiB + 6 MiB per 1 000 cached objects) is checked against the cgroup's max usage:
+ * `n<N>.rule` holds what the rule asks for 2 N cached objects and the headroom left.
  */
 import { execFileSync } from 'node:child_process';
-import { cpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
@@ -27,7 +33,10 @@ import { fooResource } from '../pkg/controllers/foo/desired.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import { MemoryCgroup, processRss } from '../test/helpers/cgroup.ts';
 import { distMainScript, ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
+import { createWebhookServing } from '../pkg/testing/webhooks.ts';
+import { freePort } from '../test/cluster/controlplane.ts';
 import { freshFooControlPlane, log, rawFooWrites, RAW_CLIENTS as clients, stopEnv } from './common.ts';
+import { BenchResults, ratio, val } from './results.ts';
 
 const { values: args } = parseArgs({
   args: import.meta.main ? process.argv.slice(2) : [], // imported (not run) by another bench: no flags of its own
@@ -37,6 +46,8 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '8' },
     namespaces: { type: 'string', default: '10' },
     'timeout-seconds': { type: 'string', default: '900' },
+    controllers: { type: 'string', default: '*' },
+    'no-webhooks': { type: 'boolean', default: false },
   },
 });
 const sizes = (args.foos ?? '1000').split(',').map(Number);
@@ -44,6 +55,11 @@ const cgroupMiB = Number(args['cgroup-mib']);
 const workers = Number(args.workers);
 const namespaceCount = Number(args.namespaces);
 const timeoutMs = Number(args['timeout-seconds']) * 1000;
+const controllers = args.controllers ?? '*';
+const webhooks = !args['no-webhooks'];
+/** docs/sizing.md's rule: memory limit ≥ RULE_BASE_MIB + RULE_PER_1000_MIB per 1 000 cached objects. */
+const RULE_BASE_MIB = 128;
+const RULE_PER_1000_MIB = 6;
 const MiB = 1024 * 1024;
 const repo = join(import.meta.dirname, '..');
 
@@ -82,9 +98,15 @@ async function managerRun(n: number, limitMiB: number | undefined): Promise<Mana
     const all = foos.lister().list();
     return all.length >= n && all.every((f) => f.status?.availableReplicas !== undefined);
   };
+  // The Network webhooks as config/default serves them (validation, v1 ↔ v2 conversion), on a loopback port.
+  const certDir = mkdtempSync(join(tmpdir(), 'tscm-scale-webhook-'));
+  const webhookArgs = webhooks
+    ? [`--webhook-cert-path=${certDir}`, `--webhook-bind-address=${(await createWebhookServing(certDir, '127.0.0.1', await freePort())).bindAddress}`]
+    : [];
   const start = (): Promise<ManagerProcess> => ManagerProcess.start({
     script: distMainScript, collectLogs: false, ...(cgroup ? { cgroup } : {}),
-    args: ['--controllers=foo', `--foo-concurrency=${workers}`], env: { KUBECONFIG: env.cp.kubeconfig },
+    args: [`--controllers=${controllers}`, `--foo-concurrency=${workers}`, ...webhookArgs],
+    env: { KUBECONFIG: env.cp.kubeconfig, NEUTRON_CLOUD_CONFIG: 'none' },
   });
   const row: ManagerRow = {
     readyMs: undefined, convergedMs: undefined, peakRss: 0, heapUsed: 0, external: 0, settledRss: 0,
@@ -137,6 +159,7 @@ async function managerRun(n: number, limitMiB: number | undefined): Promise<Mana
     ac.abort();
     await informers;
     await stopEnv(env);
+    rmSync(certDir, { recursive: true, force: true });
   }
 }
 
@@ -145,6 +168,14 @@ const mib = (b: number | undefined): string => (b ? (b / MiB).toFixed(0) : '–'
 
 async function main(): Promise<void> {
   execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  const res = new BenchResults('scale', {
+    name: 'raw writes',
+    description: `the Foo controller's writes (POST Deployment, PATCH Foo status, POST Event per Foo) made directly with ${clients} in flight, ` +
+      'on a fresh control plane with the same N Foos, in the same run: the API server\'s own pace (÷ raw)',
+  });
+  res.set('config.controllers', controllers);
+  res.set('config.webhooks', webhooks);
+  res.set('config.workers', val(workers, 'count'));
   const lines = [
     '| Foos | run | start → ready s | start → converged s | ÷ raw | peak RSS MiB | heap / external MiB | settled RSS MiB | restart → ready s | RSS after restart MiB | writes on restart | cgroup max MiB | killed |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
@@ -153,10 +184,19 @@ async function main(): Promise<void> {
     log(`N=${n}: raw anchor`);
     const rawEnv = await freshFooControlPlane(n, { namespaceCount, prefix: 'tscm-scale-' });
     const raw = await rawFooWrites(rawEnv).finally(() => stopEnv(rawEnv)).then((r) => r.ms);
+    res.sampleLoad();
+    res.set(`n${n}.raw.converge`, val(raw / 1000, 's'));
+    res.set(`n${n}.cachedObjects`, val(2 * n, 'count'));
     lines.push(`| ${n} | raw writes (${clients} in flight) | – | ${sec(raw)} | 1.00 | – | – | – | – | – | – | – | – |`);
     for (const limit of [undefined, cgroupMiB]) {
       log(`N=${n}: manager${limit ? ` in a ${limit} MiB cgroup` : ''}`);
       const r = await managerRun(n, limit);
+      res.sampleLoad();
+      recordRow(res, `n${n}.${limit ? `cgroup${limit}` : 'unlimited'}`, r, raw);
+      if (limit && r.cgroupMax) {
+        const asked = RULE_BASE_MIB + (RULE_PER_1000_MIB * 2 * n) / 1000;
+        res.set(`n${n}.rule`, { limit: val(asked, 'MiB'), headroom: val(asked - r.cgroupMax / MiB, 'MiB'), usedShare: val((100 * r.cgroupMax) / MiB / asked, '%') });
+      }
       lines.push(`| ${n} | manager${limit ? `, ${limit} MiB cgroup` : ''} | ${sec(r.readyMs)} | ${sec(r.convergedMs)} | ` +
         `${r.convergedMs === undefined ? '–' : (r.convergedMs / raw).toFixed(2)} | ${mib(r.peakRss)} | ${mib(r.heapUsed)} / ${mib(r.external)} | ` +
         `${mib(r.settledRss)} | ${sec(r.restartReadyMs)} | ${mib(r.restartRss)} | ${r.restartReadyMs === undefined ? '–' : r.restartWrites} | ` +
@@ -164,8 +204,29 @@ async function main(): Promise<void> {
       log(`  ${lines[lines.length - 1]} (manager CPU ${r.cpuSeconds.toFixed(1)} s)`);
     }
   }
+  res.write();
   process.stdout.write(`\n${lines.join('\n')}\n\n(Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ` +
-    `manager: dist/, ${workers} workers, all namespaces; ÷ raw = convergence time / raw-writes time of the same N)\n`);
+    `manager: dist/, --controllers=${controllers}, ${workers} Foo workers, webhooks ${webhooks ? 'on' : 'off'}, all namespaces; ÷ raw = convergence time / raw-writes time of the same N)\n`);
+}
+
+/** One manager row into the results file (units: s, MiB, CPU-s, count). */
+function recordRow(res: BenchResults, group: string, r: ManagerRow, rawMs: number): void {
+  const set = (k: string, v: number | undefined, unit: string, scale = 1): void => {
+    if (v !== undefined && Number.isFinite(v) && v > 0) res.set(`${group}.${k}`, val(v / scale, unit));
+  };
+  set('ready', r.readyMs, 's', 1000);
+  set('converge', r.convergedMs, 's', 1000);
+  if (r.convergedMs !== undefined) res.set(`${group}.convergeOverRaw`, ratio(r.convergedMs, rawMs));
+  set('peakRss', r.peakRss, 'MiB', MiB);
+  set('heapUsed', r.heapUsed, 'MiB', MiB);
+  set('external', r.external, 'MiB', MiB);
+  set('settledRss', r.settledRss, 'MiB', MiB);
+  set('restart', r.restartReadyMs, 's', 1000);
+  set('restartRss', r.restartRss, 'MiB', MiB);
+  set('cgroupMax', r.cgroupMax, 'MiB', MiB);
+  set('cpu', r.cpuSeconds, 'CPU-s');
+  if (r.restartReadyMs !== undefined) res.set(`${group}.restartWrites`, val(r.restartWrites, 'count'));
+  res.set(`${group}.killed`, r.killed ?? 'no');
 }
 
 if (import.meta.main) await main();
