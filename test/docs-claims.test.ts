@@ -119,6 +119,13 @@ describe('countable claims of the documentation equal the repository', () => {
     }
   });
 
+  test('docs/testing.md\'s "N cases × 2" equals the cases of test/fakeclient-conformance.test.ts', () => {
+    const cases = testCalls(readFileSync(join(repo, 'test/fakeclient-conformance.test.ts'), 'utf8')).filter((c) => c.fn === 'test' && c.enclosing.length === 0);
+    const stated = /(\d+) cases × 2/.exec(readFileSync(join(repo, 'docs/testing.md'), 'utf8'));
+    assert.ok(stated, 'docs/testing.md states the number of conformance cases');
+    assert.equal(Number(stated[1]), cases.length, `test/fakeclient-conformance.test.ts has ${cases.length} cases`);
+  });
+
   test('the measured unit + integration test count of the last CI run is quoted identically everywhere', () => {
     const counts = new Map<string, string[]>();
     for (const [doc, text] of documents()) {

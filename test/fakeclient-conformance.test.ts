@@ -3,7 +3,8 @@
  * against a real kube-apiserver (startTestEnv), so the fake cannot drift from the server. Every case passes on both.
  * Where the fake refuses (FakeUnsupportedError: it cannot answer as the server would without managedFields, a
  * garbage collector, …), the case asserts the refusal on the fake and the server's behaviour on the real one — so
- * the refusal list in pkg/testing/fakeclient.ts and docs/testing.md is proven, not just written down.
+ * the refusal list in pkg/testing/fakeclient.ts and docs/testing.md is proven, not just written down. The one case
+ * that asserts a silent difference ("not modelled, silently different") proves docs/testing.md's warning about it.
  *
  *   ./node_modules/.bin/node --test test/fakeclient-conformance.test.ts
  */
@@ -74,13 +75,15 @@ export function conformance(kit: () => ConformanceKit): void {
     await assert.rejects(cms(`${n}-missing`).create({ metadata: { name: 'x' } }), apiError(404, 'NotFound'));
   });
 
-  test('a body is what JSON makes of it: a Date becomes its ISO string, undefined members are left out (null in a list); the caller\'s object is not kept', async (t) => {
+  test('a body is what JSON makes of it: a Date becomes its ISO string, undefined members are left out (null in a list); neither the caller\'s object nor the answer is the stored one', async (t) => {
     const n = await ns(t);
     const spec: Record<string, unknown> = { when: new Date(0), gone: undefined, list: [1, undefined, 'x'], nested: { keep: true, drop: undefined } };
     const g = await gds(n).create({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Gadget', metadata: { name: 'a' }, spec });
     const want = { when: '1970-01-01T00:00:00.000Z', list: [1, null, 'x'], nested: { keep: true } };
     assert.deepEqual(g.spec, want);
     (spec['nested'] as Record<string, unknown>)['keep'] = false; // a later change of the caller's object is not stored
+    assert.deepEqual((await gds(n).get('a')).spec, want);
+    (g.spec as Record<string, unknown>)['when'] = 'changed'; // nor is a change of the answer
     assert.deepEqual((await gds(n).get('a')).spec, want);
     const p = await gds(n).patch('a', { merge: { spec: { when: new Date(1000), list: undefined } } });
     assert.deepEqual(p.spec, { ...want, when: '1970-01-01T00:00:01.000Z' }, 'undefined in a merge patch is left out, not a deletion');
@@ -95,8 +98,9 @@ export function conformance(kit: () => ConformanceKit): void {
     await assert.rejects(cms(n).create({ metadata: {} }), apiError(422, 'Invalid'));
   });
 
-  test('update: a stale resourceVersion is 409 Conflict; the current one writes (new resourceVersion); an unchanged update writes nothing', async (t) => {
+  test('update: a stale resourceVersion is 409 Conflict; the current one writes (new resourceVersion); an unchanged update writes nothing; a missing object is 404', async (t) => {
     const n = await ns(t);
+    await assert.rejects(cms(n).update({ metadata: { name: 'c' }, data: { a: '0' } }), apiError(404, 'NotFound'));
     const v1 = await cms(n).create({ metadata: { name: 'c' }, data: { a: '1' } });
     const v2 = await cms(n).update({ ...v1, data: { a: '2' } });
     assert.notEqual(v2.metadata?.resourceVersion, v1.metadata?.resourceVersion);
@@ -122,7 +126,7 @@ export function conformance(kit: () => ConformanceKit): void {
     await assert.rejects(cms(n).patch('b', { json: [{ op: 'replace', path: '/data/nope', value: 'x' }] }), apiError(422, 'Invalid'));
   });
 
-  test('generation: bumped by a spec change, not by metadata or status changes', async (t) => {
+  test('generation: bumped by a spec change (and a Deployment\'s annotations), not by other metadata or by status behind a subresource', async (t) => {
     const n = await ns(t);
     const m = await mcs(n).create({ metadata: { name: 'g' }, spec: { size: 1 } });
     const labelled = await mcs(n).update({ ...m, metadata: { ...m.metadata, labels: { a: 'b' } } });
@@ -140,6 +144,16 @@ export function conformance(kit: () => ConformanceKit): void {
     // Without a status subresource every change outside metadata counts, status included.
     const g = await gds(n).create({ metadata: { name: 'g' }, spec: { a: 1 } });
     assert.equal((await gds(n).patch('g', { merge: { status: { b: 2 } } })).metadata?.generation, (g.metadata?.generation ?? 0) + 1);
+  });
+
+  test('CRD defaults: the schema\'s default is filled in on create and on update', async (t) => {
+    const n = await ns(t);
+    const m = await mcs(n).create({ metadata: { name: 'def' }, spec: { size: 1 } });
+    assert.equal(m.spec?.image, 'memcached:1.6.26-alpine3.19');
+    const changed = await mcs(n).update({ ...m, spec: { size: 2, image: 'memcached:other' } });
+    assert.equal(changed.spec?.image, 'memcached:other', 'a value given is kept');
+    const dropped = await mcs(n).update({ ...changed, spec: { size: 3 } });
+    assert.deepEqual([dropped.spec?.size, dropped.spec?.image], [3, 'memcached:1.6.26-alpine3.19'], 'an update that leaves it out gets the default again');
   });
 
   test('status subresource: create drops status; the main resource ignores status; /status ignores everything else', async (t) => {
@@ -196,7 +210,7 @@ export function conformance(kit: () => ConformanceKit): void {
     await assert.rejects(mcs(n).get('m'), apiError(404, 'NotFound'));
   });
 
-  test('list: label selectors (=, !=, in, notin, exists, !exists), field selectors on name, paging with limit/continue', async (t) => {
+  test('list: label selectors (=, !=, in, notin, exists, !exists), field selectors on name and namespace, paging with limit/continue', async (t) => {
     const n = await ns(t);
     for (const [name, labels] of [['a', { app: 'web', tier: 'fe' }], ['b', { app: 'web', tier: 'db' }], ['c', { app: 'api' }], ['d', {}]] as const) {
       await cms(n).create({ metadata: { name, labels } });
@@ -212,6 +226,11 @@ export function conformance(kit: () => ConformanceKit): void {
     assert.deepEqual(await names({ labelSelector: '!app' }), ['d']);
     assert.deepEqual(await names({ fieldSelector: 'metadata.name=c' }), ['c']);
     assert.deepEqual(await names({ fieldSelector: 'metadata.name!=c' }), ['a', 'b', 'd']);
+    // Across all namespaces, metadata.namespace picks this one's.
+    const everywhere = await kit().client.resource<ConfigMap>(coreResources.configMaps).list({ fieldSelector: `metadata.namespace=${n}` });
+    assert.deepEqual(everywhere.items.map((i) => `${i.metadata?.namespace}/${i.metadata?.name}`).sort(), ['a', 'b', 'c', 'd'].map((x) => `${n}/${x}`));
+    const others = await kit().client.resource<ConfigMap>(coreResources.configMaps).list({ fieldSelector: `metadata.namespace!=${n}` });
+    assert.ok(others.items.every((i) => i.metadata?.namespace !== n));
     const page1 = await cms(n).list({ limit: 3 });
     assert.equal(page1.items.length, 3);
     assert.ok(page1.metadata.continue);
@@ -233,6 +252,8 @@ export function conformance(kit: () => ConformanceKit): void {
     const noop = await cms(n).patch('p', { merge: {} });
     assert.equal(noop.metadata?.resourceVersion, fenced.metadata?.resourceVersion, 'an empty patch writes nothing');
     await assert.rejects(cms(n).patch('nope', { merge: { data: { a: '1' } } }), apiError(404, 'NotFound'));
+    await gds(n).create({ metadata: { name: 'l' }, spec: { list: [1, 2], keep: true } });
+    assert.deepEqual((await gds(n).patch('l', { merge: { spec: { list: [3] } } })).spec, { list: [3], keep: true });
   });
 
   test('JSON patch: add, replace, remove, test; a failed test is 422 and changes nothing', async (t) => {
@@ -260,7 +281,7 @@ export function conformance(kit: () => ConformanceKit): void {
     });
   });
 
-  test('server-side apply: creates; the same configuration again writes nothing; force takes a changed field back; /status apply', async (t) => {
+  test('server-side apply: creates; the same configuration again writes nothing; force takes a changed field back; /status apply; maps merged, own lists replaced', async (t) => {
     const n = await ns(t);
     const config = { metadata: { name: 'ssa', labels: { owner: 'me' } }, spec: { size: 2 } };
     const a = await mcs(n).apply(config, { fieldManager: 'ctl', force: true });
@@ -279,6 +300,11 @@ export function conformance(kit: () => ConformanceKit): void {
     const d2 = await deps(n).apply({ ...deployment('web', 2), metadata: { name: 'web' } }, { fieldManager: 'ctl', force: true });
     assert.deepEqual([d1.metadata?.generation, d2.metadata?.generation, (d2.spec as { replicas?: number }).replicas], [1, 2, 2]);
     await assert.rejects(mcs(n).status().apply({ metadata: { name: 'nope' }, status: { availableReplicas: 1 } }, { fieldManager: 'ctl', force: true }), apiError(404));
+    // Maps merge key by key with what others wrote; a list this manager alone wrote is replaced (here: an atomic list).
+    await gds(n).apply({ metadata: { name: 'l' }, spec: { list: [1, 2, 3], mine: 'a' } }, { fieldManager: 'ctl', force: true });
+    await gds(n).patch('l', { merge: { spec: { theirs: 'b' } } }, { fieldManager: 'other' });
+    const l = await gds(n).apply({ metadata: { name: 'l' }, spec: { list: [3], mine: 'a' } }, { fieldManager: 'ctl', force: true });
+    assert.deepEqual(l.spec, { list: [3], mine: 'a', theirs: 'b' });
   });
 
   test('server-side apply: what depends on field ownership is refused by the fake (the server: 409, merge by key, removal)', async (t) => {
@@ -312,7 +338,7 @@ export function conformance(kit: () => ConformanceKit): void {
     await mcs(n).patch('own', { merge: { metadata: { finalizers: null } } });
   });
 
-  test('dryRun: create, patch and delete answer the result and store nothing', async (t) => {
+  test('dryRun: create, update, patch, apply and delete answer the result and store nothing', async (t) => {
     const n = await ns(t);
     const dry = await cms(n).create({ metadata: { name: 'dry' }, data: { a: '1' } }, { dryRun: true });
     assert.equal(dry.metadata?.name, 'dry');
@@ -320,16 +346,77 @@ export function conformance(kit: () => ConformanceKit): void {
     const c = await cms(n).create({ metadata: { name: 'wet' }, data: { a: '1' } });
     const p = await cms(n).patch('wet', { merge: { data: { a: '2' } } }, { dryRun: true });
     assert.equal(p.data?.['a'], '2');
+    const u = await cms(n).update({ ...c, data: { a: '3' } }, { dryRun: true });
+    assert.equal(u.data?.['a'], '3');
+    const a = await cms(n).apply({ metadata: { name: 'wet' }, data: { a: '4' } }, { fieldManager: 'ctl', force: true, dryRun: true });
+    assert.equal(a.data?.['a'], '4');
+    const created = await cms(n).apply({ metadata: { name: 'applied' }, data: { a: '1' } }, { fieldManager: 'ctl', force: true, dryRun: true });
+    assert.equal(created.data?.['a'], '1');
+    await assert.rejects(cms(n).get('applied'), apiError(404), 'a dry-run apply creates nothing');
     await cms(n).delete('wet', { dryRun: true });
     const now = await cms(n).get('wet');
     assert.deepEqual([now.data?.['a'], now.metadata?.resourceVersion], ['1', c.metadata?.resourceVersion]);
   });
 
-  test('refused by the fake, done by the server: a Foreground delete (finalizer foregroundDeletion), fieldValidation Strict', async (t) => {
+  test('refused by the fake, served by the server: a watch (the fake offers informer(type) instead)', async (t) => {
+    const n = await ns(t);
+    await cms(n).create({ metadata: { name: 'w' }, data: { a: '1' } });
+    // One object, so the server's stream holds one event (a JSON line) before it times out after a second.
+    await refusedByFake(() => kit().client.json<{ type?: string; object?: ConfigMap }>('GET', `/api/v1/namespaces/${n}/configmaps`,
+      { query: { watch: 'true', fieldSelector: 'metadata.name=w', timeoutSeconds: '1' } }), /does not support watch/, (event) => {
+      assert.deepEqual([event.type, event.object?.metadata?.name, event.object?.data], ['ADDED', 'w', { a: '1' }]);
+    });
+  });
+
+  test('refused by the fake, served by the server: the scale subresource (read and write spec.replicas through a Scale)', async (t) => {
+    const n = await ns(t);
+    await deps(n).create(deployment('sc', 2));
+    await refusedByFake(() => deps(n).scale().get('sc'), /the scale subresource/, (scale) => {
+      assert.deepEqual([scale.kind, scale.spec?.replicas], ['Scale', 2]);
+    });
+    await refusedByFake(() => deps(n).scale().patch('sc', { merge: { spec: { replicas: 3 } } }), /the scale subresource/, async (scale) => {
+      assert.equal(scale.spec?.replicas, 3);
+      assert.equal((await deps(n).get('sc')).spec?.['replicas'], 3);
+    });
+  });
+
+  test('refused by the fake, served by the server: field selectors other than metadata.name and metadata.namespace', async (t) => {
+    const n = await ns(t);
+    const secrets = kit().client.resource<KubeObject & { type?: string; stringData?: Record<string, string> }>(coreResources.secrets).namespace(n);
+    await secrets.create({ metadata: { name: 'o' }, type: 'Opaque' });
+    await secrets.create({ metadata: { name: 'b' }, type: 'kubernetes.io/basic-auth', stringData: { username: 'u', password: 'p' } });
+    await refusedByFake(() => secrets.list({ fieldSelector: 'type=kubernetes.io/basic-auth' }), /field selector "type=kubernetes.io\/basic-auth"/, (list) => {
+      assert.deepEqual(list.items.map((i) => i.metadata?.name), ['b']);
+    });
+    // Combined with one the fake models, still refused: never a list that silently ignores part of the selector.
+    await refusedByFake(() => secrets.list({ fieldSelector: 'metadata.name=o,type=Opaque' }), /field selector "type=Opaque"/, (list) => {
+      assert.deepEqual(list.items.map((i) => i.metadata?.name), ['o']);
+    });
+  });
+
+  test('not modelled, silently different: validation (the server refuses a Deployment status with availableReplicas > readyReplicas, the fake stores it); managedFields (never set by the fake)', async (t) => {
+    const n = await deps(await ns(t)).create(deployment('v')).then((d) => d.metadata?.namespace ?? '');
+    const write = deps(n).status().patch('v', { merge: { status: { replicas: 1, readyReplicas: 1, availableReplicas: 2 } } });
+    if (kit().fake) {
+      assert.equal((await write).status?.['availableReplicas'], 2);
+    } else {
+      await assert.rejects(write, apiError(422, 'Invalid'));
+    }
+    const managed = (await deps(n).get('v')).metadata?.managedFields;
+    assert.equal(managed === undefined, kit().fake, `managedFields: ${JSON.stringify(managed)?.slice(0, 80)}`);
+  });
+
+  test('refused by the fake, done by the server: Foreground and Orphan deletes (finalizer foregroundDeletion, orphan), fieldValidation Strict', async (t) => {
     const n = await ns(t);
     await cms(n).create({ metadata: { name: 'fg' } });
     await refusedByFake(() => cms(n).delete('fg', { propagationPolicy: 'Foreground' }), /propagationPolicy Foreground/, (obj) => {
       assert.deepEqual((obj as ConfigMap).metadata?.finalizers, ['foregroundDeletion']);
+    });
+    // The server marks the object and leaves it to the garbage collector (not running here): it stays, terminating.
+    await cms(n).create({ metadata: { name: 'or' } });
+    await refusedByFake(() => cms(n).delete('or', { propagationPolicy: 'Orphan' }), /propagationPolicy Orphan/, (obj) => {
+      const m = (obj as ConfigMap).metadata;
+      assert.deepEqual([m?.finalizers, typeof m?.deletionTimestamp], [['orphan'], 'string']);
     });
     await refusedByFake(() => cms(n).create({ metadata: { name: 'strict' }, data: { a: '1' } }, { fieldValidation: 'Strict' }), /Strict/, (c) => {
       assert.equal(c.metadata?.name, 'strict');

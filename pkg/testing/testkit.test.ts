@@ -103,3 +103,15 @@ test('FakeClient: timestamps from `now` (second precision); unregistered types a
   await assert.rejects(fake.json('GET', '/api/v1/namespaces/n/configmaps', { query: { watch: 'true' } }), FakeUnsupportedError);
   await assert.rejects(fake.json('GET', '/apis/x.io/v1/namespaces/n/things'), (err: unknown) => (err as { status?: number }).status === 404);
 });
+
+test('FakeClient objects: created first, in order, a missing namespace created, status kept (also behind a status subresource)', () => {
+  const fake = new FakeClient({ objects: [
+    { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', namespace: 'seeded' }, spec: { replicas: 1 }, status: { replicas: 1 } } as KubeObject,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'seeded' } },
+  ] });
+  assert.deepEqual(fake.objects(coreResources.namespaces).map((n) => n.metadata?.name), ['seeded']);
+  const [d] = fake.objects<KubeObject & { status?: unknown }>(coreResources.deployments);
+  const [c] = fake.objects(coreResources.configMaps);
+  assert.deepEqual(d?.status, { replicas: 1 });
+  assert.ok(Number(d?.metadata?.resourceVersion) < Number(c?.metadata?.resourceVersion), 'created in the order given');
+});

@@ -37,6 +37,8 @@ export interface ProofRef {
 
 /** A `test(`, `it(`, `describe(`, `suite(` or `t.test(` call of a test file. */
 export interface TestCall {
+  /** `test`, `it`, `describe` or `suite`. */
+  fn: string;
   /** The title as written: the literal text, or the template with `${…}` for each substitution. */
   title: string | undefined;
   /** Matches a title that names this call (exact text; each `${…}` of a template stands for some text). */
@@ -67,7 +69,7 @@ function withoutFences(markdown: string): string {
 const lineAt = (text: string, index: number): number => text.slice(0, index).split('\n').length;
 
 const PATH = String.raw`(?:\[\x60([^\x60\]]+)\x60\]\([^)\s]*\)|\x60([^\x60]+)\x60)`;
-const REFERENCE = new RegExp(`${PATH}((?:\\s*›\\s*“[^”“]*”)+)`, 'g');
+const REFERENCE = new RegExp(`${PATH}((?:\\s*›\\s*“[^”“\n]*”)+)`, 'g');
 /** A test file followed by `›` and something other than a curly-quoted title: a reference gone wrong. */
 const NEAR_MISS = new RegExp(`${PATH}\\s*›(?!\\s*“)`, 'g');
 
@@ -118,13 +120,18 @@ export function parseProofs(markdown: string): { refs: ProofRef[]; footnotes: nu
 const TEST_FUNCTIONS = new Set(['test', 'it', 'describe', 'suite']);
 const SKIP_MODIFIERS = new Set(['skip', 'todo']);
 
-/** `test`, `it.skip`, `t.test`, `describe.only`, …: the call's test function and its modifier, or undefined. */
-function testCallee(expr: ts.Expression): { name: string; modifier?: string } | undefined {
+/**
+ * `test`, `it.skip`, `t.test`, `describe.only`, …: the call's test function and its modifier, or undefined. `x.test(…)`
+ * is a subtest only with a literal title (`re.test(s)` is a RegExp).
+ */
+function testCallee(call: ts.CallExpression): { name: string; modifier?: string } | undefined {
+  const expr = call.expression;
   if (ts.isIdentifier(expr)) return TEST_FUNCTIONS.has(expr.text) ? { name: expr.text } : undefined;
   if (ts.isPropertyAccessExpression(expr)) {
     const left = expr.expression;
     if (ts.isIdentifier(left) && TEST_FUNCTIONS.has(left.text)) return { name: left.text, modifier: expr.name.text };
-    if (expr.name.text === 'test') return { name: 'test' }; // a subtest: t.test(…)
+    const first = call.arguments[0];
+    if (expr.name.text === 'test' && first !== undefined && titleOf(first) !== undefined) return { name: 'test' };
   }
   return undefined;
 }
@@ -186,14 +193,14 @@ export function testCalls(source: string, fileName = 'x.test.ts'): TestCall[] {
   interface Frame { title: string; matches: (t: string) => boolean; skipped: string | undefined }
   const visit = (node: ts.Node, stack: Frame[]): void => {
     if (ts.isCallExpression(node)) {
-      const callee = testCallee(node.expression);
+      const callee = testCallee(node);
       if (callee !== undefined) {
         const t = titleOf(node.arguments[0]);
         const own = ownSkip(node, callee.modifier, sf);
         const inherited = stack.find((f) => f.skipped !== undefined);
         const skipped = own ?? (inherited ? `inside "${inherited.title}" (${inherited.skipped})` : undefined);
         out.push({
-          title: t?.title, matches: t?.matches ?? (() => false), skipped,
+          fn: callee.name, title: t?.title, matches: t?.matches ?? (() => false), skipped,
           enclosing: stack.map((f) => f.title), enclosingMatches: stack.map((f) => f.matches),
           line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1,
         });
