@@ -113,6 +113,8 @@ export interface HttpServerOptions {
    * Node's defaults apply to what is absent (headersTimeout 60 s, requestTimeout 300 s, TLS handshake 120 s).
    */
   limits?: ServerLimits;
+  /** Called for each connection closed at accept because `limits.maxConnections` were open (net.Server's 'drop'). */
+  onConnectionDropped?: () => void;
   logger?: Logger;
 }
 
@@ -128,6 +130,11 @@ export interface ServerLimits {
   keepAliveTimeout?: number;
   /** HTTPS only: time to complete the TLS handshake after the TCP connection. */
   handshakeTimeout?: number;
+  /**
+   * Most TCP connections open at once (net.Server's maxConnections): one more is closed as soon as it is accepted —
+   * before TLS or HTTP, so it costs nothing — and reported to `onConnectionDropped`. Absent: no limit.
+   */
+  maxConnections?: number;
   /**
    * HTTP/2 only: most requests at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS; default 250, Go's
    * server's). HTTP/2 requests get `requestTimeout` (an answer 408 and the stream reset) and `keepAliveTimeout` (an
@@ -150,6 +157,11 @@ export class HttpServerRunnable implements Runnable {
   server: Server | Http2SecureServer | undefined;
   /** True from the signal's abort until the listener closes (the drain; see drainDelayMs). */
   draining = false;
+
+  /** TCP connections open now (accepted and not yet closed; those closed at accept by maxConnections never count). */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
   /** When the last TCP connection was accepted (the drain's clock); -Infinity before any. */
   private lastConnectionAt = Number.NEGATIVE_INFINITY;
   /** Open TCP connections (destroyed past shutdownTimeoutMs). */
@@ -206,13 +218,13 @@ export class HttpServerRunnable implements Runnable {
         if (h2Handler) {
           state.https = this.createHttp2Server(cert, key, h1, h2Handler);
         } else {
-          const { maxConcurrentStreams: _h2Only, ...limits } = this.opts.limits ?? {};
+          const { maxConcurrentStreams: _h2Only, maxConnections: _netServer, ...limits } = this.opts.limits ?? {};
           state.https = createHttpsServer({ ...limits, cert, key }, h1);
         }
         state.https.on('secureConnection', (socket: Socket) => connectedAt.set(socket, state.generation));
         server = state.https;
       } else {
-        const { handshakeTimeout: _tlsOnly, maxConcurrentStreams: _h2Only, ...limits } = this.opts.limits ?? {};
+        const { handshakeTimeout: _tlsOnly, maxConcurrentStreams: _h2Only, maxConnections: _netServer, ...limits } = this.opts.limits ?? {};
         const handler = this.opts.handler;
         server = createHttpServer(limits, (req, res) => {
           if (this.draining) res.setHeader('connection', 'close');
@@ -220,6 +232,11 @@ export class HttpServerRunnable implements Runnable {
         });
       }
       this.server = server;
+      const maxConnections = this.opts.limits?.maxConnections;
+      if (maxConnections !== undefined) {
+        server.maxConnections = maxConnections;
+        server.on('drop', () => this.opts.onConnectionDropped?.());
+      }
       const drainClock = this.opts.clock ?? realClock;
       server.on('connection', (socket: Socket) => {
         this.lastConnectionAt = drainClock.now();
@@ -292,7 +309,7 @@ export class HttpServerRunnable implements Runnable {
    * `keepAliveTimeout` (an idle one is closed); during a drain a session that sends a request is sent a GOAWAY after it.
    */
   private createHttp2Server(cert: Buffer, key: Buffer, h1: RequestListener, h2: Http2RequestListener): Http2SecureServer {
-    const { maxConcurrentStreams, keepAliveTimeout, requestTimeout, ...limits } = this.opts.limits ?? {};
+    const { maxConcurrentStreams, keepAliveTimeout, requestTimeout, maxConnections: _netServer, ...limits } = this.opts.limits ?? {};
     const { createSecureServer, constants } = http2();
     const server = createSecureServer({
       ...limits, ...(keepAliveTimeout !== undefined ? { keepAliveTimeout } : {}), ...(requestTimeout !== undefined ? { requestTimeout } : {}),

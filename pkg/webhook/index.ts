@@ -3,7 +3,8 @@
  * the JSON patch of a defaulter's result. See docs/webhooks.md.
  */
 export {
-  WebhookServer, defaultWebhookBindAddress, defaultWebhookCertDir, defaultMaxRequestBytes, type WebhookServerOptions,
+  WebhookServer, defaultWebhookBindAddress, defaultWebhookCertDir, defaultMaxRequestBytes, defaultMaxConversionRequestBytes,
+  defaultMaxRequestsInFlight, defaultMaxInFlightBytes, defaultMaxConnections, defaultRequestTimeoutMs, type WebhookServerOptions,
   type WebhookRegistrar,
 } from './server.ts';
 export { WebhookBuilder } from './builder.ts';
@@ -19,4 +20,6 @@ export {
 } from './conversion.ts';
 export { jsonPatch, escapePointerSegment } from './jsonpatch.ts';
 export { mutatePath, validatePath, convertPath, type GroupVersionKindLike } from './paths.ts';
-export { webhookMetricFamilies, webhookLatencyBuckets, type WebhookMetricFamilies } from './metrics.ts';
+export {
+  webhookMetricFamilies, webhookLatencyBuckets, webhookRefusalReasons, type WebhookMetricFamilies, type WebhookRefusalReason,
+} from './metrics.ts';

@@ -24,7 +24,9 @@ import { denied, type AdmissionReview } from './admission.ts';
 import { WebhookBuilder } from './builder.ts';
 import type { ConversionReview } from './conversion.ts';
 import type { JsonPatchOperation } from './jsonpatch.ts';
-import { WebhookServer, type WebhookServerOptions } from './server.ts';
+import {
+  defaultMaxConversionRequestBytes, defaultMaxRequestBytes, WebhookServer, type WebhookServerOptions,
+} from './server.ts';
 
 interface Widget extends KubeObject {
   spec: { replicas?: number; tier?: string; count?: number };
@@ -271,6 +273,7 @@ describe('WebhookServer: bad input', () => {
     assert.equal(reply.status, 413);
     assert.ok(reply.closedAfterMs < 5_000, `closed after ${reply.closedAfterMs} ms`);
     assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '413' }), 2);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_refused_total', { webhook: validatorPath, reason: 'body_too_large' }), 2);
   });
 
   it('an answer given before the body was read (wrong content type, wrong method, unknown path) closes the connection', async () => {
@@ -286,8 +289,8 @@ describe('WebhookServer: bad input', () => {
     }
   });
 
-  it('a slow client cannot hold a connection: headers not finished, or a body never finished, are cut at the timeouts', async () => {
-    const { port } = await serve(withValidator, { headersTimeoutMs: 300, requestTimeoutMs: 600 });
+  it('a slow client cannot hold a connection: headers not finished, or a body never finished, are cut at the timeouts (the body: 408, counted)', async () => {
+    const { port, registry } = await serve(withValidator, { headersTimeoutMs: 300, requestTimeoutMs: 600 });
     const hold = (data: string): Promise<{ closedAfterMs: number; received: string }> => new Promise((resolve, reject) => {
       const t0 = Date.now();
       let received = '';
@@ -301,6 +304,9 @@ describe('WebhookServer: bad input', () => {
     assert.match(headersOnly.received, /^HTTP\/1.1 408/);
     const bodyUnfinished = await hold(`POST ${validatorPath} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":`);
     assert.ok(bodyUnfinished.closedAfterMs >= 500 && bodyUnfinished.closedAfterMs < 3_000, `closed after ${bodyUnfinished.closedAfterMs} ms`);
+    assert.match(bodyUnfinished.received, /^HTTP\/1.1 408 [^]*request body not complete within 600 ms/);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_refused_total', { webhook: validatorPath, reason: 'request_timeout' }), 1);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatorPath, code: '408' }), 1);
   });
 
   it('a TLS handshake never started is cut at the handshake timeout', async () => {
@@ -365,6 +371,174 @@ describe('WebhookServer: bad input', () => {
     assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_in_flight', { webhook: validatorPath }), 0);
     const latency = (await registry.getSingleMetric('controller_runtime_webhook_latency_seconds')!.get()).values as Array<{ metricName?: string; value: number }>;
     assert.equal(latency.find((v) => v.metricName === 'controller_runtime_webhook_latency_seconds_count')?.value, 1);
+  });
+});
+
+/** Polls `cond` (every 5 ms) until it holds; fails after 5 s with `what`. */
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cond()) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** `json` followed by spaces (valid JSON) to exactly `size` bytes. */
+function padded(json: string, size: number): Buffer {
+  const head = Buffer.from(json);
+  assert.ok(head.length <= size, `${head.length} > ${size}`);
+  return Buffer.concat([head, Buffer.alloc(size - head.length, 0x20)]);
+}
+
+/**
+ * A POST whose body the test writes piece by piece — chunked, or with `contentLength` declared; `reply` resolves with
+ * the answer, also one the server gives before the body ended (then the client's later writes may fail: ignored).
+ */
+function upload(port: number, path: string, contentLength?: number): { write(b: Buffer): void; end(b?: Buffer): void; reply: Promise<Reply> } {
+  const framing: Record<string, string> = contentLength === undefined ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(contentLength) };
+  let answered = false;
+  let resolveReply!: (r: Reply) => void;
+  let rejectReply!: (err: Error) => void;
+  const reply = new Promise<Reply>((resolve, reject) => {
+    resolveReply = resolve;
+    rejectReply = reject;
+  });
+  const req = httpsRequest({
+    host: '127.0.0.1', port, path, method: 'POST', ca: pair.cert, agent: false, headers: { 'content-type': 'application/json', ...framing },
+  }, (res) => {
+    answered = true;
+    let text = '';
+    res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolveReply({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
+  });
+  req.on('error', (err) => {
+    if (!answered) rejectReply(err);
+  });
+  return { write: (b) => void req.write(b), end: (b) => void (b ? req.end(b) : req.end()), reply };
+}
+
+describe('WebhookServer: limits', () => {
+  const holding = (server: WebhookServer): { requests: number; bytes: number } => {
+    const { requests, bytes } = server.inFlight();
+    return { requests, bytes };
+  };
+  const refused = (registry: Registry, webhook: string, reason: string): Promise<number | undefined> =>
+    metricValue(registry, 'controller_runtime_webhook_refused_total', { webhook, reason });
+
+  it('maxRequestsInFlight: a request beyond it is answered 429 with Retry-After at once (body unread, connection closed), counted; a freed slot serves the next', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered = 0;
+    const { port, registry, server } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: async () => {
+        entered++;
+        await gate;
+      },
+    }).complete(), { maxRequestsInFlight: 2 });
+    const bodies = [review({ uid: 'a' }), review({ uid: 'b' })];
+    const held = bodies.map((b) => post(port, validatePath, b));
+    await until('two requests in their handler', () => entered === 2);
+    assert.deepEqual(holding(server), { requests: 2, bytes: Buffer.byteLength(bodies[0]!) + Buffer.byteLength(bodies[1]!) });
+
+    const third = await post(port, validatePath, review({ uid: 'c' }));
+    assert.equal(third.status, 429);
+    assert.equal(third.headers['retry-after'], '1');
+    assert.match(third.body, /2 requests in flight \(maxRequestsInFlight\)/);
+    // A body that never ends is not waited for: answered and closed at once.
+    const endless = await streamForever(port, validatePath, Buffer.alloc(100, 0x20));
+    assert.equal(endless.status, 429);
+    assert.ok(endless.closedAfterMs < 5_000, `closed after ${endless.closedAfterMs} ms`);
+    assert.equal(entered, 2, 'no refused request reached the handler');
+
+    release();
+    for (const r of await Promise.all(held)) assert.equal(r.status, 200);
+    assert.deepEqual(holding(server), { requests: 0, bytes: 0 });
+    assert.equal((await post(port, validatePath, review({ uid: 'd' }))).status, 200);
+    assert.equal(await refused(registry, validatePath, 'max_requests_in_flight'), 2);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatePath, code: '429' }), 2);
+  });
+
+  it('body limits per path: maxRequestBytesByPath overrides maxRequestBytes; by default /convert takes defaultMaxConversionRequestBytes, admission paths defaultMaxRequestBytes', async () => {
+    const mutatePath = '/mutate-example-com-v2-widget';
+    const both = (s: WebhookServer): void => new WebhookBuilder<Widget>(s, gvk).withValidator({}).withDefaulter(() => undefined).complete();
+    const { port, registry } = await serve(both, { maxRequestBytes: 1024, maxRequestBytesByPath: { [validatePath]: 4096 } });
+    assert.equal((await post(port, validatePath, padded(review(), 4096))).status, 200, 'its own limit');
+    const over = await post(port, validatePath, padded(review(), 4097));
+    assert.equal(over.status, 413);
+    assert.match(over.body, /larger than 4096 bytes/);
+    assert.equal((await post(port, mutatePath, padded(review(), 1024))).status, 200);
+    assert.equal((await post(port, mutatePath, padded(review(), 1025))).status, 413, 'the default limit');
+    assert.equal(await refused(registry, validatePath, 'body_too_large'), 1);
+    assert.equal(await refused(registry, mutatePath, 'body_too_large'), 1);
+
+    // The defaults, with bodies of those sizes.
+    const conv = (s: WebhookServer): void => {
+      new WebhookBuilder<Widget>(s, gvk).withValidator({}).withConversion({ hub: 'v2', spokes: { v1: { toHub: (o) => o, fromHub: (o) => o } } }).complete();
+    };
+    const defaults = await serve(conv);
+    assert.ok(defaultMaxConversionRequestBytes > defaultMaxRequestBytes);
+    const conversion = JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'c', desiredAPIVersion: 'example.com/v2', objects: [widget({ count: 1 }, 'example.com/v1')] } });
+    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxConversionRequestBytes))).status, 200);
+    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxConversionRequestBytes + 1))).status, 413);
+    assert.equal((await post(defaults.port, validatePath, padded(review(), defaultMaxRequestBytes))).status, 200);
+    assert.equal((await post(defaults.port, validatePath, padded(review(), defaultMaxRequestBytes + 1))).status, 413);
+  });
+
+  it('maxInFlightBytes: body bytes held at once are bounded — a declared Content-Length over what remains → 429 at once, a chunked body passing it → 429 mid-stream; bytes are returned at the answer', async () => {
+    const { port, registry, server } = await serve(withValidatorFor, { maxRequestBytes: 4096, maxInFlightBytes: 5000 });
+    const a = upload(port, validatePath);
+    const aBody = padded(review({ uid: 'a' }), 3000);
+    a.write(aBody.subarray(0, 2900));
+    await until('2 900 bytes of A held', () => server.inFlight().bytes === 2900);
+
+    const declared = await post(port, validatePath, padded(review({ uid: 'b' }), 2200));
+    assert.equal(declared.status, 429);
+    assert.equal(declared.headers['retry-after'], '1');
+    assert.match(declared.body, /request bodies in flight would pass 5000 bytes \(maxInFlightBytes\)/);
+
+    const c = upload(port, validatePath);
+    c.write(Buffer.alloc(2200, 0x20));
+    const cReply = await c.reply;
+    assert.equal(cReply.status, 429);
+    assert.match(cReply.body, /maxInFlightBytes/);
+    await until('C\'s bytes returned', () => server.inFlight().bytes === 2900);
+
+    a.end(aBody.subarray(2900));
+    assert.equal((await a.reply).status, 200);
+    assert.deepEqual(holding(server), { requests: 0, bytes: 0 });
+    assert.equal((await post(port, validatePath, padded(review({ uid: 'b' }), 2200))).status, 200, 'the same request fits now');
+    assert.equal(await refused(registry, validatePath, 'max_in_flight_bytes'), 2);
+  });
+
+  it('maxConnections: a connection beyond it is closed at accept (before TLS), counted with webhook=""; once one closes, a new one is served', async () => {
+    const { port, registry, server } = await serve(withValidatorFor, { maxConnections: 2 });
+    const open = (): Promise<TLSSocket> => new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca: pair.cert }, () => resolve(socket));
+      socket.on('error', reject);
+      socket.on('close', () => reject(new Error('closed before the TLS handshake')));
+    });
+    const first = await open();
+    const second = await open();
+    cleanups.push(() => {
+      second.destroy();
+    });
+    await assert.rejects(open(), /before the TLS handshake|ECONNRESET|socket disconnected/);
+    assert.equal(await refused(registry, '', 'max_connections'), 1);
+    first.destroy();
+    await until('the server saw the connection close', () => server.inFlight().connections === 1);
+    assert.equal((await post(port, validatePath, review())).status, 200);
+  });
+
+  it('option values out of range are refused: counts must be positive integers, maxInFlightBytes at least every body limit, path keys absolute', () => {
+    const mk = (o: WebhookServerOptions): WebhookServer => new WebhookServer({ tls: staticTls(), registry: new Registry(), ...o });
+    assert.throws(() => mk({ maxRequestsInFlight: 0 }), /maxRequestsInFlight must be a positive integer, got 0/);
+    assert.throws(() => mk({ maxConnections: 1.5 }), /maxConnections must be a positive integer, got 1.5/);
+    assert.throws(() => mk({ maxInFlightBytes: -1 }), /maxInFlightBytes must be a positive integer/);
+    assert.throws(() => mk({ maxRequestBytes: 2048, maxInFlightBytes: 1024 }), /maxInFlightBytes \(1024\) must be at least the largest body limit \(maxRequestBytes 2048\)/);
+    assert.throws(() => mk({ maxInFlightBytes: 8 * 1024 * 1024, maxRequestBytesByPath: { '/convert': 16 * 1024 * 1024 } }),
+      /must be at least the largest body limit \(\/convert 16777216\)/);
+    mk({ maxInFlightBytes: 4096 }); // the default limits (7 and 16 MiB) are lowered to it
+    assert.throws(() => mk({ maxRequestBytesByPath: { convert: 10 } }), /maxRequestBytesByPath: path "convert" must start with "\/"/);
+    assert.throws(() => mk({ maxRequestBytesByPath: { '/convert': 0 } }), /maxRequestBytesByPath\["\/convert"\] must be a positive integer, got 0/);
   });
 });
 
@@ -643,6 +817,29 @@ describe('WebhookServer: HTTP/2 (http2: true)', () => {
     assert.equal(slow.status, 408);
     assert.ok(slow.closedAfterMs >= 500 && slow.closedAfterMs < 3_000, `stream closed after ${slow.closedAfterMs} ms`);
     assert.equal((await h2post(slowSession, validatePath, review())).status, 200, 'the session survives');
+  });
+
+  it('maxRequestsInFlight over h2: a stream beyond it is answered 429 with Retry-After and only that stream is reset; the session serves the next', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered = 0;
+    const { port, registry } = await serve((s) => new WebhookBuilder<Widget>(s, gvk).withValidator({
+      validateCreate: async () => {
+        entered++;
+        await gate;
+      },
+    }).complete(), { http2: true, maxRequestsInFlight: 1 });
+    const session = await h2session(port);
+    const held = h2post(session, validatePath, review({ uid: 'held' }));
+    await until('one request in its handler', () => entered === 1);
+    const over = await h2streamForever(session, validatePath, Buffer.alloc(100, 0x20));
+    assert.equal(over.status, 429);
+    assert.match(over.body, /1 requests in flight \(maxRequestsInFlight\)/);
+    release();
+    assert.equal((await held).status, 200);
+    assert.equal(session.closed || session.destroyed, false);
+    assert.equal((await h2post(session, validatePath, review())).status, 200);
+    assert.equal(await metricValue(registry, 'controller_runtime_webhook_refused_total', { webhook: validatePath, reason: 'max_requests_in_flight' }), 1);
   });
 
   it('a renewed certificate: open sessions get GOAWAY, a new session gets the new certificate (and h2)', async () => {

@@ -13,19 +13,32 @@
  * API server applies the webhook configuration's failurePolicy):
  *   404  path not registered                   405  not POST
  *   400  not JSON content, empty or malformed body, wrong apiVersion/kind, no request or uid (body: the reason)
- *   413  body over `maxRequestBytes` (default 7 MiB, controller-runtime's limit): answered as soon as the
- *        Content-Length or the bytes received pass it, the rest is not read, the connection is closed
- *   408  (Node) headers not complete within `headersTimeoutMs` (10 s) or request within `requestTimeoutMs` (30 s);
- *        a TLS handshake not done within `handshakeTimeoutMs` (10 s) is cut. A slow client holds a connection no longer.
+ *   413  body over the path's limit (`maxRequestBytesByPath`, else `maxRequestBytes`: 7 MiB; `/convert` 16 MiB):
+ *        answered as soon as the Content-Length or the bytes received pass it
+ *   429  (with `Retry-After: 1`, which kube-apiserver's webhook client honours by retrying within its timeout)
+ *        `maxRequestsInFlight` (64) requests are already being read or handled, or this body would make the bodies
+ *        held at once pass `maxInFlightBytes` (32 MiB): at once for a declared Content-Length, else when the bytes
+ *        received pass it
+ *   408  the body not complete within `requestTimeoutMs` (10 s) of its headers; (Node) headers not complete within
+ *        `headersTimeoutMs` (10 s); a TLS handshake not done within `handshakeTimeoutMs` (10 s) is cut.
  *   500  the handler threw something other than a denial (admission.ts) — logged once with the request uid
  *   504  the handler did not finish within `handlerTimeoutMs` (default 10 s, the API server's default webhook
  *        timeout): its signal aborts with a TimeoutError, the request is answered at once and logged once with the
  *        uid; whatever the handler does later is ignored.
  *
+ * Limits (the process shares its memory with the controllers; the port is open to every source):
+ *  - A body is never buffered past its path's limit nor past `maxInFlightBytes` together with the others: bytes are
+ *    counted as they arrive. Every refusal (413, 429, 408 above) is answered before the rest of the body is read, and
+ *    the connection is closed (HTTP/2: only the stream is reset), so a refused client holds nothing.
+ *  - `maxConnections` (256) TCP connections at once; one more is closed at accept, before TLS.
+ *  - So the request bodies held at any moment are at most `maxInFlightBytes`, however many clients send, and however
+ *    slowly; a slow one holds its bytes `requestTimeoutMs` at most.
+ *
  * Stopping: with `shutdownDelayMs` the server keeps answering that long after the signal (each answer closing its
  * connection, `ready()` failing), then closes the port and waits up to `shutdownTimeoutMs` for requests in progress.
  *
- * Metrics (metrics.ts) count every request to a registered path by its final HTTP code. `ready()` (the manager's
+ * Metrics (metrics.ts) count every request to a registered path by its final HTTP code, and every refusal by its
+ * reason (controller_runtime_webhook_refused_total; connections with webhook=""). `ready()` (the manager's
  * /readyz check "webhook-server") passes once the server listens with a certificate loaded, until it stops.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -44,15 +57,55 @@ import {
 import {
   conversionReviewResponse, convertReview, groupKindKey, parseConversionReview, type Conversion,
 } from './conversion.ts';
-import { webhookMetricFamilies, type WebhookMetricFamilies } from './metrics.ts';
+import { InFlightLimiter, type Ticket } from './limits.ts';
+import { webhookMetricFamilies, type WebhookMetricFamilies, type WebhookRefusalReason } from './metrics.ts';
 import { convertPath } from './paths.ts';
 
 /** kubebuilder's default webhook port: all interfaces, port 9443. */
 export const defaultWebhookBindAddress = ':9443';
 /** controller-runtime's default CertDir. */
 export const defaultWebhookCertDir = '/tmp/k8s-webhook-server/serving-certs';
-/** controller-runtime's limit: an UPDATE review carries two objects of up to 1.5 MiB (etcd's limit) each. */
+/**
+ * The largest AdmissionReview kube-apiserver sends for a write it can store, with its own defaults (controller-runtime's
+ * limit, derived the same way): kube-apiserver reads a request body of at most 3 MiB (`--max-request-body-bytes`,
+ * k8s.io/apiserver pkg/server/config.go: twice etcd's 1.5 MiB request limit, because a JSON body shrinks when stored
+ * as protobuf), and an UPDATE review carries two objects — `object` and `oldObject`, each at most 3 MiB as JSON —
+ * plus the envelope (userInfo, options, …), well under 1 MiB: 2 × 3 + 1 = 7 MiB. A larger review is for an object
+ * etcd would refuse anyway. A server with raised limits (`--max-request-body-bytes`, etcd's `--max-request-bytes`)
+ * needs a larger one here too.
+ */
 export const defaultMaxRequestBytes = 7 * 1024 * 1024;
+/**
+ * The body limit of `/convert`. A ConversionReview of a single object (a get, a write, a watch event) is under
+ * 3 MiB + envelope; but kube-apiserver converts a LIST in ONE review carrying every item not stored in the requested
+ * version (apiextensions-apiserver's webhook converter), so its size grows with the number of objects, and no
+ * server-side limit bounds it. 16 MiB is ~16 000 objects of 1 KiB; converting a review costs about 6× its size in
+ * memory at its peak (parse, convert, serialise), ~100 MiB at this limit — the most a 256 MiB manager can spare.
+ * A list over it fails with the 413 in its error; raise the limit (and the memory) for more, or migrate the stored
+ * objects to the storage version (docs/network-v2.md): items already in the requested version are not sent.
+ */
+export const defaultMaxConversionRequestBytes = 16 * 1024 * 1024;
+/**
+ * Requests read or handled at once. kube-apiserver holds one connection per call in flight (HTTP/1.1) and calls for
+ * every matching write; 64 covers bursts of writes, and one more is answered 429 + Retry-After, which its client
+ * retries after a second.
+ */
+export const defaultMaxRequestsInFlight = 64;
+/**
+ * Request body bytes held at once by all requests in flight: 32 MiB, two conversion reviews at their limit or four
+ * AdmissionReviews at theirs — a bound on what clients can make this process hold, whatever their number.
+ */
+export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
+/**
+ * TCP connections open at once: kube-apiserver keeps up to 25 idle connections per webhook host (client-go's
+ * transport) plus one per call in flight; 256 leaves room for three API servers. Each costs some 50 KiB of TLS state.
+ */
+export const defaultMaxConnections = 256;
+/**
+ * The body must be complete within this of its headers: kube-apiserver writes a review at once, and gives up on a
+ * call after the webhook's `timeoutSeconds` (default 10 s) anyway; a body arriving slower is not from it.
+ */
+export const defaultRequestTimeoutMs = 10_000;
 
 /** Options of `new WebhookServer(opts)`: address, certificate source, request limits. */
 export interface WebhookServerOptions {
@@ -66,13 +119,32 @@ export interface WebhookServerOptions {
   certName?: string;
   /** The private key's file name in `certDir` (default `tls.key`). */
   keyName?: string;
-  /** Largest request body accepted (bytes); default 7 MiB. */
+  /** Largest request body accepted (bytes) on a path without its own limit; default 7 MiB (defaultMaxRequestBytes). */
   maxRequestBytes?: number;
+  /**
+   * Body limits of single paths (bytes), over `maxRequestBytes`; `/convert` is 16 MiB (defaultMaxConversionRequestBytes)
+   * unless given here. Keys are paths ("/convert", "/validate-…"). Each at most `maxInFlightBytes` (a default limit
+   * above it is lowered to it).
+   */
+  maxRequestBytesByPath?: Readonly<Record<string, number>>;
+  /**
+   * Requests to registered paths being read or handled at once; one more is answered 429 with `Retry-After: 1` at
+   * once, its body unread. Default 64 (defaultMaxRequestsInFlight).
+   */
+  maxRequestsInFlight?: number;
+  /**
+   * Request body bytes held at once by all requests in flight, counted as they arrive (a declared Content-Length at
+   * once) and until each is answered; a body that would pass it is answered 429 with `Retry-After: 1`. At least the
+   * largest body limit. Default 32 MiB (defaultMaxInFlightBytes).
+   */
+  maxInFlightBytes?: number;
+  /** TCP connections open at once; one more is closed at accept, before TLS. Default 256 (defaultMaxConnections). */
+  maxConnections?: number;
   /** Per-request handler deadline (ms); default 10 s. */
   handlerTimeoutMs?: number;
   /** Time to receive a request's headers (ms); default 10 s. */
   headersTimeoutMs?: number;
-  /** Time to receive a whole request (ms); default 30 s. */
+  /** Time to receive a request's body once its headers arrived (ms); past it 408. Default 10 s (defaultRequestTimeoutMs). */
   requestTimeoutMs?: number;
   /** Time to finish the TLS handshake (ms); default 10 s. */
   handshakeTimeoutMs?: number;
@@ -97,7 +169,7 @@ export interface WebhookServerOptions {
    * `--webhook-http2`).
    */
   http2?: boolean;
-  /** Where the webhook metrics (requests, latency, in flight) are registered (default the process-wide registry). */
+  /** Where the webhook metrics (requests, latency, in flight, refusals) are registered (default the process-wide registry). */
   registry?: Registry;
   /** Where failures and certificate reloads are logged. */
   logger?: Logger;
@@ -121,7 +193,12 @@ type Response = ServerResponse | Http2ServerResponse;
 /** RST_STREAM code NO_ERROR: "stop sending, the answer is complete" (RFC 9113 §8.1). */
 const NGHTTP2_NO_ERROR = 0;
 
+/** The body passed its path's limit (413). */
 class TooLargeError extends Error {}
+/** The body would pass maxInFlightBytes with the bodies already held (429). */
+class OverBudgetError extends Error {}
+/** The body was not complete within requestTimeoutMs (408). */
+class BodyTimeoutError extends Error {}
 
 /** res.writeHead on either protocol (the two overload sets do not unify). */
 function writeHead(res: Response, code: number, headers: Record<string, string>): void {
@@ -153,27 +230,44 @@ function send(res: Response, code: number, body: string, headers: Record<string,
   return code;
 }
 
-/** Reads the body up to `limit` bytes; rejects with TooLargeError as soon as it is known to be larger. */
-function readBody(req: Request, limit: number): Promise<Buffer> {
+/** How readBody bounds one body: its path's limit, the ticket its bytes are reserved on, the deadline. */
+interface BodyBounds {
+  limit: number;
+  ticket: Ticket;
+  timeoutMs: number;
+  clock: Clock;
+}
+
+/**
+ * Reads the body, never holding more than `limit` bytes nor more than `ticket` can reserve: a declared Content-Length
+ * is reserved before the first byte, other bytes as they arrive. Rejects — and stops reading (`req.pause()`) — with
+ * TooLargeError past the limit, OverBudgetError when the ticket cannot reserve, BodyTimeoutError at the deadline.
+ */
+function readBody(req: Request, { limit, ticket, timeoutMs, clock }: BodyBounds): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   if (declared > limit) return Promise.reject(new TooLargeError());
+  if (declared > 0 && !ticket.reserve(declared)) return Promise.reject(new OverBudgetError());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = (): void => {
+      timer.cancel();
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('aborted', onAborted);
     };
+    const fail = (err: Error): void => {
+      cleanup();
+      req.pause();
+      reject(err);
+    };
+    const timer = clock.setTimer(timeoutMs, () => fail(new BodyTimeoutError()));
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        req.pause();
-        reject(new TooLargeError());
-        return;
-      }
+      if (size > limit) return fail(new TooLargeError());
+      // Bytes past what is reserved (all of a chunked body's; none of a declared one's, whose framing Node enforces).
+      if (size > ticket.bytes && !ticket.reserve(size - ticket.bytes)) return fail(new OverBudgetError());
       chunks.push(chunk);
     };
     const onEnd = (): void => {
@@ -208,6 +302,9 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly maxRequestBytes: number;
+  private readonly maxRequestBytesByPath: ReadonlyMap<string, number>;
+  private readonly limiter: InFlightLimiter;
+  private readonly requestTimeoutMs: number;
   private readonly handlerTimeoutMs: number;
   private serving = false;
   private stopped = false;
@@ -222,9 +319,29 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       const v = opts[name];
       if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new Error(`webhook server: ${name} must be a positive number, got ${v}`);
     }
+    const positiveInteger = (what: string, v: number | undefined): void => {
+      if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`webhook server: ${what} must be a positive integer, got ${v}`);
+    };
+    for (const name of ['maxRequestsInFlight', 'maxInFlightBytes', 'maxConnections'] as const) positiveInteger(name, opts[name]);
+    // A body at its path's limit must fit in the bytes in flight, or it could never be accepted: a default limit is
+    // lowered to maxInFlightBytes, a limit given above it is refused.
+    const maxInFlightBytes = opts.maxInFlightBytes ?? defaultMaxInFlightBytes;
+    const fits = (what: string, bytes: number): number => {
+      if (bytes > maxInFlightBytes) throw new Error(`webhook server: maxInFlightBytes (${maxInFlightBytes}) must be at least the largest body limit (${what} ${bytes})`);
+      return bytes;
+    };
+    const byPath = new Map([[convertPath, Math.min(defaultMaxConversionRequestBytes, maxInFlightBytes)]]);
+    for (const [path, bytes] of Object.entries(opts.maxRequestBytesByPath ?? {})) {
+      if (!path.startsWith('/')) throw new Error(`webhook server: maxRequestBytesByPath: path ${JSON.stringify(path)} must start with "/"`);
+      positiveInteger(`maxRequestBytesByPath[${JSON.stringify(path)}]`, bytes);
+      byPath.set(path, fits(path, bytes));
+    }
     this.log = (opts.logger ?? silentLogger).child({ component: 'webhook-server' });
     this.clock = opts.clock ?? realClock;
-    this.maxRequestBytes = opts.maxRequestBytes ?? defaultMaxRequestBytes;
+    this.maxRequestBytes = opts.maxRequestBytes === undefined ? Math.min(defaultMaxRequestBytes, maxInFlightBytes) : fits('maxRequestBytes', opts.maxRequestBytes);
+    this.maxRequestBytesByPath = byPath;
+    this.limiter = new InFlightLimiter(opts.maxRequestsInFlight ?? defaultMaxRequestsInFlight, maxInFlightBytes);
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? defaultRequestTimeoutMs;
     this.handlerTimeoutMs = opts.handlerTimeoutMs ?? 10_000;
     this.metrics = webhookMetricFamilies(opts.registry);
     const tls = opts.tls ?? new CertDirWatcher({
@@ -233,7 +350,9 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       ...(opts.clock ? { clock: opts.clock } : {}),
     });
     const headersTimeout = opts.headersTimeoutMs ?? 10_000;
-    const requestTimeout = opts.requestTimeoutMs ?? 30_000;
+    // Node's own request timeout only backs up the body deadline (requestTimeoutMs, counted from the headers: answered
+    // here, with the metrics) for requests this server does not read; it counts from the request's first byte.
+    const requestTimeout = headersTimeout + this.requestTimeoutMs + 1_000;
     this.http = new HttpServerRunnable({
       name: 'webhook-server',
       bindAddress: opts.bindAddress ?? defaultWebhookBindAddress,
@@ -246,7 +365,9 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
         connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(headersTimeout, requestTimeout) / 4))),
         keepAliveTimeout: opts.idleTimeoutMs ?? 120_000,
         handshakeTimeout: opts.handshakeTimeoutMs ?? 10_000,
+        maxConnections: opts.maxConnections ?? defaultMaxConnections,
       },
+      onConnectionDropped: () => this.metrics.refused.inc({ webhook: '', reason: 'max_connections' }),
       logger: opts.logger,
       ...(opts.shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs: opts.shutdownTimeoutMs } : {}),
       ...(opts.shutdownDelayMs ? { drainDelayMs: opts.shutdownDelayMs } : {}),
@@ -279,6 +400,14 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
   /** The registered paths, sorted. */
   paths(): string[] {
     return [...this.routes.keys()].sort();
+  }
+
+  /**
+   * What the limits count now: requests to registered paths being read or handled, the body bytes they hold, and the
+   * open TCP connections.
+   */
+  inFlight(): { requests: number; bytes: number; connections: number } {
+    return { requests: this.limiter.requests, bytes: this.limiter.bytes, connections: this.http.openConnections };
   }
 
   /** Throws unless the server listens with a certificate loaded (a health Checker). */
@@ -333,14 +462,43 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
       return send(res, 400, `contentType=${contentType}, expected application/json\n`);
     }
+    const limit = this.maxRequestBytesByPath.get(path) ?? this.maxRequestBytes;
+    const tooLarge = (): number => this.refuse(res, path, 'body_too_large', 413, `request body larger than ${limit} bytes\n`);
+    if (Number(req.headers['content-length']) > limit) return tooLarge();
+    const ticket = this.limiter.acquire();
+    if (!ticket) {
+      return this.refuse(res, path, 'max_requests_in_flight', 429,
+        `${this.limiter.maxRequests} requests in flight (maxRequestsInFlight); retry later\n`, { 'retry-after': '1' });
+    }
+    try {
+      return await this.serve(req, res, path, route, { limit, ticket, timeoutMs: this.requestTimeoutMs, clock: this.clock }, tooLarge);
+    } finally {
+      ticket.release();
+    }
+  }
+
+  /**
+   * Answers a request refused by a limit, counting it by `reason`. send() closes the connection (HTTP/2: resets the
+   * stream) when the body was not read to its end: the rest is never read, nor buffered.
+   */
+  private refuse(res: Response, path: string, reason: WebhookRefusalReason, code: number, body: string, headers: Record<string, string> = {}): number {
+    this.metrics.refused.inc({ webhook: path, reason });
+    this.log.debug({ webhook: path, reason, code }, 'webhook request refused by a limit');
+    return send(res, code, body, headers);
+  }
+
+  /** Reads the body within `bounds` and answers the review; resolves with the HTTP status code sent. */
+  private async serve(req: Request, res: Response, path: string, route: Route, bounds: BodyBounds, tooLarge: () => number): Promise<number> {
     let body: Buffer;
     try {
-      body = await readBody(req, this.maxRequestBytes);
+      body = await readBody(req, bounds);
     } catch (err) {
-      if (err instanceof TooLargeError) {
-        // send() closes the connection after answering: the rest of the body is never read (nor buffered).
-        return send(res, 413, `request body larger than ${this.maxRequestBytes} bytes\n`);
+      if (err instanceof TooLargeError) return tooLarge();
+      if (err instanceof OverBudgetError) {
+        return this.refuse(res, path, 'max_in_flight_bytes', 429,
+          `request bodies in flight would pass ${this.limiter.maxBytes} bytes (maxInFlightBytes); retry later\n`, { 'retry-after': '1' });
       }
+      if (err instanceof BodyTimeoutError) return this.refuse(res, path, 'request_timeout', 408, `request body not complete within ${bounds.timeoutMs} ms\n`);
       this.log.debug({ err, webhook: path }, 'reading the request body failed');
       return send(res, 400, `reading the request body failed: ${(err as Error).message}\n`);
     }
