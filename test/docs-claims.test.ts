@@ -143,7 +143,7 @@ describe('countable claims of the documentation equal the repository', () => {
 /** Whether `file` (repo-relative) is run by `make test`, or by the Makefile target that runs it on demand. */
 function runBy(file: string, makefile: string): string | undefined {
   const globs = [...makefile.matchAll(/^(?:UNIT|INTEGRATION)_TESTS := (.*)$/gm)].flatMap((m) => [...(m[1] ?? '').matchAll(/"([^"]+)"/g)].map((g) => g[1] ?? ''));
-  const asRe = (glob: string): RegExp => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(?:.*/)?').replace(/\*/g, '[^/]*')}$`);
+  const asRe = (glob: string): RegExp => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '\0').replace(/\*/g, '[^/]*').replaceAll('\0', '(?:.*/)?')}$`);
   if (globs.some((g) => asRe(g).test(file))) return 'make test';
   if ((/^NODE_TESTS := (.*)$/m.exec(makefile)?.[1] ?? '').split(/\s+/).includes(file)) return 'make test (the real-node suite)';
   const target = new RegExp(`^([\\w-]+):[^\\n]*\\n(?:\\t[^\\n]*\\n)*?\\t[^\\n]*${file.replace(/[.]/g, '\\.')}`, 'm').exec(makefile);

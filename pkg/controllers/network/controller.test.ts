@@ -919,6 +919,38 @@ describe('networkReconciler: samplecrd.k8s.io/v2 (one subnet per IP family)', ()
     assert.deepEqual(v2Writes().at(-1)?.subnets, [{ cidr: '10.0.0.0/24', subnetID: s4.id }]);
   });
 
+  test('one family swapped for the other: the new family\'s subnet is created before the dropped one is deleted', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID), tags: [TAG] });
+    const s4 = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    cacheV2.add(aNetworkV2([{ cidr: '2001:db8::/64' }], { networkID: n.id, subnets: [{ cidr: '10.0.0.0/24', subnetID: s4.id }] }));
+    await reconcileV2(req, signal, ctx);
+    const created = neutron.ops.indexOf('createSubnet 2001:db8::/64');
+    assert.ok(created >= 0 && created < neutron.ops.indexOf(`deleteSubnet ${s4.id}`), neutron.ops.join(', '));
+    assert.deepEqual([...neutron.subnets.values()].map((x) => x.cidr), ['2001:db8::/64']);
+  });
+
+  test('a CIDR change within a family is v1\'s, per subnet: the new subnet first, then the old deleted; refused by Neutron, the old one kept and keyed by its CIDR; the other family untouched', async () => {
+    const n = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID), tags: [TAG] });
+    const s4 = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+    const s6 = neutron.addSubnet(n.id, '2001:db8::/64', '2001:db8::1', { tags: [TAG] });
+    const status = { networkID: n.id, subnets: [{ cidr: '10.0.0.0/24', subnetID: s4.id }, { cidr: '2001:db8::/64', subnetID: s6.id }] };
+    // Refused: the old IPv4 subnet stays and status keeps naming it, under its Neutron CIDR.
+    cacheV2.add(aNetworkV2([{ cidr: '10.8.0.0/24' }, { cidr: '2001:db8::/64' }], status));
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' }));
+    await assert.rejects(reconcileV2(req, signal, ctx), (err) => isTerminalError(err));
+    assert.deepEqual([...neutron.subnets.keys()].sort(), [s4.id, s6.id].sort());
+    assert.deepEqual(v2Writes().at(-1)?.subnets, [{ cidr: '10.0.0.0/24', subnetID: s4.id }, { cidr: '2001:db8::/64', subnetID: s6.id }]);
+    // Accepted: created before the old one is deleted (never fewer working subnets); IPv6 not touched.
+    neutron.ops.length = 0;
+    await reconcileV2(req, signal, ctx);
+    const creates = neutron.ops.findIndex((o) => o === 'createSubnet 10.8.0.0/24');
+    assert.ok(creates >= 0 && creates < neutron.ops.indexOf(`deleteSubnet ${s4.id}`), neutron.ops.join(', '));
+    assert.ok(!neutron.ops.some((o) => o.includes(s6.id) || o.includes('2001:db8::/64')), neutron.ops.join(', '));
+    const [, v6] = v2Writes().at(-1)?.subnets ?? [];
+    assert.deepEqual(v2Writes().at(-1)?.subnets?.[0]?.cidr, '10.8.0.0/24');
+    assert.deepEqual(v6, { cidr: '2001:db8::/64', subnetID: s6.id });
+  });
+
   test('the shared check: InvalidSpec with its v2 message, no Neutron call', async () => {
     cacheV2.add(aNetworkV2([{ cidr: '10.0.0.0/24' }, { cidr: '10.1.0.0/24' }]));
     await assert.rejects(reconcileV2(req, signal, ctx), (err) => isTerminalError(err));
