@@ -34,6 +34,7 @@ import { parseArgs } from 'node:util';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { ManagerProcess, metricValue, productionNodeFlags } from '../test/helpers/managerprocess.ts';
 import { log } from './common.ts';
+import { BenchResults, spread } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -183,6 +184,12 @@ async function main(): Promise<void> {
     execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
     execFileSync(process.execPath, [join(repo, 'hack', 'bundle.ts')], { cwd: repo, stdio: 'inherit' });
   }
+  const res = new BenchResults('idle', {
+    name: variants.length > 1 ? (variants[0]?.name ?? null) : null,
+    description: variants.length > 1
+      ? `the variants measured in the same rounds, ABBA (${variants.map((v) => v.name).join(' vs ')}); the first is the anchor`
+      : 'none: one variant, the fixed cost in absolute terms (bench/vs-cr.ts measures the idle manager against controller-runtime)',
+  });
   const dir = mkdtempSync(join(tmpdir(), 'tscm-idle-'));
   const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
   const samples = new Map<string, Sample[]>(variants.map((v) => [v.name, []]));
@@ -204,6 +211,7 @@ async function main(): Promise<void> {
         const s = await measure(cp, v, token);
         samples.get(v.name)?.push(s);
         loads.push(loadavg()[0] ?? NaN);
+        res.sampleLoad();
         log(`round ${r + 1} ${v.name}: ready ${s.readyMs.toFixed(0)} ms, RSS ${(s.rss / MiB).toFixed(1)} MiB ` +
           `(anon ${(s.anon / MiB).toFixed(1)}, file ${(s.file / MiB).toFixed(1)}), heap ${(s.heap / MiB).toFixed(1)} MiB, ` +
           `CPU to ready ${s.cpuReadyMs} ms, idle CPU ${s.cpuIdleMs} ms/${idleMs / 1000} s`);
@@ -216,12 +224,22 @@ async function main(): Promise<void> {
     `| variant | idle RSS MiB | anon / file MiB | heap used MiB | spawn → ready ms | CPU to ready ms | idle CPU ms / ${idleMs / 1000} s |`,
     '|---|---:|---:|---:|---:|---:|---:|',
   ];
+  res.set('foos', { value: fooCount, unit: 'count' });
+  res.set('idleSeconds', { value: idleMs / 1000, unit: 's' });
   for (const v of variants) {
     const xs = samples.get(v.name) ?? [];
     const pick = (f: (s: Sample) => number): number[] => xs.map(f);
+    res.set(v.name, {
+      rss: spread(pick((s) => s.rss / MiB), 'MiB'), anon: spread(pick((s) => s.anon / MiB), 'MiB'), file: spread(pick((s) => s.file / MiB), 'MiB'),
+      heap: spread(pick((s) => s.heap / MiB), 'MiB'), ready: spread(pick((s) => s.readyMs), 'ms'),
+      cpuToReady: spread(pick((s) => s.cpuReadyMs), 'CPU-ms'), idleCpu: spread(pick((s) => s.cpuIdleMs), 'CPU-ms'),
+      nodeFlags: v.nodeFlags.join(' '),
+    });
     lines.push(`| ${v.name} | ${cell(pick((s) => s.rss), MiB, 1)} | ${(median(pick((s) => s.anon)) / MiB).toFixed(1)} / ${(median(pick((s) => s.file)) / MiB).toFixed(1)} | ` +
       `${cell(pick((s) => s.heap), MiB, 1)} | ${cell(pick((s) => s.readyMs), 1, 0)} | ${cell(pick((s) => s.cpuReadyMs), 1, 0)} | ${cell(pick((s) => s.cpuIdleMs), 1, 0)} |`);
   }
+  res.runs = [...samples.entries()].map(([variant, xs]) => ({ variant, samples: xs }));
+  res.write();
   process.stdout.write(`\n${lines.join('\n')}\n\n(${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs, ` +
     `${rounds} ABBA rounds × ${variants.length} variants, N = ${fooCount} Foos, idle ${idleMs / 1000} s; load average during runs ` +
     `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}; variants: ${variants.map((v) => `${v.name} = ${v.nodeFlags.join(' ')}` +

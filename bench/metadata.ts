@@ -23,6 +23,7 @@ import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { collectionPath } from '../pkg/apimachinery/paths.ts';
 import { freshFooControlPlane, log, runAll, RAW_CLIENTS, stopEnv } from './common.ts';
 import { median, MiB, procCpuMs, settle } from './informer/stats.ts';
+import { BenchResults, ratio, spread } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,6 +75,10 @@ async function main(): Promise<void> {
   const n = Number(args.objects);
   const dataBytes = Number(args['data-bytes']);
   const rounds = Number(args.rounds);
+  const results = new BenchResults('metadata', {
+    name: 'full informer',
+    description: 'the same informer without metadataOnly (default transform: managedFields dropped), a fresh process per run, ABBA in the same run',
+  });
   const env = await freshFooControlPlane(0, { namespaceCount: 0, prefix: 'tscm-meta-' });
   try {
     for (const ns of [namespace, emptyNamespace]) await env.rest.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const variant of (r % 2 === 0 ? ['full', 'metadata'] : ['metadata', 'full']) as Variant[]) {
         loads.push(loadavg()[0] ?? 0);
+        results.sampleLoad();
         const api0 = procCpuMs(apiPid);
         const out = spawnSync(process.execPath, ['--expose-gc', process.argv[1] ?? '', '--child', variant, '--kubeconfig', env.cp.kubeconfig], { encoding: 'utf8' });
         const apiCpuMs = procCpuMs(apiPid) - api0;
@@ -105,6 +111,18 @@ async function main(): Promise<void> {
       ['retained JS heap MiB', (x) => x.heapMiB, 1], ['RSS over baseline MiB', (x) => x.rssMiB, 1],
     ];
     const lines = ['| measure | full (managedFields dropped) | metadataOnly | metadata ÷ full |', '|---|---:|---:|---:|'];
+    const keys = ['sync', 'cpu', 'apiserverCpu', 'heap', 'rss'];
+    const units = ['ms', 'CPU-ms', 'CPU-ms', 'MiB', 'MiB'];
+    results.set('objects', { value: n, unit: 'count' });
+    results.set('dataBytes', { value: dataBytes, unit: 'B' });
+    rows.forEach(([, f], i) => {
+      const key = keys[i] ?? `m${i}`;
+      results.set(`${key}.full`, spread(of('full', f), units[i] ?? ''));
+      results.set(`${key}.metadata`, spread(of('metadata', f), units[i] ?? ''));
+      results.set(`${key}.ratio`, ratio(median(of('metadata', f)), median(of('full', f))));
+    });
+    results.runs = runs;
+    results.write();
     for (const [name, f, d] of rows) lines.push(`| ${name} | ${cell(of('full', f), d)} | ${cell(of('metadata', f), d)} | ${(median(of('metadata', f)) / median(of('full', f))).toFixed(2)} |`);
     process.stdout.write(`\n${lines.join('\n')}\n\n(${n} ConfigMaps with ${dataBytes} bytes of data each, one namespace, ${rounds} rounds ABBA, fresh process per run, ` +
       `median (min–max); Node ${process.version}, 1-min load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})\n`);

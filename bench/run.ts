@@ -31,9 +31,10 @@ import { rawDecode, replayPacedLatency, replayThroughInformer, type ReplayResult
 import type { RssConfig, RssResult } from './informer/rss-child.ts';
 import { steadyState } from './informer/steady.ts';
 import {
-  fmtInt, fmtMiB, fmtMs, fmtRate, markdownTable, median,
+  fmtInt, fmtMiB, fmtMs, fmtRate, markdownTable, median, MiB,
 } from './informer/stats.ts';
 import { informerSync, rawPaginatedList, type RawListResult } from './informer/sync.ts';
+import { BenchResults, ratio as ratioOf, spread, val, type Value } from './results.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 2_000 : 10_000;
@@ -55,6 +56,17 @@ const met = (ok: boolean, missNote = ''): string => (ok ? 'yes' : `**goal missed
 const ratio = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` : 'n/a');
 const nFmt = fmtInt(N).replace(/,/g, ' ');
 const kindLabel = (r: ResourceType): string => (r.kind === 'Foo' ? 'Foos (CRD)' : `${r.kind}s`);
+
+/**
+ * This run's results file. Anchors, measured in the same run: the raw paginated LIST (sync), the LIST JSON size
+ * (memory), the API server's acknowledged writes (live rate), a plain decode of the same bytes (replay).
+ */
+const benchResults = new BenchResults('informer', {
+  name: 'raw API',
+  description: 'per row, the raw API doing the same work in the same run: a paginated LIST keeping its items (sync), the LIST JSON ' +
+    'of the same objects (cache memory), the writes/s the API server acknowledged (live events), split lines + JSON.parse of the ' +
+    'same recorded bytes (replay), the write round-trip (live latency)',
+});
 
 async function syncRows(cp: ControlPlane, resource: ResourceType): Promise<{ rows: Row[]; raw: RawListResult }> {
   progress(`initial sync of ${N} ${resource.resource}: warm-up`);
@@ -94,6 +106,11 @@ async function syncRows(cp: ControlPlane, resource: ResourceType): Promise<{ row
   const rawMed = median(raw);
   const infMed = median(inf);
   const r = infMed / rawMed;
+  benchResults.sampleLoad();
+  benchResults.set(`sync.${resource.resource}`, {
+    informer: spread(inf, 'ms'), raw: spread(raw, 'ms'), rawDropped: spread(rawDrop, 'ms'), ratio: ratioOf(infMed, rawMed),
+    informerCpu: spread(infCpu, 'CPU-ms'), rawCpu: spread(rawCpu, 'CPU-ms'),
+  });
   return {
     raw: lastRaw,
     rows: [[
@@ -136,6 +153,13 @@ async function rssRows(cp: ControlPlane, resource: ResourceType, raw: RawListRes
     };
   }
   const { strip, identity } = results;
+  const per10k = (b: number): Value => val((b * scale) / MiB, 'MiB');
+  benchResults.sampleLoad();
+  benchResults.set(`cache.${resource.resource}`, {
+    stripped: { rss: per10k(strip.rssDelta), heap: per10k(strip.heapUsedDelta) },
+    identity: { rss: per10k(identity.rssDelta), heap: per10k(identity.heapUsedDelta) },
+    listJson: per10k(raw.bytes),
+  });
   const listRef = `LIST JSON of the same objects: ${fmtMiB(raw.bytes * scale)} per 10 000`;
   const mem = (r: RssResult, variant: 'strip' | 'identity'): string =>
     `RSS +${fmtMiB(r.rssDelta * scale)} (JS heap +${fmtMiB(r.heapUsedDelta * scale)})${RSS_RUNS > 1 ? `; ${ranges[variant]}` : ''}`;
@@ -187,6 +211,8 @@ async function main(): Promise<number> {
       rate: LATENCY_RATE, durationMs: LATENCY_MS,
     });
     const tp = steady.throughput;
+    benchResults.sampleLoad();
+    benchResults.set('live.events', { handlerRate: val(tp.handlerRate, '/s'), ackRate: val(tp.load.ackRate, '/s'), ratio: ratioOf(tp.handlerRate, tp.load.ackRate) });
     rows.push([
       `Watch events/s through informer → handler → queue, LIVE (${fmtInt(tp.events)} ConfigMap creates from a separate process, ${CREATE_CONCURRENCY} in flight): API-limited`,
       `${fmtRate(tp.handlerRate)} (CPU in cores over the phase: kube-apiserver ${tp.cpu.apiserver.toFixed(2)}, etcd ${tp.cpu.etcd.toFixed(2)}, ` +
@@ -214,6 +240,10 @@ async function main(): Promise<number> {
     // Events per CPU-second of this process: the capacity with one core to itself, whatever else the machine runs.
     const infCpuRate = median(infRuns.map((r) => (r.events / r.cpuMs) * 1000));
     const rawCpuRate = median(rawRuns.map((r) => (r.events / r.cpuMs) * 1000));
+    benchResults.set('replay', {
+      informerRate: val(infRate, '/s'), informerPerCpuSecond: val(infCpuRate, '/s'), rawRate: val(rawRate, '/s'), rawPerCpuSecond: val(rawCpuRate, '/s'),
+      events: val(events, 'count'), ratio: ratioOf(infRate, rawRate),
+    });
     progress(`replay: informer ${fmtRate(infRate)} (${fmtRate(infCpuRate)} per CPU-second), raw decode ${fmtRate(rawRate)} (${fmtRate(rawCpuRate)} per CPU-second)`);
     rows.push([
       `Informer-path capacity: recorded real watch stream (${fmtInt(events)} events, ${fmtMiB(rec.bytes)}) replayed through informer → handler → queue, no network (median of ${REPLAY_RUNS})`,
@@ -229,6 +259,7 @@ async function main(): Promise<number> {
     progress(`informer-path latency: replaying recorded events at ${LATENCY_RATE}/s for ${LATENCY_MS / 1000}s`);
     const paced = await replayPacedLatency(rec.chunks, rec.startResourceVersion, LATENCY_RATE, LATENCY_MS);
     progress(`informer-path latency: p50 ${fmtMs(paced.p50Ms)}, p99 ${fmtMs(paced.p99Ms)}`);
+    benchResults.set('pacedLatency', { rate: val(paced.rate, '/s'), p50: val(paced.p50Ms, 'ms'), p99: val(paced.p99Ms, 'ms'), max: val(paced.maxMs, 'ms') });
     rows.push([
       `Event-to-handler latency, informer path at ${fmtInt(paced.rate)} events/s, p50 / p99: ${fmtInt(paced.events)} recorded MODIFIED events handed to the watch decoder one by one on a 1 ms schedule, no network (bytes → handler)`,
       `${fmtMs(paced.p50Ms)} / ${fmtMs(paced.p99Ms)} (max ${fmtMs(paced.maxMs)}); meanwhile the process used ` +
@@ -240,6 +271,10 @@ async function main(): Promise<number> {
     ]);
     for (const lat of steady.latency) {
       const saturated = lat.achievedRate < lat.rate * 0.9;
+      benchResults.set(`liveLatency.r${lat.rate}`, {
+        p50: val(lat.p50Ms, 'ms'), p99: val(lat.p99Ms, 'ms'), max: val(lat.maxMs, 'ms'), writeP50: val(lat.load.ackP50Ms, 'ms'),
+        writeP99: val(lat.load.ackP99Ms, 'ms'), achievedRate: val(lat.achievedRate, '/s'), samples: val(lat.samples, 'count'),
+      });
       rows.push([
         `Event-to-handler latency, LIVE at ${fmtInt(lat.rate)} writes/s requested${lat.rate === LATENCY_RATE ? '' : ' (half the API server\'s measured create rate)'}, p50 / p99: ${fmtInt(lat.samples)} ConfigMap patches from a separate process; from the client's send timestamp in the object to the handler call (same CLOCK_MONOTONIC)`,
         `${fmtMs(lat.p50Ms)} / ${fmtMs(lat.p99Ms)} (max ${fmtMs(lat.maxMs)}); from the write's acknowledgement: ${fmtMs(lat.ackP50Ms)} / ${fmtMs(lat.ackP99Ms)}; informer-internal (decoded → handler): ${fmtMs(lat.internalP50Ms)} / ${fmtMs(lat.internalP99Ms)}; ` +
@@ -253,6 +288,8 @@ async function main(): Promise<number> {
       ]);
     }
 
+    benchResults.set('objects', val(N, 'count'));
+    benchResults.write();
     process.stdout.write(`\n## Informer benchmarks${quick ? ' (QUICK: N = 2 000)' : ''}\n\n`);
     process.stdout.write(`${markdownTable(['benchmark', 'result', 'reference (raw API)', 'ratio', 'goal', 'met?'], rows)}\n\n`);
     process.stdout.write([

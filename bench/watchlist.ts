@@ -24,6 +24,7 @@ import { createNamespace, fooResource, installFooCRD, progress, runChild, runLoa
 import { startPrivateControlPlane } from './informer/privatecluster.ts';
 import { fmtMiB, markdownTable, median, procCpuMs } from './informer/stats.ts';
 import type { WatchListChildConfig, WatchListChildResult } from './informer/watchlist-child.ts';
+import { BenchResults, ratio, spread } from './results.ts';
 
 function flag(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -80,6 +81,10 @@ const s = (ms: number): string => (ms / 1000).toFixed(2);
 
 async function main(): Promise<number> {
   const load0 = loadavg();
+  const res = new BenchResults('watchlist', {
+    name: 'paged LIST',
+    description: 'the informer\'s default paged LIST (limit 500) in a fresh process per run, ABBA with the streaming list in the same run',
+  });
   const { cp, stop } = await startPrivateControlPlane('tscm-bench-watchlist-', `N=${N} ${resource.resource}, ${PAIRS} ABBA blocks`);
   try {
     const version = (JSON.parse((await cp.get('/version')).body) as { gitVersion?: string }).gitVersion ?? '?';
@@ -97,6 +102,7 @@ async function main(): Promise<number> {
     for (const [i, variant] of order.entries()) {
       const r = await oneRun(cp, variant);
       runs.push(r);
+      res.sampleLoad();
       progress(`run ${i + 1}/${order.length} ${variant}: sync ${s(r.syncMs)} s, peak RSS ${fmtMiB(r.peakRss)}, ` +
         `apiserver ${s(r.apiserverCpuMs)} CPU-s, etcd ${s(r.etcdCpuMs)} CPU-s, client ${s(r.cpuMs)} CPU-s, ${r.listRequests} LIST pages; load ${(loadavg()[0] ?? NaN).toFixed(1)}`);
     }
@@ -123,6 +129,20 @@ async function main(): Promise<number> {
       && med('watchlist', (r) => r.peakRss) <= med('list', (r) => r.peakRss)
       && med('watchlist', (r) => r.apiserverCpuMs) <= med('list', (r) => r.apiserverCpuMs);
     const pages = of('list')[0]?.listRequests ?? 0;
+    res.set('objects', { value: N, unit: 'count' });
+    res.set('kind', resource.resource);
+    const keys: Record<string, [string, string, number]> = {
+      'time to sync, s': ['sync', 's', 1000], 'peak RSS of the process, MiB': ['peakRss', 'MiB', 1048576], 'kube-apiserver CPU, s': ['apiserverCpu', 'CPU-s', 1000],
+      'etcd CPU, s': ['etcdCpu', 'CPU-s', 1000], 'informer process CPU, s': ['cpu', 'CPU-s', 1000], 'RSS before the informer started, MiB': ['baseRss', 'MiB', 1048576],
+    };
+    for (const [name, f] of metrics) {
+      const [key = name, unit = '', scale = 1] = keys[name] ?? [];
+      for (const v of ['list', 'watchlist'] as const) res.set(`${key}.${v}`, spread(of(v).map((r) => f(r) / scale), unit));
+      if (med('list', f) > 0) res.set(`${key}.ratio`, ratio(med('watchlist', f), med('list', f)));
+    }
+    res.set('verdict', wins ? 'watch-list wins' : 'watch-list does not win');
+    res.runs = runs;
+    res.write();
     process.stdout.write(`\n## Initial sync of ${N.toLocaleString('en-US').replace(/,/g, ' ')} ${resource.resource}: paged LIST vs streaming list\n\n`);
     process.stdout.write(`${markdownTable(
       ['median (runs)', `paged LIST (limit 500, ${pages} pages)`, 'streaming list (watch-list)', 'watch-list ÷ LIST'], rows)}\n\n`);

@@ -62,6 +62,7 @@ import { createNamespace, progress, repoRoot, restClient } from './informer/clus
 import { startPrivateControlPlane } from './informer/privatecluster.ts';
 import { markdownTable, median, percentile, procCpuMs } from './informer/stats.ts';
 import { validatePathV2, type ChildMessage, type ChildStats, type ParentMessage, type Served } from './webhook/server-child.ts';
+import { BenchResults, ratio, spread, val } from './results.ts';
 
 function flag(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -562,8 +563,73 @@ function sizes(batchSizes: number[]): string {
   return [...counts.entries()].sort((a, b) => b[0] - a[0]).map(([size, n]) => `${thin(size)} × ${n}`).join(', ') || 'none';
 }
 
+/** Per-phase figures of part 1 in the results file: name, unit, value of one phase. */
+const admitFigures: [string, string, (p: AdmitPhase) => number][] = [
+  ['ownP50', 'ms', (p) => percentile(p.served, 50)],
+  ['ownP99', 'ms', (p) => percentile(p.served, 99)],
+  ['ownMax', 'ms', (p) => Math.max(...p.served)],
+  ['headersP99', 'ms', (p) => percentile(p.withBody, 99)],
+  ['callsPerS', '/s', (p) => p.served.length / p.seconds],
+  ['h2Share', '%', (p) => (100 * p.child.h2Calls) / Math.max(1, p.served.length)],
+  ['apiserverCallMean', 'ms', (p) => (1000 * p.apiserver.sum) / p.apiserver.count],
+  ['apiserverCallsLe5ms', '%', (p) => (100 * p.apiserver.le5) / p.apiserver.count],
+  ['clientP50', 'ms', (p) => percentile(p.clientMs, 50)],
+  ['clientP99', 'ms', (p) => percentile(p.clientMs, 99)],
+  ['answeredPerS', '/s', (p) => p.ok / p.seconds],
+  ['failedOrSkipped', 'count', (p) => Object.values(p.errors).reduce((a, b) => a + b, 0) + p.skipped],
+  ['apiserverCores', 'cores', (p) => p.apiserverCpuMs / 1000 / p.seconds],
+  ['newConnections', 'count', (p) => p.child.connections],
+  ['maxInFlight', 'count', (p) => p.child.maxInFlight],
+  ['cpuPerCall', 'CPU-µs', (p) => (1000 * p.child.cpuMs) / Math.max(1, p.served.length)],
+  ['loopDelayP99', 'ms', (p) => p.child.loopDelay.p99],
+  ['runQueuePerS', 'ms', (p) => p.child.runQueueMs / p.seconds],
+];
+
+/**
+ * The results file: part 1 per variant (`admission.<variant>.<figure>`: median/min/max over the phases; `none`, no
+ * webhook, is the anchor of `webhook`), part 2 per control plane (`conversion.cache|nocache.<v1|v2>.…`, v2 the anchor).
+ */
+function recordWebhookResults(res: BenchResults, phases: AdmitPhase[], conversions: ConversionPart[]): void {
+  for (const variant of new Set(phases.map((p) => p.variant))) {
+    const of = phases.filter((p) => p.variant === variant);
+    for (const [name, unit, f] of admitFigures) {
+      const xs = of.map(f).filter((x) => Number.isFinite(x));
+      if (xs.length > 0) res.set(`admission.${variant}.${name}`, spread(xs, unit));
+    }
+  }
+  for (const part of conversions) {
+    const key = `conversion.${part.cache ? 'cache' : 'nocache'}`;
+    for (const v of ['v1', 'v2'] as const) {
+      const runs = part.lists.filter((r) => r.variant === v);
+      res.set(`${key}.${v}`, {
+        list: spread(runs.map((r) => r.ms / 1000), 's'), apiserverCpu: spread(runs.map((r) => r.apiserverCpuMs / 1000), 'CPU-s'),
+        webhookCpu: spread(runs.map((r) => r.webhookCpuMs / 1000), 'CPU-s'),
+        converted: spread(runs.map((r) => r.child.batchSizes.reduce((a, b) => a + b, 0)), 'count'),
+        reviews: spread(runs.map((r) => r.child.batchSizes.length), 'count'),
+      });
+    }
+    const med = (v: 'v1' | 'v2', f: (r: ListRun) => number): number => median(part.lists.filter((r) => r.variant === v).map(f));
+    res.set(`${key}.listRatio`, ratio(med('v1', (r) => r.ms), med('v2', (r) => r.ms)));
+    res.set(`${key}.webhookCpuPerObject`, val((1000 * med('v1', (r) => r.webhookCpuMs)) / NETWORKS, 'CPU-µs'));
+    res.set(`${key}.apiserverCpuPerObject`, val((1000 * (med('v1', (r) => r.apiserverCpuMs) - med('v2', (r) => r.apiserverCpuMs))) / NETWORKS, 'CPU-µs'));
+    res.set(`${key}.create`, {
+      wall: val(part.create.ms / 1000, 's'), reviews: val(part.create.stats.batchSizes.length, 'count'),
+      webhookCpuPerObject: val((1000 * part.create.webhookCpuMs) / NETWORKS, 'CPU-µs'),
+      ...(part.cache ? { cacheFilled: val(part.create.settleMs / 1000, 's') } : {}),
+    });
+    if (part.restart && !(part.restart instanceof Error)) res.set(`${key}.restartRefill`, val(part.restart.ms / 1000, 's'));
+  }
+  res.set('networks', val(NETWORKS, 'count'));
+  res.set('rate', val(RATE, '/s'));
+}
+
 async function main(): Promise<number> {
   const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const res = new BenchResults('webhook', {
+    name: 'no webhook / the storage version',
+    description: 'admission: the same dry-run writes with the webhook configuration deleted (`admission.none`), ABBA in the same run; ' +
+      'conversion: the same Networks listed as v2, the storage version (`conversion.*.v2`), ABBA in the same run',
+  });
   const load0 = loadavg();
   const { cp, stop } = await startPrivateControlPlane('tscm-bench-webhook-', `webhooks: ${RATE} writes/s × ${SECONDS} s × ${ROUNDS} rounds each; ${NETWORKS} Networks listed ${LIST_ROUNDS} rounds each`);
   let child: WebhookChild | undefined;
@@ -626,6 +692,7 @@ async function main(): Promise<number> {
         }
         const p = await admitPhase(cp, rest, child, variant, SECONDS, `r${i}`);
         phases.push(p);
+        res.sampleLoad();
         progress(`admission ${i + 1}/${2 * ROUNDS} ${variant}: ${p.ok}/${p.due} ok, ${JSON.stringify(p.errors)} errors, ${p.skipped} skipped; ` +
           `webhook's own handling p50 ${f2(percentile(p.served, 50))} p99 ${f2(percentile(p.served, 99))} max ${f2(Math.max(...p.served))} ms, from headers p99 ${f1(percentile(p.withBody, 99))} ms (${p.served.length} calls, ${p.child.connections} new connections, ${f0(p.child.cpuMs)} CPU-ms); ` +
           `client p50 ${f1(percentile(p.clientMs, 50))} p99 ${f1(percentile(p.clientMs, 99))} ms; load ${f1(p.load)}`);
@@ -662,6 +729,8 @@ async function main(): Promise<number> {
       conversions.push(noCache, withCache);
     }
     const load1 = loadavg();
+    recordWebhookResults(res, phases, conversions);
+    res.write();
 
     // ---- Report
     const out: string[] = [];
