@@ -189,7 +189,7 @@ describe('each claim\'s proof: the named test exists with that title and is not 
     assert.equal(testCalls(src).length, 13);
 
     const doc = [
-      'A stale write is refused.[^fence] Another.[^gone]',
+      'A stale write is refused.[^fence] Another.[^gone] Before a colon[^colon]: fine.',
       'Inline: [`test/x.test.ts`](../test/x.test.ts) › “outer” › “a stale write gets 409”; straight: `test/x.test.ts` › "a stale write gets 409".',
       '```',
       '`test/in-code.test.ts` › “ignored in a fence”',
@@ -198,6 +198,7 @@ describe('each claim\'s proof: the named test exists with that title and is not 
       '',
       '[^fence]: `test/x.test.ts` › “a stale write gets 409”; `test/y.test.ts` › “b” — what it asserts.',
       '[^unused]: `test/x.test.ts` › “not skipped”',
+      '[^colon]: `test/x.test.ts` › “not skipped”',
       '[^words]: only words',
       '  continued, still no test',
     ].join('\n');
@@ -207,14 +208,15 @@ describe('each claim\'s proof: the named test exists with that title and is not 
       { file: 'test/x.test.ts', titles: ['a stale write gets 409'], line: 8 },
       { file: 'test/y.test.ts', titles: ['b'], line: 8 },
       { file: 'test/x.test.ts', titles: ['not skipped'], line: 9 },
+      { file: 'test/x.test.ts', titles: ['not skipped'], line: 10 },
     ]);
-    assert.equal(parsed.footnotes, 3);
+    assert.equal(parsed.footnotes, 4);
     assert.deepEqual(parsed.problems, [
       'line 2: "`test/x.test.ts` ›…" is not followed by a title in curly quotes “…”',
       'line 1: footnote [^gone] is used but not defined',
       'line 9: footnote [^unused] is defined but not used',
-      'line 10: footnote [^words] is defined but not used',
-      'line 10: footnote [^words] names no test (`file` › “title”)',
+      'line 11: footnote [^words] is defined but not used',
+      'line 11: footnote [^words] names no test (`file` › “title”)',
     ]);
   });
 

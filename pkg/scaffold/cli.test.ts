@@ -185,10 +185,11 @@ describe('create api', () => {
     assert.equal(role.split('resources: [configmaps]').length, 2, 'the ConfigMap rule once');
   });
 
-  it('refuses bad names, an existing kind, a directory that is no project: exit 2, one line, nothing changed', () => {
+  it('refuses bad names, an existing kind, a file it would overwrite, a directory that is no project: exit 2, one line, nothing changed', () => {
     const dir = initProject();
     assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], io(dir).io), 0);
-    const before = ['main.ts', 'PROJECT', 'config/rbac/role.yaml'].map((f) => read(dir, f));
+    writeFileSync(join(dir, 'controllers', 'shelf.ts'), '// mine\n');
+    const before = ['main.ts', 'PROJECT', 'config/rbac/role.yaml', 'controllers/shelf.ts'].map((f) => read(dir, f));
     for (const [argv, message] of [
       [['--group', 'webapp', '--version', 'v1alpha1', '--kind', 'Guestbook'], /^error: kind Guestbook already exists in group webapp\.example\.com/],
       [['--group', 'webapp', '--version', 'v1', '--kind', 'Guest_book'], /^error: invalid --kind "Guest_book"/],
@@ -197,13 +198,15 @@ describe('create api', () => {
       [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--plural', 'Shelves'], /^error: invalid --plural "Shelves"/],
       [['--group', 'webapp', '--version', 'v1'], /^error: create api needs --group, --version and --kind \(missing --kind\)/],
       [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf', '--dir', tmpdir()], /^error: .* is not a project made by ts-controller-manager init/],
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Shelf'], /^error: refusing to overwrite controllers\/shelf\.ts/],
     ] as const) {
       const r = io(dir);
       assert.equal(scaffoldMain(['create', 'api', ...argv], r.io), 2, JSON.stringify(argv));
       assert.deepEqual([r.err.length, /\n./.test(r.err[0] ?? '')], [1, false], r.err.join(''));
       assert.match(r.err[0] ?? '', message);
     }
-    assert.deepEqual(['main.ts', 'PROJECT', 'config/rbac/role.yaml'].map((f) => read(dir, f)), before);
+    assert.deepEqual(['main.ts', 'PROJECT', 'config/rbac/role.yaml', 'controllers/shelf.ts'].map((f) => read(dir, f)), before);
+    assert.equal(existsSync(join(dir, 'config/crd/bases/webapp.example.com_shelves.yaml')), false);
     const r = io(dir);
     assert.equal(scaffoldMain(['create', 'nope'], r.io), 2);
     assert.match(r.err.join(''), /^error: unknown create command "nope" \(known: api, webhook\)\n$/);

@@ -91,7 +91,7 @@ export function parseProofs(markdown: string): { refs: ProofRef[]; footnotes: nu
   }
   // Footnotes: `[^id]: …` at the start of a line defines (its continuation lines are indented), `[^id]` elsewhere uses.
   // Inline code spans are blanked for this (a footnote written in code is an example, not a footnote).
-  const noCode = text.replace(/`[^`\n]*`/g, (m) => ' '.repeat(m.length));
+  const noCode = text.replace(/`[^`\n]*`/g, (m) => ' '.repeat(m.length)).replace(/^\[\^[^\]\s]+\]:/gm, (m) => ' '.repeat(m.length));
   const defined = new Map<string, { line: number; body: string }>();
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
@@ -105,7 +105,7 @@ export function parseProofs(markdown: string): { refs: ProofRef[]; footnotes: nu
     defined.set(id, { line, body });
   }
   const used = new Set<string>();
-  for (const m of noCode.matchAll(/\[\^([^\]\s]+)\](?!:)/g)) {
+  for (const m of noCode.matchAll(/\[\^([^\]\s]+)\]/g)) {
     const id = m[1] ?? '';
     used.add(id);
     if (!defined.has(id)) problems.push(`line ${lineAt(text, m.index)}: footnote [^${id}] is used but not defined`);
