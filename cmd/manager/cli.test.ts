@@ -115,6 +115,18 @@ test('--webhook-bind-address / --webhook-cert-path: a malformed value exits 2 wi
   assert.deepEqual(seen, [':9444', '/certs']);
 });
 
+test('webhook server limits: a malformed value exits 2 with one error line before anything runs', async () => {
+  const proc = Object.assign(new EventEmitter(), { exit: (): void => {} });
+  let ran = 0;
+  const { result: code, err } = await capturingStderr(() => main([`--kubeconfig=${kubeconfigFile()}`, '--webhook-max-request-body-bytes=7MB'], {}, { proc, run: () => Promise.resolve(++ran) }));
+  assert.equal(code, 2);
+  assert.equal(ran, 0, 'the wiring never ran');
+  assert.deepEqual(err.join('').trimEnd().split('\n'), [
+    'error: invalid value "7MB" for --webhook-max-request-body-bytes: want a number of bytes, optionally with Ki, Mi or Gi (e.g. 7Mi)',
+    'Run with --help for the list of flags.',
+  ]);
+});
+
 test('--pprof-bind-address reaches the real manager process: heapstats answers, SIGTERM still exits 0', async () => {
   const { spawn } = await import('node:child_process');
   const { freePort } = await import('../../pkg/testing/process.ts');

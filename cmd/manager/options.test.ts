@@ -1,5 +1,9 @@
 import { test } from 'node:test';
 import { defaultRotationOptions } from '../../pkg/webhook/certs/rotation.ts';
+import {
+  defaultMaxConnections, defaultMaxConversionRequestBytes, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
+  defaultRequestTimeoutMs,
+} from '../../pkg/webhook/server.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +16,7 @@ import {
   parseDuration,
   parseOptions,
   resolveControllers,
+  webhookServerLimits,
   type Options,
 } from './options.ts';
 
@@ -454,4 +459,46 @@ test('--pprof-bind-address: an address, or "0"/"" for off', () => {
   assert.equal(parse(['--pprof-bind-address=0']).pprofBindAddress, '0');
   assert.equal(parse(['--pprof-bind-address=']).pprofBindAddress, '0');
   assert.match(helpText(), /--pprof-bind-address=ADDR\s.*\(default "0"\)/);
+});
+
+test('webhook server limits: defaults are the library\'s; byte sizes take Ki/Mi/Gi; malformed or inconsistent values are one-line usage errors', () => {
+  const d = parse([]);
+  assert.equal(d.webhookMaxRequestBodyBytes, defaultMaxRequestBytes);
+  assert.equal(d.webhookConversionMaxRequestBodyBytes, defaultMaxConversionRequestBytes);
+  assert.equal(d.webhookMaxInflightBodyBytes, defaultMaxInFlightBytes);
+  assert.equal(d.webhookMaxRequestsInflight, defaultMaxRequestsInFlight);
+  assert.equal(d.webhookMaxConnections, defaultMaxConnections);
+  assert.equal(d.webhookRequestTimeoutMs, defaultRequestTimeoutMs);
+  const o = parse(['--webhook-max-request-body-bytes=3Mi', '--webhook-conversion-max-request-body-bytes=64Mi', '--webhook-max-inflight-body-bytes=1Gi',
+    '--webhook-max-requests-inflight=8', '--webhook-max-connections=100000', '--webhook-request-timeout=2s']);
+  assert.equal(o.webhookMaxRequestBodyBytes, 3 * 1024 * 1024);
+  assert.equal(o.webhookConversionMaxRequestBodyBytes, 64 * 1024 * 1024);
+  assert.equal(o.webhookMaxInflightBodyBytes, 1024 * 1024 * 1024);
+  assert.equal(o.webhookMaxRequestsInflight, 8);
+  assert.equal(o.webhookMaxConnections, 100_000);
+  assert.equal(o.webhookRequestTimeoutMs, 2_000);
+  assert.equal(parse(['--webhook-max-request-body-bytes=4096', '--webhook-max-inflight-body-bytes=20000Ki']).webhookMaxRequestBodyBytes, 4096);
+  for (const [args, message] of [
+    [['--webhook-max-request-body-bytes=7MB'], /^invalid value "7MB" for --webhook-max-request-body-bytes: want a number of bytes, optionally with Ki, Mi or Gi \(e\.g\. 7Mi\)$/],
+    [['--webhook-max-request-body-bytes=0'], /^invalid value "0" for --webhook-max-request-body-bytes: want at least 1 byte$/],
+    [['--webhook-max-inflight-body-bytes=8Mi'], /^--webhook-max-inflight-body-bytes \(8Mi\) must be at least --webhook-conversion-max-request-body-bytes \(16Mi\): a body at its limit must fit$/],
+    [['--webhook-max-request-body-bytes=40Mi'], /^--webhook-max-inflight-body-bytes \(32Mi\) must be at least --webhook-max-request-body-bytes \(40Mi\): a body at its limit must fit$/],
+    [['--webhook-max-requests-inflight=0'], /^invalid value 0 for --webhook-max-requests-inflight: want 1\.\.100000$/],
+    [['--webhook-max-connections=-1'], /^invalid value "-1" for --webhook-max-connections: want a positive integer$/],
+    [['--webhook-request-timeout=0'], /^invalid value for --webhook-request-timeout: must be greater than 0$/],
+  ] as const) {
+    assert.throws(() => parse([...args]), (err: Error) => err instanceof UsageError && message.test(err.message) && !err.message.includes('\n'), args.join(' '));
+  }
+  const help = helpText();
+  for (const flag of ['webhook-max-request-body-bytes', 'webhook-conversion-max-request-body-bytes', 'webhook-max-inflight-body-bytes', 'webhook-max-requests-inflight', 'webhook-max-connections', 'webhook-request-timeout']) {
+    assert.match(help, new RegExp(`--${flag}=`), flag);
+  }
+});
+
+test('webhookServerLimits: each flag reaches its WebhookServer option (/convert\'s limit by path)', () => {
+  assert.deepEqual(webhookServerLimits(parse(['--webhook-max-request-body-bytes=1Mi', '--webhook-conversion-max-request-body-bytes=2Mi',
+    '--webhook-max-inflight-body-bytes=3Mi', '--webhook-max-requests-inflight=4', '--webhook-max-connections=5', '--webhook-request-timeout=6s'])), {
+    maxRequestBytes: 1024 * 1024, maxRequestBytesByPath: { '/convert': 2 * 1024 * 1024 }, maxInFlightBytes: 3 * 1024 * 1024,
+    maxRequestsInFlight: 4, maxConnections: 5, requestTimeoutMs: 6_000,
+  });
 });

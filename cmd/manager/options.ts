@@ -13,6 +13,11 @@ import { isIP } from 'node:net';
 import type { LevelWithSilent } from 'pino';
 import { knownControllers, type ControllerName } from '../../pkg/controllers/names.ts';
 import { parseBindAddress } from '../../pkg/manager/httpserver.ts';
+import {
+  defaultMaxConnections, defaultMaxConversionRequestBytes, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
+  defaultRequestTimeoutMs, type WebhookServerOptions,
+} from '../../pkg/webhook/server.ts';
+import { convertPath } from '../../pkg/webhook/paths.ts';
 
 export { parseBindAddress, type BindAddress } from '../../pkg/manager/httpserver.ts';
 
@@ -31,6 +36,29 @@ export type LogLevel = (typeof logLevelChoices)[number];
 
 /** Upper bound for `--<controller>-concurrency`, to catch typos such as `--foo-concurrency=1000000`. */
 export const maxConcurrency = 1000;
+/** Upper bound for the webhook server's counts (`--webhook-max-requests-inflight`, `--webhook-max-connections`). */
+export const maxCount = 100_000;
+
+const byteUnits: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** Parses a byte size flag: an integer with an optional Ki, Mi or Gi suffix ("7Mi", "4096"). Throws a UsageError. */
+export function parseBytes(name: string, v: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(v);
+  if (!m) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want a number of bytes, optionally with Ki, Mi or Gi (e.g. 7Mi)`);
+  const n = Number(m[1]) * (byteUnits[m[2] ?? ''] ?? 1);
+  if (n < 1) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want at least 1 byte`);
+  if (!Number.isSafeInteger(n)) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: too large`);
+  return n;
+}
+
+/** Formats bytes with the largest Ki/Mi/Gi unit that divides them ("7Mi", "4096"). */
+export function formatBytes(n: number): string {
+  for (const unit of ['Gi', 'Mi', 'Ki']) {
+    const size = byteUnits[unit] ?? 1;
+    if (n % size === 0) return `${n / size}${unit}`;
+  }
+  return String(n);
+}
 
 export const defaultLeaderElectionId = 'ts-controller-manager.samplecontroller.k8s.io';
 export const defaultInClusterNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -80,6 +108,18 @@ export interface Options {
    * (docs/webhooks.md#http2).
    */
   webhookHttp2: boolean;
+  /** `--webhook-max-request-body-bytes`: body limit of the admission webhooks (every path but /convert). */
+  webhookMaxRequestBodyBytes: number;
+  /** `--webhook-conversion-max-request-body-bytes`: body limit of /convert (a LIST's conversion carries every item). */
+  webhookConversionMaxRequestBodyBytes: number;
+  /** `--webhook-max-inflight-body-bytes`: request body bytes the webhook server holds at once; at least both limits above. */
+  webhookMaxInflightBodyBytes: number;
+  /** `--webhook-max-requests-inflight`: webhook requests read or handled at once (one more: 429 + Retry-After). */
+  webhookMaxRequestsInflight: number;
+  /** `--webhook-max-connections`: TCP connections open at once on the webhook port (one more: closed at accept). */
+  webhookMaxConnections: number;
+  /** `--webhook-request-timeout`: a webhook request's body must be complete within this of its headers (else 408). */
+  webhookRequestTimeoutMs: number;
   leaderElect: boolean;
   leaderElectionId: string;
   /**
@@ -170,7 +210,7 @@ export interface ParseDeps {
   inClusterNamespaceFile?: string;
 }
 
-type FlagKind = 'string' | 'bool' | 'duration' | 'address' | 'int' | 'level' | 'controllers';
+type FlagKind = 'string' | 'bool' | 'duration' | 'address' | 'int' | 'bytes' | 'level' | 'controllers';
 
 interface FlagSpec {
   name: string;
@@ -203,6 +243,12 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'webhook-shutdown-delay', kind: 'duration', help: 'On shutdown, how long the webhook server keeps answering (each answer closing its connection, /readyz failing) before it closes its port, so API servers whose route to this replica lags its deletion are answered, not refused; 0 = close at once. Twice it must be less than --graceful-shutdown-timeout (unset: 5s or a quarter of it, whichever is less).' },
   { name: 'webhook-http2', kind: 'bool', def: 'false', help: 'Also offer HTTP/2 (ALPN h2) on the webhook port: calls multiplexed on one connection, GOAWAY on shutdown and certificate change. kube-apiserver uses it only for webhooks it calls by url on loopback (127.0.0.1, localhost, e.g. make run); through a Service it speaks HTTP/1.1 whatever is offered.' },
   { name: 'webhook-cert-poll-interval', kind: 'duration', def: '10s', help: 'Self-managed mode: how often each replica reads the Secret (and reloads a new serving certificate) and re-checks the injected caBundles.' },
+  { name: 'webhook-max-request-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxRequestBytes), help: 'Largest request body of an admission webhook (every path but /convert), in bytes (Ki, Mi, Gi suffixes); larger is answered 413 before it is read. The default is the largest AdmissionReview kube-apiserver sends for a storable object with its default limits (two objects of 3 MiB + 1 MiB).' },
+  { name: 'webhook-conversion-max-request-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxConversionRequestBytes), help: 'Largest request body of the conversion webhook (/convert): kube-apiserver converts a LIST in one review carrying every item not stored in the requested version, so it grows with the number of objects.' },
+  { name: 'webhook-max-inflight-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxInFlightBytes), help: 'Request body bytes the webhook server holds at once, counted as they arrive; a body that would pass it is answered 429 with Retry-After. At least both body limits above.' },
+  { name: 'webhook-max-requests-inflight', kind: 'int', def: String(defaultMaxRequestsInFlight), help: `Webhook requests being read or handled at once (1..${maxCount}); one more is answered 429 with Retry-After: 1 (kube-apiserver retries it).` },
+  { name: 'webhook-max-connections', kind: 'int', def: String(defaultMaxConnections), help: `TCP connections open at once on the webhook port (1..${maxCount}); one more is closed as it is accepted.` },
+  { name: 'webhook-request-timeout', kind: 'duration', def: formatDuration(defaultRequestTimeoutMs), help: 'A webhook request\'s body must be complete within this of its headers, else it is answered 408 and its connection closed.' },
   { name: 'leader-elect', kind: 'bool', def: 'false', help: 'Enable leader election: only the holder of the Lease runs controllers.' },
   { name: 'leader-election-id', kind: 'string', def: defaultLeaderElectionId, help: 'Name of the Lease used for leader election.' },
   { name: 'leader-election-namespace', kind: 'string', help: 'Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster ServiceAccount namespace.' },
@@ -263,6 +309,8 @@ function placeholder(kind: FlagKind): string {
       return 'ADDR';
     case 'int':
       return 'N';
+    case 'bytes':
+      return 'BYTES';
     case 'level':
       return 'LEVEL';
     case 'controllers':
@@ -366,11 +414,11 @@ function parseBool(name: string, v: string): boolean {
   throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want true or false`);
 }
 
-function parseIntFlag(name: string, v: string): number {
+function parseIntFlag(name: string, v: string, max = maxConcurrency): number {
   if (!/^\d+$/.test(v)) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: want a positive integer`);
   const n = Number(v);
-  if (n < 1 || n > maxConcurrency) {
-    throw new UsageError(`invalid value ${v} for --${name}: want 1..${maxConcurrency}`);
+  if (n < 1 || n > max) {
+    throw new UsageError(`invalid value ${v} for --${name}: want 1..${max}`);
   }
   return n;
 }
@@ -532,6 +580,18 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     );
   }
   const webhookHttp2 = parseBool('webhook-http2', get('webhook-http2') ?? 'false');
+  const bytes = (name: string): number => parseBytes(name, get(name) ?? '');
+  const webhookMaxRequestBodyBytes = bytes('webhook-max-request-body-bytes');
+  const webhookConversionMaxRequestBodyBytes = bytes('webhook-conversion-max-request-body-bytes');
+  const webhookMaxInflightBodyBytes = bytes('webhook-max-inflight-body-bytes');
+  for (const limit of ['webhook-max-request-body-bytes', 'webhook-conversion-max-request-body-bytes']) {
+    if (bytes(limit) > webhookMaxInflightBodyBytes) {
+      throw new UsageError(`--webhook-max-inflight-body-bytes (${get('webhook-max-inflight-body-bytes') ?? ''}) must be at least --${limit} (${get(limit) ?? ''}): a body at its limit must fit`);
+    }
+  }
+  const webhookMaxRequestsInflight = parseIntFlag('webhook-max-requests-inflight', get('webhook-max-requests-inflight') ?? '', maxCount);
+  const webhookMaxConnections = parseIntFlag('webhook-max-connections', get('webhook-max-connections') ?? '', maxCount);
+  const webhookRequestTimeoutMs = duration('webhook-request-timeout');
   const cacheSyncTimeoutMs = duration('cache-sync-timeout');
   const syncPeriodMs = wrap('sync-period', parseDuration);
   if (syncPeriodMs !== 0 && syncPeriodMs < minSyncPeriodMs) {
@@ -650,6 +710,12 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     webhookSelfManaged,
     webhookShutdownDelayMs,
     webhookHttp2,
+    webhookMaxRequestBodyBytes,
+    webhookConversionMaxRequestBodyBytes,
+    webhookMaxInflightBodyBytes,
+    webhookMaxRequestsInflight,
+    webhookMaxConnections,
+    webhookRequestTimeoutMs,
     leaderElect,
     leaderElectionId,
     leaderElectionNamespace,
@@ -671,5 +737,18 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv, de
     neutronCloud: str('neutron-cloud') ?? nonEmpty(env.OS_CLOUD),
     watchNamespaces,
     podNamespace,
+  };
+}
+
+/** The webhook server's limits from the flags (WebhookServerOptions; docs/webhooks.md#limits). */
+export function webhookServerLimits(o: Options): Pick<WebhookServerOptions,
+  'maxRequestBytes' | 'maxRequestBytesByPath' | 'maxInFlightBytes' | 'maxRequestsInFlight' | 'maxConnections' | 'requestTimeoutMs'> {
+  return {
+    maxRequestBytes: o.webhookMaxRequestBodyBytes,
+    maxRequestBytesByPath: { [convertPath]: o.webhookConversionMaxRequestBodyBytes },
+    maxInFlightBytes: o.webhookMaxInflightBodyBytes,
+    maxRequestsInFlight: o.webhookMaxRequestsInflight,
+    maxConnections: o.webhookMaxConnections,
+    requestTimeoutMs: o.webhookRequestTimeoutMs,
   };
 }

@@ -18,7 +18,7 @@ import type { SignalHandlers } from '../../pkg/manager/signals.ts';
 import { ControllerManager, packageVersion } from '../../pkg/runtime/manager.ts';
 import type { Logger } from '../../pkg/log/logger.ts';
 import { SelfManagedCertificates } from '../../pkg/webhook/certs/selfmanaged.ts';
-import type { Options } from './options.ts';
+import { webhookServerLimits, type Options } from './options.ts';
 
 export async function run(opts: Options, kube: KubeConfigSource, signals: SignalHandlers): Promise<number> {
   const log = newLogger({ level: opts.logLevel });
@@ -61,6 +61,7 @@ export async function run(opts: Options, kube: KubeConfigSource, signals: Signal
       ...(certs ? { tls: certs } : {}),
       shutdownDelayMs: opts.webhookShutdownDelayMs,
       http2: opts.webhookHttp2,
+      ...webhookServerLimits(opts),
     },
     metrics: {
       bindAddress: opts.metricsBindAddress, secure: opts.metricsSecure,
