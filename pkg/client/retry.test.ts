@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { Registry } from 'prom-client';
 import { KubeConfig } from './kubeconfig.ts';
 import { ApiError, RestClient, type RestClientOptions } from './rest.ts';
@@ -79,8 +81,10 @@ test('retryDelayMs: client-go checkWait (429 or 5xx with integer Retry-After), w
   assert.equal(retryAfterSeconds({ 'retry-after': ' 7 ' }), 7);
 });
 
-test('a GET answered 429 Retry-After: 1 is retried after ~1 s and succeeds; both counters count it', async () => {
-  const { rest, registry } = client();
+test('a GET answered 429 Retry-After: 1 is retried after ~1 s and succeeds; both counters count it; the retry is logged at debug level', async () => {
+  const lines: { level: number; msg: string; retry?: number; status?: number }[] = [];
+  const log = pino({ level: 'debug' }, new Writable({ write(chunk: Buffer, _enc, cb) { lines.push(JSON.parse(chunk.toString()) as typeof lines[number]); cb(); } }));
+  const { rest, registry } = client({ log });
   script = [{ status: 429, retryAfter: '1' }];
   const got = await rest.json<{ ok: number }>('GET', '/apis/x/v1/foos');
   assert.deepEqual(got, { ok: 2 });
@@ -89,6 +93,7 @@ test('a GET answered 429 Retry-After: 1 is retried after ~1 s and succeeds; both
   assert.ok(waited >= 950 && waited < 3000, `waited ${waited.toFixed(0)} ms for Retry-After: 1`);
   assert.deepEqual(await metric(registry, 'rest_client_requests_total'), { 'code=200,method=GET': 1, 'code=429,method=GET': 1 });
   assert.deepEqual(await metric(registry, 'rest_client_request_retries_total'), { 'code=200,verb=GET': 1 });
+  assert.deepEqual(lines.map((l) => [l.level, l.msg, l.status, l.retry]), [[20, 'server asked to retry (Retry-After)', 429, 1]]);
   await rest.close();
 });
 
@@ -116,7 +121,8 @@ test('5xx with Retry-After on a GET is retried; without Retry-After it is not', 
   await rest.close();
 });
 
-test('bounded: after maxRetries the last 429 is the answer (ApiError TooManyRequests)', async () => {
+test('bounded: after maxRetries the last 429 is the answer (ApiError TooManyRequests); by default 10 retries of at most 10 s each', async () => {
+  assert.deepEqual(defaultRetryPolicy, { maxRetries: 10, maxDelayMs: 10_000 }, 'docs/client.md states these');
   const { rest, registry } = client({ retry: { maxRetries: 3 } });
   script = Array.from({ length: 10 }, () => ({ status: 429, retryAfter: '0' }));
   await assert.rejects(rest.json('GET', '/x'), (e: unknown) => e instanceof ApiError && e.status === 429 && e.reason === 'TooManyRequests');
