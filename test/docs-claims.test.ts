@@ -21,6 +21,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { knownControllers } from '../pkg/controllers/names.ts';
+import { fileGraph, formatRooms, roomGraph } from '../hack/importgraph.ts';
 import { checkRef, parseProofs, testCalls, type ProofRef } from './helpers/proofs.ts';
 
 const repo = join(import.meta.dirname, '..');
@@ -124,6 +125,13 @@ describe('countable claims of the documentation equal the repository', () => {
     const stated = /(\d+) cases × 2/.exec(readFileSync(join(repo, 'docs/testing.md'), 'utf8'));
     assert.ok(stated, 'docs/testing.md states the number of conformance cases');
     assert.equal(Number(stated[1]), cases.length, `test/fakeclient-conformance.test.ts has ${cases.length} cases`);
+  });
+
+  test('docs/layering.md\'s room graph is the one hack/importgraph.ts prints', () => {
+    const doc = readFileSync(join(repo, 'docs/layering.md'), 'utf8');
+    const start = doc.indexOf('```\n', doc.indexOf('## The room graph')) + 4;
+    const stated = doc.slice(start, doc.indexOf('```', start)).trim().split('\n');
+    assert.deepEqual(stated, formatRooms(roomGraph(fileGraph(repo))), 'run node hack/importgraph.ts and copy its rooms into docs/layering.md');
   });
 
   test('the measured unit + integration test count of the last CI run is quoted identically everywhere', () => {
