@@ -220,8 +220,10 @@ export function setup${K}Controller(mgr: ControllerManager): void {
     return finalizer(api, current, ${c}Finalizer, {
       apply: async (obj) => {
         // createOrPatch reads the ConfigMap from the API server and hands it (or a new one) to this function; only
-        // what it changes is sent, fenced by the resourceVersion read. One that exists and that this ${K} does not
-        // control is left as it is (nothing changed: no request).
+        // what it changes is sent, fenced by the resourceVersion read: a change landing after the read (someone
+        // taking the ConfigMap over) fails the patch with 409 and the reconcile retries (ts-controller-manager's
+        // test/createorpatch-fence.test.ts). One that exists and that this ${K} does not control is left as it is
+        // (nothing changed: no request).
         let foreign = false;
         const { result } = await createOrPatch(configMaps, { metadata: { name } }, (cm) => {
           if (cm.metadata?.uid && controllerOf(cm)?.uid !== obj.metadata?.uid) {
