@@ -65,6 +65,18 @@ describe('fooReconciler', () => {
     assert.deepEqual(recorder.events, ['Normal Synced Foo synced successfully']);
   });
 
+  test('a changed deploymentName: the new Deployment is created, the old one is left in place (as upstream)', async () => {
+    const before = aFoo({ deploymentName: 'old', replicas: 1 }, { availableReplicas: 1 });
+    deployments.add(owned(before, 1, 1));
+    foos.add({ ...before, spec: { deploymentName: 'new', replicas: 1 } });
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(rest.calls.map((c) => `${c.method} ${c.path}`), [
+      'POST /apis/apps/v1/namespaces/ns/deployments',
+      'PATCH /apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos/foo/status',
+    ]);
+    assert.equal((rest.calls[0]?.body as Deployment).metadata?.name, 'new');
+  });
+
   test('converged: no writes, no events', async () => {
     const foo = aFoo({ deploymentName: 'web', replicas: 2 }, { availableReplicas: 2 });
     foos.add(foo);

@@ -772,16 +772,16 @@ describe('networkReconciler: issue 12', () => {
     assert.deepEqual(after.filter((o) => o.startsWith('createSubnet') || o.startsWith('addTag')), [], 'no restore after the abort');
   });
 
-  test('4: an overlap 400 (allow_overlapping_ips = False: another network has the CIDR) is retried, not terminal', async () => {
+  test('4: an overlap 400 (allow_overlapping_ips = False: another network has the CIDR) is NeutronConflict, retried every 30 s (±10 %), not terminal', async () => {
     cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
     neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'Invalid input for operation: Requested subnet with cidr: 10.0.0.0/24 for network: x overlaps with another subnet.' }));
     const res = await reconcile(req, signal, ctx).then((r) => r, (err: unknown) => {
       assert.ok(!isTerminalError(err), 'not terminal');
       return undefined;
     });
-    assert.ok(res === undefined || (res.requeueAfter ?? 0) > 0);
+    assert.ok(res && (res.requeueAfter ?? 0) >= 27_000 && (res.requeueAfter ?? 0) <= 33_000, `retried every 30 s ± 10 % (docs/controllers.md): ${JSON.stringify(res)}`);
     assert.equal(lastReady()?.status, 'False');
-    assert.notEqual(lastReady()?.reason, 'NeutronRejected');
+    assert.equal(lastReady()?.reason, 'NeutronConflict');
     assert.match(lastReady()?.message ?? '', /overlaps with another subnet/);
     cache.update(withWrittenStatus(aNetwork({ cidr: '10.0.0.0/24' })));
     await reconcile(req, signal, ctx); // the other subnet went away
@@ -813,12 +813,17 @@ describe('networkReconciler: issue 12', () => {
     assert.equal(lastReady()?.status, 'True');
   });
 
-  test('9: Retry-After on a 503 is honoured (requeueAfter), 403 is reported as a policy error with the server message', async () => {
+  test('9: Retry-After on a 503 is honoured (requeueAfter, within 1 s – 10 min), 403 is reported as a policy error with the server message', async () => {
     cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
     neutron.failNext('listNetworks', errorForStatus({ status: 503, type: 'HTTP503', message: 'busy', retryAfterMs: 42_000 }));
     const res = await reconcile(req, signal, ctx).catch((err: unknown) => err);
     assert.deepEqual(res, { requeueAfter: 42_000 });
     assert.equal(lastReady()?.reason, 'NeutronUnavailable');
+    // Bounded to 1 s – 10 min.
+    for (const [asked, kept] of [[10, 1_000], [3_600_000, 600_000]] as const) {
+      neutron.failNext('listNetworks', errorForStatus({ status: 503, type: 'HTTP503', message: 'busy', retryAfterMs: asked }));
+      assert.deepEqual(await reconcile(req, signal, ctx).catch((err: unknown) => err), { requeueAfter: kept }, `Retry-After of ${asked} ms`);
+    }
 
     neutron.failNext('createNetwork', errorForStatus({ status: 403, type: 'PolicyNotAuthorized', message: 'rule:create_network is disallowed by policy' }));
     await assert.rejects(reconcile(req, signal, ctx), (err) => !isTerminalError(err));
