@@ -11,8 +11,8 @@
  * The last title is the exact title of a `test(`/`it(` (or `describe(`/`suite(`) call in that file; titles before it
  * name calls that enclose it, outermost first (to pick one of two tests of the same name). Curly quotes because test
  * titles contain straight ones; no test title may contain “ or ”. A title built from a template string
- * (`` test(`${kind}: …`) ``) matches a reference that fills each `${…}` with some text; a title that is a variable or
- * a concatenation cannot be named (name its enclosing `describe` instead).
+ * (`` test(`${kind}: …`) ``) matches a reference that fills each `${…}` with some text (possibly none); a title that is
+ * a variable or a concatenation cannot be named (name its enclosing `describe` instead).
  *
  * In the documents a claim carries its proof as a GitHub footnote: `… answers 409.[^fence]` and, at the end of the
  * document, `[^fence]: `test/fencing.test.ts` › “…”` (several references separated by `;`, optional words after).
@@ -41,7 +41,7 @@ export interface TestCall {
   fn: string;
   /** The title as written: the literal text, or the template with `${…}` for each substitution. */
   title: string | undefined;
-  /** Matches a title that names this call (exact text; each `${…}` of a template stands for some text). */
+  /** Matches a title that names this call (exact text; each `${…}` of a template stands for any text). */
   matches: (title: string) => boolean;
   /** Why the call (or one enclosing it) is skipped, if it is. */
   skipped: string | undefined;
@@ -147,7 +147,7 @@ function titleOf(node: ts.Expression | undefined): { title: string; matches: (t:
   }
   if (ts.isTemplateExpression(node)) {
     const parts = [node.head.text, ...node.templateSpans.map((s) => s.literal.text)];
-    const re = new RegExp(`^${parts.map(escapeRe).join('.+?')}$`, 's');
+    const re = new RegExp(`^${parts.map(escapeRe).join('.*?')}$`, 's');
     return { title: parts.join('${…}'), matches: (t) => re.test(t) };
   }
   return undefined;
