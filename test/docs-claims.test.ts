@@ -91,7 +91,8 @@ describe('countable claims of the documentation equal the repository', () => {
 
   test('"the N controllers" equals knownControllers, and the README names each of them', () => {
     const stated: string[] = [];
-    for (const [doc, text] of documents()) {
+    for (const [doc, raw] of documents()) {
+      const text = raw.replace(/“[^”\n]*”/g, (t) => ' '.repeat(t.length)); // quoted test titles are not claims about the manager
       for (const m of text.matchAll(/\b(one|two|three|four|five|six|seven|eight|nine|ten) controllers\b/gi)) {
         stated.push(`${doc}:${lineOf(text, m.index)}`);
         assert.equal(NUMBER_WORDS[(m[1] ?? '').toLowerCase()], knownControllers.length,
