@@ -49,6 +49,7 @@ import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
 import { ControllerBuilder, type ControllerHost } from './builder.ts';
+import { conversionWebhookUnreachable } from './conversionreach.ts';
 import type { TlsSource } from '../manager/httpserver.ts';
 import type { AdmissionHandler } from '../webhook/admission.ts';
 import { WebhookBuilder } from '../webhook/builder.ts';
@@ -302,14 +303,19 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
         (await this.factory.waitForCacheSync({ signal })) && waitForCacheSync(this.syncedChecks, { signal, pollIntervalMs: 20 }),
     });
     this.manager.add(runnable('informers', false, (signal) => this.factory.run(signal)));
-    // A cache whose list fails because the API server cannot reach a conversion webhook THIS process serves does not
-    // hold readiness: the process is an endpoint of its webhook Service only once Ready, so waiting would deadlock
-    // (no other replica serving the conversion: a first start, scaling from 0, turning the webhooks on while objects
-    // are stored in another version — docs/helm.md). Ready, it gets the calls, and the list's retry succeeds; the
-    // controllers still start only once every cache synced (waitForCacheSync above).
-    const selfConversionFailure = (i: SharedIndexInformer<KubeObject>): boolean =>
-      this.webhooks?.servesConversion(i.resource.group, i.resource.kind) === true
-      && /conversion webhook for .* failed/.test(i.syncError() ?? '');
+    // A cache whose list fails because NOBODY ANSWERS at a conversion webhook THIS process serves (connection refused,
+    // no endpoints, a dial timeout: conversionreach.ts) does not hold readiness: the process is an endpoint of its
+    // webhook Service only once Ready, so waiting would deadlock (no other replica serving the conversion: a first
+    // start, scaling from 0, turning the webhooks on while objects are stored in another version — docs/helm.md).
+    // Ready, it gets the calls, and the list's retry succeeds; the controllers still start only once every cache
+    // synced (waitForCacheSync above). A conversion that answered (Failure), or whose certificate the API server
+    // refused (x509), holds it: Ready would not help, that cache would never sync (test/webhook-selfconversion.test.ts).
+    // Every namespace's failure must be one (syncError joins them as `ns=<ns>: …; ns=<ns>: …`).
+    const selfConversionFailure = (i: SharedIndexInformer<KubeObject>): boolean => {
+      if (this.webhooks?.servesConversion(i.resource.group, i.resource.kind) !== true) return false;
+      const why = i.syncError();
+      return why !== undefined && why.split(/; (?=ns=)/).every(conversionWebhookUnreachable);
+    };
     this.health.addReadyzCheck('informers', () => {
       const notSynced = this.factory.unsyncedCaches(selfConversionFailure);
       if (notSynced.length > 0) throw new Error(`caches not synced: ${notSynced.join('; ')}`);
