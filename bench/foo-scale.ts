@@ -26,6 +26,7 @@ import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import type { ControlPlane } from '../test/cluster/controlplane.ts';
 import { benchControlPlane, log, runAll } from './common.ts';
 import { ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
+import { BenchResults, val } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -140,6 +141,10 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
+  const results = new BenchResults('foo-scale', {
+    name: 'raw creates',
+    description: `N ConfigMap creates and the N Foo creates themselves, ${clients} in flight, on the same control plane in the same run`,
+  });
   const { cp, owned } = await benchControlPlane(args['cluster-dir']);
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfig);
@@ -158,15 +163,25 @@ async function main(): Promise<void> {
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { i: String(i) } },
     }));
     const rows: Row[] = [{ what: `API server: ConfigMap creates (${clients} in flight)`, objects: N, ms: cmMs }];
+    results.set('foos', val(N, 'count'));
+    results.set('configMapCreates', val(cmMs / 1000, 's'));
     const notes: string[] = [];
     for (const [i, workers] of workerCounts.entries()) {
       const run = await fooRun(cp, rest, workers);
       rows.push(...run.rows);
+      results.sampleLoad();
+      const [creates, deployments, statuses, available] = run.rows.map((r) => r.ms);
+      const set = (k: string, ms: number | undefined): void => { if (ms !== undefined) results.set(`workers${workers}.${k}`, val(ms / 1000, 's')); };
+      set('fooCreates', creates);
+      set('deployments', deployments);
+      set('statuses', statuses);
+      set('available', available);
       notes.push(`--foo-concurrency=${workers}: ${run.writes}`);
       // Free the node's Pod capacity and let the cluster settle before the next run.
       if (i < workerCounts.length - 1) await deleteNamespace(rest, run.namespace);
       else namespaces.push(run.namespace);
     }
+    results.write();
     process.stdout.write(`\n${table(rows)}\n\n${notes.join('\n')}\n` +
       `(times from the first create request; Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
   } finally {

@@ -17,6 +17,7 @@
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { deepFreeze } from '../pkg/informerfactory/object.ts';
+import { BenchResults, ratio, spread } from './results.ts';
 
 const { values: args } = parseArgs({ options: { objects: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '5' } } });
 const n = Number(args.objects);
@@ -76,6 +77,10 @@ function heapHolding(objs: D[]): number {
 }
 
 type Row = Record<'decode' | 'freeze' | 'clone' | 'readsFrozen' | 'readsPlain' | 'heapFrozen' | 'heapPlain', number>;
+const results = new BenchResults('freeze', {
+  name: 'JSON.parse and copy-on-read',
+  description: 'decoding the same objects (JSON.parse) and a structuredClone per read, measured in the same rounds as deepFreeze',
+});
 const rows: Row[] = [];
 for (let round = 0; round < rounds; round++) {
   const row = {} as Row;
@@ -96,6 +101,7 @@ for (let round = 0; round < rounds; round++) {
     }
   }
   rows.push(row);
+  results.sampleLoad();
 }
 
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -104,6 +110,13 @@ const cell = (k: keyof Row, scale = 1, digits = 2): string => {
   return `${med(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 };
 const mib = 1024 * 1024;
+const keys = ['decode', 'freeze', 'clone', 'readsFrozen', 'readsPlain'] as const;
+for (const k of keys) results.set(`perObject.${k}`, spread(rows.map((r) => r[k]), 'CPU-µs'));
+results.set('heap.frozen', spread(rows.map((r) => r.heapFrozen / mib), 'MiB'));
+results.set('heap.plain', spread(rows.map((r) => r.heapPlain / mib), 'MiB'));
+results.set('freezeOverDecode', ratio(med(rows.map((r) => r.freeze)), med(rows.map((r) => r.decode))));
+results.set('objects', { value: n, unit: 'count' });
+results.write();
 process.stdout.write(
   `Immutable cache: ${n} Deployment-shaped objects, ${rounds} rounds (ABBA), Node ${process.version}, ${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(1)}; medians (min–max)\n\n` +
     '| per object | µs CPU |\n|---|---:|\n' +

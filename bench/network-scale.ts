@@ -35,6 +35,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { BenchResults, val } from './results.ts';
 import { KubeConfig } from '../pkg/client/kubeconfig.ts';
 import { Registry } from 'prom-client';
 import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
@@ -187,7 +188,7 @@ async function neutronReference(endpoint: string, inFlight: number): Promise<{ r
   };
 }
 
-async function networkRun(cp: ControlPlane, rest: RestClient, scope: ProjectScope, cloudsYaml: string, workers: number): Promise<{ rows: Row[]; notes: string }> {
+async function networkRun(cp: ControlPlane, rest: RestClient, scope: ProjectScope, cloudsYaml: string, workers: number): Promise<{ rows: Row[]; notes: string; counts: Record<string, number> }> {
   const ns = `bench-net-w${workers}-${Date.now().toString(36)}`;
   const start = await scope.inProject();
   const before = { networkIds: new Set(start.networks.map((n) => str(n['id']))), subnetIds: new Set(start.subnets.map((n) => str(n['id']))) };
@@ -251,6 +252,7 @@ async function networkRun(cp: ControlPlane, rest: RestClient, scope: ProjectScop
 
     const label = `Network controller (${workers} worker${workers > 1 ? 's' : ''})`;
     return {
+      counts: { duplicates, sameName, extraSubnets, missing, leakedNetworks, leakedSubnets, reconciles, errors },
       rows: [
         { what: `API server: Network creates (${clients} in flight)`, objects: N, ms: createMs },
         { what: `${label}: all Ready=True`, objects: N, ms: tReady === undefined ? undefined : tReady - t0 },
@@ -282,6 +284,12 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
+  const results = new BenchResults('network-scale', {
+    name: 'raw Neutron',
+    description: 'the same number of network (+ subnet) creates and network deletes sent straight to the same neutron-server, ' +
+      'as the manager\'s user, with as many requests in flight as the manager has workers, in the same run',
+  });
+  results.set('config', { auth, db, networks: val(N, 'count') });
   const { cp, owned } = await benchControlPlane(args['cluster-dir']);
   log(`starting a private neutron-server (auth: ${auth}, db: ${db})`);
   const neutron = await startNeutron({
@@ -321,7 +329,23 @@ async function main(): Promise<void> {
       const run = await networkRun(cp, rest, scope, neutron.cloudsYaml, workers);
       rows.push(...run.rows);
       notes.push(run.notes);
+      results.sampleLoad();
+      const secs = (r: Row | undefined): number | undefined => (r?.ms === undefined ? undefined : r.ms / 1000);
+      const [rawNet, rawBoth, rawDel] = ref.rows.map(secs);
+      const [creates, ready, deleted] = run.rows.map(secs);
+      const put = (k: string, v: number | undefined, unit: string): void => { if (v !== undefined) results.set(`workers${workers}.${k}`, val(v, unit)); };
+      put('raw.networkCreates', rawNet, 's');
+      put('raw.networkSubnetCreates', rawBoth, 's');
+      put('raw.deletes', rawDel, 's');
+      put('raw.deletePerNetwork', rawDel === undefined ? undefined : rawDel / (ref.rows[2]?.objects ?? 1), 's');
+      put('networkCreates', creates, 's');
+      put('ready', ready, 's');
+      put('deleted', deleted, 's');
+      put('deletePerNetwork', deleted === undefined ? undefined : deleted / N, 's');
+      if (ready !== undefined && rawBoth !== undefined) results.set(`workers${workers}.readyOverRaw`, val(ready / rawBoth, '×'));
+      for (const [k, v] of Object.entries(run.counts)) results.set(`workers${workers}.counts.${k}`, val(v, 'count'));
     }
+    results.write();
     process.stdout.write(`\n${table(rows)}\n\n${notes.join('\n')}\n` +
       `(times from the first request; Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
   } finally {

@@ -52,6 +52,7 @@ import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { distMainScript, ManagerProcess } from '../test/helpers/managerprocess.ts';
 import { startNeutron, type NeutronInstance } from '../test/helpers/neutron.ts';
 import { log, runAll } from './common.ts';
+import { BenchResults, ratio, spread, val } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -507,8 +508,40 @@ function table(rows: Row[]): string {
   return `${out.join('\n')}\n\n${verdicts.join('\n')}`;
 }
 
+/**
+ * The results file: per row (`foos<N>`, `networks<N>w<W>`) the new object's time after ready with the queue on and
+ * off, the drain, the idle manager's time (the anchor), drain on ÷ off, and the backlog objects any restart changed.
+ */
+function recordPriority(res: BenchResults, rows: Row[]): void {
+  for (const r of rows) {
+    const isFoo = r.controller === 'foo';
+    const key = isFoo ? `foos${r.backlog}` : `networks${r.backlog}w${/(\d+) workers?/.exec(r.label)?.[1] ?? ''}`;
+    const counted = r.runs.filter((m) => !m.warmup);
+    const secs = (xs: (number | undefined)[]): number[] => xs.filter((x): x is number => x !== undefined).map((x) => x / 1000);
+    for (const mode of ['on', 'off'] as const) {
+      const of = counted.filter((m) => m.mode === mode);
+      const newS = secs(of.map((m) => (isFoo ? m.newStatusMs : m.newMs)));
+      const drainS = secs(of.map((m) => m.drainMs));
+      if (newS.length) res.set(`${key}.${mode}.newObject`, spread(newS, 's'));
+      if (drainS.length) res.set(`${key}.${mode}.drain`, spread(drainS, 's'));
+    }
+    const idleS = secs(counted.map((m) => m.idleMs));
+    if (idleS.length) res.set(`${key}.idle.newObject`, spread(idleS, 's'));
+    const drainOn = median(secs(counted.filter((m) => m.mode === 'on').map((m) => m.drainMs)));
+    const drainOff = median(secs(counted.filter((m) => m.mode === 'off').map((m) => m.drainMs)));
+    if (drainOn !== undefined && drainOff !== undefined) res.set(`${key}.drainRatio`, ratio(drainOn, drainOff));
+    res.set(`${key}.backlogChanged`, val(r.runs.reduce((a, m) => a + m.backlogChanges, 0), 'count'));
+    res.set(`${key}.restarts`, val(r.runs.length, 'count'));
+  }
+}
+
 async function main(): Promise<void> {
   execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  const res = new BenchResults('priority', {
+    name: 'idle manager and queue off',
+    description: 'in the same run and on the same objects: the same restart with --priority-queue=false (ABBA), and a new object ' +
+      'created once the backlog drained (the idle manager: what the new object costs by itself)',
+  });
   const dir = mkdtempSync(join(tmpdir(), 'tscm-prio-'));
   log(`starting a private minimal control plane in ${dir}`);
   const cp = await ControlPlane.start({ mode: 'minimal', dir, log: () => {} });
@@ -517,7 +550,10 @@ async function main(): Promise<void> {
   kc.loadFromFile(cp.kubeconfig);
   const rest = new RestClient({ kubeConfig: kc, registry: new Registry(), userAgent: 'priority-bench' });
   const load: number[] = [];
-  const sampler = setInterval(() => load.push(loadavg()[0] ?? 0), 10_000);
+  const sampler = setInterval(() => {
+    load.push(loadavg()[0] ?? 0);
+    res.sampleLoad();
+  }, 10_000);
   try {
     const kubectl = join(cp.k8sBinDir, 'kubectl');
     execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases'], { cwd: repo, stdio: 'ignore' });
@@ -535,6 +571,8 @@ async function main(): Promise<void> {
       for (const [i, r] of networkRows.entries()) rows.push(await networkRow(cp, rest, neutron, r.n, r.workers, String.fromCharCode(98 + i)));
     }
     const range = load.length ? `${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}` : loadavg()[0]?.toFixed(1);
+    recordPriority(res, rows);
+    res.write();
     process.stdout.write(`\n${table(rows)}\n\n(Node ${process.version}, ${cpus().length} CPUs, 1-min load average ${range} during the run; ` +
       `manager: dist/, the image's Node flags, one namespace per row, log level warn; "on" = --priority-queue=true (default), ` +
       `"off" = --priority-queue=false in the same run; manager writes = its non-GET API requests, the new and idle objects' included; ` +

@@ -48,6 +48,7 @@ import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
 import { collectionPath } from '../pkg/apimachinery/paths.ts';
 import { shardLabel } from '../pkg/sharding/assignment.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
+import { BenchResults, val } from './results.ts';
 import { processRss } from '../test/helpers/cgroup.ts';
 import { distMainScript, ManagerProcess, metricValue } from '../test/helpers/managerprocess.ts';
 import { log, runAll } from './common.ts';
@@ -318,11 +319,23 @@ const sec = (ms: number | undefined): string => (ms === undefined ? 'timeout' : 
 async function main(): Promise<void> {
   execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
   const started = Date.now();
+  const res = new BenchResults('sharding', {
+    name: 'raw writes',
+    description: `N Foo creates + N Deployment creates by the bench (${clients} in flight) on a fresh control plane, before and after the rows ` +
+      '(`anchor.before`, `anchor.after`); a single unsharded replica with as many workers as the largest row (`reference`)',
+  });
   const before = await anchor();
+  res.sampleLoad();
   const rows: RowResult[] = [];
-  for (const r of replicaCounts) rows.push(await row(r, true, 1));
+  for (const r of replicaCounts) {
+    rows.push(await row(r, true, 1));
+    res.sampleLoad();
+  }
   if (!args['no-reference']) rows.push(await row(1, false, Math.max(...replicaCounts)));
   const after = await anchor();
+  res.sampleLoad();
+  recordSharding(res, before, after, rows);
+  res.write();
 
   const anchorMs = Math.min(before.ms, after.ms);
   /** The faster anchor's write rate (writes/ms): a row's API writes at that rate are the least time it can take. */
@@ -350,6 +363,32 @@ async function main(): Promise<void> {
     `a fresh minimal control plane per row; times from the first Foo create to a Deployment for every Foo; ÷ anchor = converge / the faster anchor; Deployments/s after the creates = the rest of the Deployments over the time from the last Foo create to convergence (only the replicas write then); API floor = the row's API writes in the window at the faster anchor's write rate; ` +
     `Foo creates took ${rows.map((r) => sec(r.createMs)).join(' / ')} s of the rows; replica CPU seconds ${rows.map((r) => r.replicaCpuSeconds.toFixed(0)).join(' / ')}; ` +
     `Node ${process.version}, ${cpus().length} CPUs, load average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${((Date.now() - started) / 60_000).toFixed(1)} min)\n`);
+}
+
+/** The results file: anchors, then per row (`replicas<R>`, `reference`) converge, speed-up vs 1, peak RSS, kill -9. */
+function recordSharding(res: BenchResults, before: AnchorResult, after: AnchorResult, rows: RowResult[]): void {
+  res.set('foos', val(N, 'count'));
+  res.set('anchor.before', val(before.ms / 1000, 's'));
+  res.set('anchor.after', val(after.ms / 1000, 's'));
+  const one = rows.find((r) => r.sharding && r.replicas === 1)?.convergedMs;
+  for (const r of rows) {
+    const key = r.sharding ? `replicas${r.replicas}` : 'reference';
+    res.set(`${key}.workers`, val(r.workers, 'count'));
+    if (r.convergedMs !== undefined) {
+      res.set(`${key}.converge`, val(r.convergedMs / 1000, 's'));
+      if (one !== undefined) res.set(`${key}.speedup`, val(one / r.convergedMs, '×'));
+      res.set(`${key}.overAnchor`, val(r.convergedMs / Math.min(before.ms, after.ms), '×'));
+    }
+    const rss = r.peakRss.map((p) => p.mib);
+    if (rss.length) res.set(`${key}.peakRss`, { min: val(Math.min(...rss), 'MiB'), max: val(Math.max(...rss), 'MiB') });
+    if (r.sharderPatches !== undefined) res.set(`${key}.sharderPatches`, val(r.sharderPatches, 'count'));
+    res.set(`${key}.apiWrites`, val(r.apiWrites, 'count'));
+    if (r.kill) {
+      res.set(`${key}.kill.moved`, val(r.kill.moved, 'count'));
+      if (r.kill.ms !== undefined) res.set(`${key}.kill.relabelled`, val(r.kill.ms / 1000, 's'));
+      res.set(`${key}.kill.lease`, val(r.kill.leaseMs / 1000, 's'));
+    }
+  }
 }
 
 await main();
