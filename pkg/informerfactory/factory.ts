@@ -192,7 +192,7 @@ export class SharedInformerFactory {
   }
 
   /** Resolves true once every informer created so far has synced; false on timeout or abort. */
-  waitForCacheSync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+  waitForCacheSync(opts: { timeoutMs?: number; signal?: AbortSignal; pollIntervalMs?: number } = {}): Promise<boolean> {
     const informers = [...this.byKey.values()];
     return waitForCacheSync(
       informers.map((i) => () => i.hasSynced()),

@@ -260,6 +260,14 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     return rvs.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a));
   }
 
+  /**
+   * True while every reflector of this informer is watching — not listing, relisting or backing off — so its cache
+   * follows the server (`explore` waits for this before it calls a manager at rest).
+   */
+  isWatching(): boolean {
+    return this.reflectors.length > 0 && this.reflectors.every((r) => r.currentState().phase.name === 'Watching');
+  }
+
   /** Whether start() was called. */
   isStarted(): boolean {
     return this.started;

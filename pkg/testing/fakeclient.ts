@@ -289,6 +289,14 @@ export class FakeClient implements ApiClient {
     }
   }
 
+  /**
+   * The synchronous form of `json`: the answer, or the ApiError thrown (for an in-process API server that must apply a
+   * write before its caller's next step, e.g. `explore`'s MemoryApiServer).
+   */
+  serve(method: Verb, path: string, opts: RequestOptions = {}): unknown {
+    return this.handle(method, path, opts);
+  }
+
   // --- request routing ---
 
   private handle(method: Verb, path: string, opts: RequestOptions): unknown {
