@@ -35,6 +35,7 @@ import { processRss } from '../test/helpers/cgroup.ts';
 import { ManagerProcess, productionNodeFlags } from '../test/helpers/managerprocess.ts';
 import { log } from './common.ts';
 import { freshFooControlPlane, stopEnv } from './common.ts';
+import { BenchResults, spread, val } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -127,6 +128,10 @@ const stat = (xs: number[], digits: number): string =>
   `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
 async function main(): Promise<void> {
+  const res = new BenchResults('ab', {
+    name: `A: ${builds.A}`,
+    description: 'build A (the baseline) interleaved ABBA with build B in the same run, a fresh control plane per run',
+  });
   const runs: Run[] = [];
   for (let r = 0; r < rounds; r++) {
     const order: ('A' | 'B')[] = r % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
@@ -134,11 +139,23 @@ async function main(): Promise<void> {
       log(`round ${r + 1}/${rounds}: ${build} (${builds[build]})`);
       const run = await runOnce(build);
       runs.push(run);
+      res.sampleLoad();
       log(`  ${build}: CPU ${run.cpu.toFixed(2)} s, converged ${(run.convergedMs / 1000).toFixed(1)} s, peak RSS ${(run.peakRss / MiB).toFixed(0)} MiB, load ${run.load.toFixed(1)}`);
     }
   }
   const of = (b: 'A' | 'B'): Run[] => runs.filter((x) => x.build === b);
   const ratio = (f: (x: Run) => number): string => (median(of('B').map(f)) / median(of('A').map(f))).toFixed(2);
+  for (const b of ['A', 'B'] as const) {
+    res.set(b, {
+      build: `${builds[b]} ${nodeFlags[b].join(' ')}`.trim(), cpu: spread(of(b).map((x) => x.cpu), 'CPU-s'),
+      converge: spread(of(b).map((x) => x.convergedMs / 1000), 's'), peakRss: spread(of(b).map((x) => x.peakRss / MiB), 'MiB'),
+    });
+  }
+  const r = (f: (x: Run) => number): number => median(of('B').map(f)) / median(of('A').map(f));
+  res.set('ratio', { cpu: val(r((x) => x.cpu), '×'), converge: val(r((x) => x.convergedMs), '×'), peakRss: val(r((x) => x.peakRss), '×') });
+  res.set('foos', val(n, 'count'));
+  res.runs = runs;
+  res.write();
   const lines = [
     `| build | manager CPU-s to converge | converge s | peak RSS MiB |`,
     `|---|---:|---:|---:|`,

@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import type * as PromClient from 'prom-client';
 import type * as Kubeconfig from '../pkg/client/kubeconfig.ts';
 import type * as Rest from '../pkg/client/rest.ts';
+import { BenchResults, ratio, spread } from './results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -100,6 +101,10 @@ const median = (xs: number[]): number => {
 };
 
 async function main(): Promise<void> {
+  const res = new BenchResults('client-cpu', {
+    name: `A: ${args.a ?? '?'}`,
+    description: 'client tree A (the baseline) interleaved ABBA with tree B against the same local server in the same run',
+  });
   if (!args.a || !args.b) throw new Error('usage: node bench/client-cpu.ts --a TREE_A --b TREE_B [--requests N] [--rounds R] [--b-option k=v]');
   const trees = { A: resolve(args.a), B: resolve(args.b) };
   const options = { A: args['a-option'], B: args['b-option'] };
@@ -124,9 +129,13 @@ async function main(): Promise<void> {
         loads.push(loadavg()[0] ?? 0);
         const us = Number(execFileSync(node, [import.meta.filename, '--client', trees[side], '--info', info, '--requests', args.requests, ...(options[side] ? ['--option', options[side]] : [])], { encoding: 'utf8' }).trim());
         out[side].push(us);
+        res.sampleLoad();
         process.stderr.write(`round ${r + 1} ${side}: ${us.toFixed(1)} µs CPU per request\n`);
       }
     }
+    for (const s of ['A', 'B'] as const) res.set(s, { tree: `${trees[s]}${options[s] ? ` (${options[s]})` : ''}`, cpuPerRequest: spread(out[s], 'CPU-µs') });
+    res.set('ratio', ratio(median(out.B), median(out.A)));
+    res.write();
     const row = (s: 'A' | 'B'): string => `| ${s}: ${trees[s]}${options[s] ? ` (${options[s]})` : ''} | ${median(out[s]).toFixed(1)} (${Math.min(...out[s]).toFixed(1)}–${Math.max(...out[s]).toFixed(1)}) |`;
     process.stdout.write(`\n| client | CPU µs per request |\n|---|---:|\n${row('A')}\n${row('B')}\n| B ÷ A (medians) | ${(median(out.B) / median(out.A)).toFixed(2)} |\n\n` +
       `(${args.requests} requests per run after 2 000 warm-up, 8 in flight, ${args.rounds} rounds ABBA, fresh client process per run; Node ${process.version}, ${cpus().length} CPUs, load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})\n`);

@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { log } from './common.ts';
+import { BenchResults, spread, val } from './results.ts';
 
 const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '5' }, 'no-build': { type: 'boolean', default: false } } });
 const runs = Number(args.runs);
@@ -95,12 +96,17 @@ function main(): void {
     log('building dist/ (tsc -p tsconfig.build.json)');
     execFileSync(join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
   }
+  const res = new BenchResults('imports', {
+    name: 'bare node',
+    description: 'a fresh node process importing nothing, in the same ABBA rounds: every Δ is against it',
+  });
   const all = cases();
   const samples = new Map<string, Sample[]>(all.map((c) => [c.name, []]));
   for (let r = 0; r < runs; r++) {
     const order = r % 2 === 0 ? all : [...all].reverse();
     log(`round ${r + 1}/${runs}`);
     for (const c of order) samples.get(c.name)?.push(measure(c));
+    res.sampleLoad();
   }
   const med = (name: string, k: keyof Sample): number => median((samples.get(name) ?? []).map((s) => s[k]));
   const MiB = 1024 * 1024;
@@ -118,6 +124,15 @@ function main(): void {
     lines.push(`| ${c.name} | ${med(c.name, 'wallMs').toFixed(0)} | ${med(c.name, 'cpuMs').toFixed(0)} | ${(rss / MiB).toFixed(1)} | ` +
       `${c.name === 'bare node' ? '–' : ((rss - bareRss) / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((med(c.name, 'rssGc') - bareRssGc) / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((med(c.name, 'anon') - bareAnon) / MiB).toFixed(1)} | ${(heap / MiB).toFixed(1)} | ${c.name === 'bare node' ? '–' : ((heap - bareHeap) / MiB).toFixed(1)} |`);
   }
+  for (const c of all) {
+    const xs = samples.get(c.name) ?? [];
+    res.set(`imports.${c.name.replace(/[^\w-]+/g, '_')}`, {
+      name: c.name, importCpu: spread(xs.map((x) => x.cpuMs), 'CPU-ms'), rss: spread(xs.map((x) => x.rss / MiB), 'MiB'),
+      heap: spread(xs.map((x) => x.heap / MiB), 'MiB'),
+      ...(c.name === 'bare node' ? {} : { rssDelta: val((med(c.name, 'rss') - bareRss) / MiB, 'MiB'), heapDelta: val((med(c.name, 'heap') - bareHeap) / MiB, 'MiB') }),
+    });
+  }
+  res.write();
   process.stdout.write(`\n${lines.join('\n')}\n\n(median of ${runs} fresh processes per row, ABBA order; Node ${process.version}, ${cpus().length} CPUs, ` +
     `load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; dist/ compiled JS; Δ = minus bare node)\n`);
 }

@@ -28,6 +28,7 @@ import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { ControlPlane } from '../test/cluster/controlplane.ts';
 import { log, runAll } from './common.ts';
 import { procCpuMs } from './informer/stats.ts';
+import { BenchResults, ratio as ratioOf, spread } from './results.ts';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '1000' }, pairs: { type: 'string', default: '2' } } });
 const n = Number(values.n);
@@ -95,6 +96,10 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
+const benchResults = new BenchResults('ssa-deployments', {
+  name: 'POST and merge patch',
+  description: 'the Foo controller\'s writes as it makes them today (POST create, merge patch of spec.replicas), ABBA with server-side apply in the same run',
+});
 try {
   const order: Variant[] = Array.from({ length: pairs }, () => ['A', 'B', 'B', 'A'] as Variant[]).flat();
   const results: Record<Variant, { create: Sample[]; drift: Sample[] }> = { A: { create: [], drift: [] }, B: { create: [], drift: [] } };
@@ -105,6 +110,7 @@ try {
     const res = await round(v, r);
     results[v].create.push(res.create);
     results[v].drift.push(res.drift);
+    benchResults.sampleLoad();
     log(`round ${r} ${v}: create ${res.create.wallS.toFixed(2)} s (apiserver ${res.create.apiserverS.toFixed(2)} s CPU), ` +
       `drift ${res.drift.wallS.toFixed(2)} s (apiserver ${res.drift.apiserverS.toFixed(2)} s CPU)`);
   }
@@ -117,7 +123,15 @@ try {
     }
     const ratio = (k: keyof Sample): string => (med('B', k) / med('A', k)).toFixed(2);
     lines.push(`| ${phase} | SSA ÷ today | ${ratio('wallS')} | ${ratio('apiserverS')} | ${ratio('etcdS')} | ${ratio('clientS')} |`);
+    for (const k of ['wallS', 'apiserverS', 'etcdS', 'clientS'] as const) {
+      const unit = k === 'wallS' ? 's' : 'CPU-s';
+      benchResults.set(`${phase}.${k}.today`, spread(results.A[phase].map((s) => s[k]), unit));
+      benchResults.set(`${phase}.${k}.ssa`, spread(results.B[phase].map((s) => s[k]), unit));
+      benchResults.set(`${phase}.${k}.ratio`, ratioOf(med('B', k), med('A', k)));
+    }
   }
+  benchResults.set('deployments', { value: n, unit: 'count' });
+  benchResults.write();
   process.stdout.write(`\n${n} Deployments per round, ${inFlight} in flight, ${order.join('')} (medians of ${pairs * 2} rounds per variant)\n\n` +
     `${lines.join('\n')}\n\n(load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
 } finally {
