@@ -468,10 +468,12 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     // (reload grace; the replica polls the Secret every 500 ms) after the switch — the real rotation state machine
     // (pkg/webhook/certs/rotation.ts), at a speed a test can watch. A certificate keeps the lifetime it was issued with,
     // so the one-year Secret is replaced first — while no manager runs and every Network write fails anyway
-    // (failurePolicy Fail): Secret deleted and the caBundles emptied (else the merge would keep the one-year CA as the
-    // "newest" in the targets). Then a writer makes dry-run creates of Networks (v1 and v2; validation has no side
-    // effects, so the API server calls the webhook for dry runs), every 10th one invalid (it must be refused with the
-    // webhook's message: proof the webhook answered), until ≥ 1 000 calls were made and a whole CA rotation was seen.
+    // (failurePolicy Fail): the Secret deleted, as docs/webhook-certificates.md says to start over; the new manager's
+    // first injection replaces the one-year CA in the targets (a merge keeps only CAs issued after the Secret's newest:
+    // pkg/webhook/certs/rotation.ts mergeBundle). Then a writer makes dry-run creates of Networks (v1 and v2;
+    // validation has no side effects, so the API server calls the webhook for dry runs), every 10th one invalid (it
+    // must be refused with the webhook's message: proof the webhook answered), until ≥ 1 000 calls were made and a
+    // whole CA rotation was seen.
     const secretPath = `/api/v1/namespaces/${ns}/secrets/ts-controller-manager-webhook-server-cert`;
     const vwcPath = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/ts-controller-manager-validating-webhook-configuration';
     const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/networks.samplecrd.k8s.io';
@@ -482,14 +484,11 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     assert.ok(originalArgs.includes('--webhook-cert-mode=self-managed'), `config/default's manager manages its certificate: ${originalArgs.join(' ')}`);
     const shortLived = ['--webhook-cert-validity=15s', '--webhook-cert-ca-validity=48s', '--webhook-cert-propagation-delay=2s',
       '--webhook-cert-reload-grace=2s', '--webhook-cert-poll-interval=500ms'];
-    /** No manager, no Secret, no caBundle: the next manager starts the certificate over. Network writes fail meanwhile. */
+    /** No manager, no Secret: the next manager starts the certificate over. Network writes fail meanwhile. */
     const restartCertificates = async (args: string[]): Promise<void> => {
       await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=0');
       await waitFor('no manager Pod left', async () => (await pods()).length === 0, { timeoutMs: 90_000, intervalMs: 250 });
       expectStatus(await cp.request('DELETE', secretPath), 200, 'delete the webhook Secret');
-      const vwc = expectStatus<{ webhooks: unknown[] }>(await cp.get(vwcPath), 200, 'ValidatingWebhookConfiguration');
-      expectStatus(await cp.request('PATCH', vwcPath, vwc.webhooks.map((_, i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: '' })), jsonPatch), 200, 'empty the caBundles');
-      expectStatus(await cp.request('PATCH', crdPath, [{ op: 'add', path: '/spec/conversion/webhook/clientConfig/caBundle', value: '' }], jsonPatch), 200, 'empty the CRD caBundle');
       expectStatus(await cp.request('PATCH', `/apis/apps/v1/namespaces/${ns}/deployments/${deployment}`, [{ op: 'replace', path: argsPath, value: args }], jsonPatch), 200, 'manager args');
       await kubectl('-n', ns, 'scale', `deployment/${deployment}`, '--replicas=1');
     };
@@ -598,7 +597,8 @@ describe('real node: kubectl apply -k config/default runs the image as a Pod und
     const restarted = expectStatus<Pod>(await cp.get(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`), 200, 'manager Pod');
     assert.equal(restarted.status.containerStatuses?.find((c) => c.name === 'manager')?.restartCount, 0, 'one manager process served it all');
 
-    // Back to config/default's arguments and a one-year certificate (Secret and caBundles started over again).
+    // Back to config/default's arguments and a one-year certificate (started over again: the short-lived CA leaves the
+    // targets at the first injection, it was issued before the new one).
     await restartCertificates(originalArgs);
     await waitFor('config/default\'s manager Pod Ready', async () => (await pods()).find((p) => isReady(p) && !JSON.stringify(p.spec).includes('--webhook-cert-validity')),
       { timeoutMs: 120_000, intervalMs: 250 });

@@ -10,6 +10,13 @@
  * exactly one replica regenerates it, saying why, and calls succeed again. The replicas authenticate as a
  * ServiceAccount bound to nothing but config/webhook-selfmanaged's Role and ClusterRole (applied from its
  * kustomization's files): those verbs suffice, and the Secret cannot even be listed.
+ *
+ * Then three edge cases of rotation.ts, each a driver of its own (admin client, its own Secret and
+ * ValidatingWebhookConfiguration, no server: nothing calls these webhooks) whose rounds run at instants the test sets
+ * (the driver's `now`): a target reset by someone else to the old CA during the propagation wait and re-injected
+ * waits a whole propagation delay again before the switch; an issued-at record edited away after a switch is written
+ * before the old CA may go, which then waits a whole reload grace; and a start over (Secret deleted) with shorter
+ * lifetimes leaves only the new CA in the target, although the old one-year CA expires later.
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
@@ -28,7 +35,9 @@ import { newLogger } from '../pkg/log/logger.ts';
 import { HttpServerRunnable } from '../pkg/manager/httpserver.ts';
 import { certificateAuthority, signedCertificate } from '../pkg/manager/selfsigned.ts';
 import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
-import { caId, SelfManagedCertificates } from '../pkg/webhook/certs/selfmanaged.ts';
+import {
+  caAddedAtAnnotation, caId, SelfManagedCertificates, servingIssuedAtAnnotation, type SelfManagedCertificatesOptions,
+} from '../pkg/webhook/certs/selfmanaged.ts';
 import { waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 
@@ -253,5 +262,143 @@ describe('self-managed webhook certificates on a real API server', () => {
     assert.ok(replicas.flatMap((r) => r.logs).some((l) => l.includes('Secret unusable') && l.includes('every CA in the Secret has expired')));
     await waitFor('admission calls pass again after the expired CA was replaced', async () => call().then(() => true, () => false), { timeoutMs: 20_000 });
     assert.equal(won('regenerate'), 2, 'exactly one regeneration per fault');
+  });
+
+  describe('edge cases, rounds at instants the test sets', () => {
+    interface SecretObj { metadata: { annotations?: Record<string, string>; resourceVersion?: string }; data: Record<string, string> }
+    interface VwcObj { metadata: { annotations?: Record<string, string> }; webhooks: { clientConfig: { caBundle?: string } }[] }
+    const secretPath = (name: string): string => `/api/v1/namespaces/${ns}/secrets/${name}`;
+    const vwcPath = (name: string): string => `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${name}`;
+    const pemOf = (b64: string | undefined): string => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+    /** The Secret: its CA ids (in order), the id of the CA that signed tls.crt, its annotations. */
+    const secretState = async (name: string): Promise<{ cas: string[]; signer: string; annotations: Record<string, string>; raw: SecretObj }> => {
+      const raw = await env.client.json<SecretObj>('GET', secretPath(name));
+      const leaf = new X509Certificate(pemOf(raw.data['tls.crt']));
+      const cas = (pemOf(raw.data['ca.crt']).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []).map((c) => new X509Certificate(c));
+      const signer = cas.find((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+      return { cas: cas.map(caId), signer: signer ? caId(signer) : '?', annotations: raw.metadata.annotations ?? {}, raw };
+    };
+    const targetState = async (name: string): Promise<{ cas: string[]; addedAt: string | undefined; raw: VwcObj }> => {
+      const raw = await env.client.json<VwcObj>('GET', vwcPath(name));
+      return { cas: bundleIds(pemOf(raw.webhooks[0]?.clientConfig.caBundle)), addedAt: raw.metadata.annotations?.[caAddedAtAnnotation], raw };
+    };
+    /** A target nothing calls (its one webhook matches only ConfigMaps labelled with its own name). */
+    const createTarget = async (name: string): Promise<void> => {
+      await env.client.json('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', { body: {
+        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name },
+        webhooks: [{
+          name: `${name}.certs.example.com`, admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail',
+          clientConfig: { url: 'https://127.0.0.1:1/validate' }, objectSelector: { matchLabels: { 'webhook-certs-never': name } },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], scope: 'Namespaced' }],
+        }],
+      } });
+    };
+    /** A driver whose clock is `clock.t`: serving 12 s, CA 36 s, propagation 1 s, reload grace 1 s. */
+    const edgeDriver = (secret: string, target: string, clock: { t: number }, extra: Partial<SelfManagedCertificatesOptions> = {}): SelfManagedCertificates =>
+      new SelfManagedCertificates({
+        client: env.client, secretName: secret, namespace: ns, serviceName: 'edge', validatingWebhookConfigurations: [target],
+        servingValidityMs: 12 * s, caValidityMs: 36 * s, propagationMs: 1 * s, reloadGraceMs: 1 * s, pollIntervalMs: 400, now: () => clock.t, ...extra,
+      });
+    /**
+     * Runs rounds from t0 to t0 + 25 s (serving renewals at 9 and 17 s, the CA's renewal point at 24 s): at 25 s the
+     * Secret holds {A, B}, serving still signed by A, the bundle recorded injected at 25 s.
+     */
+    const toPropagating = async (d: SelfManagedCertificates, clock: { t: number }, secret: string, target: string): Promise<{ t0: number; A: string; B: string }> => {
+      const t0 = clock.t;
+      for (const at of [0, 9, 17, 25]) {
+        clock.t = t0 + at * s;
+        await d.round();
+      }
+      const st = await secretState(secret);
+      assert.equal(st.cas.length, 2, `two CAs after the CA's renewal point: ${st.cas.join(',')}`);
+      const [A = '', B = ''] = st.cas;
+      assert.equal(st.signer, A, 'still served by the old CA (propagating)');
+      assert.equal(st.annotations['webhook-certs.ts-controller-manager.io/bundle-injected'], `${A},${B} ${new Date(t0 + 25 * s).toISOString()}`);
+      const tg = await targetState(target);
+      assert.deepEqual(tg.cas, [A, B]);
+      assert.equal(tg.addedAt, new Date(t0 + 25 * s).toISOString(), 'the target records when B was added to it');
+      return { t0, A, B };
+    };
+
+    test('a target reset to the old CA during the propagation wait and re-injected: the switch waits a whole propagation delay from the re-injection', async () => {
+      const secret = 'edge-reinjected';
+      const target = 'edge-reinjected';
+      await createTarget(target);
+      const clock = { t: Date.now() };
+      const d = edgeDriver(secret, target, clock);
+      const { t0, A, B } = await toPropagating(d, clock, secret, target);
+      // Someone (a `kubectl apply` of an older copy) puts back the bundle of A alone: calls still pass, B is gone.
+      const tg = await targetState(target);
+      const aOnly = (tg.raw.webhooks[0]?.clientConfig.caBundle ?? '');
+      const aPem = (pemOf(aOnly).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n?/g) ?? []).find((c) => caId(new X509Certificate(c)) === A) ?? '';
+      for (const w of tg.raw.webhooks) w.clientConfig.caBundle = Buffer.from(aPem).toString('base64');
+      await env.client.json('PUT', vwcPath(target), { body: tg.raw });
+      assert.deepEqual((await targetState(target)).cas, [A]);
+      // 1.5 s after the Secret's record (the delay is 1 s): B is re-added, and the switch must wait for API servers
+      // that still hold the reset bundle {A}.
+      clock.t = t0 + 26.5 * s;
+      await d.round();
+      const after = await targetState(target);
+      assert.deepEqual(after.cas, [A, B], 'B re-injected');
+      assert.equal(after.addedAt, new Date(clock.t).toISOString(), 'the re-injection is recorded in the target, in the same write');
+      assert.equal((await secretState(secret)).signer, A, 'no switch within a propagation delay of the re-injection');
+      clock.t = t0 + 27.4 * s;
+      await d.round();
+      assert.equal((await secretState(secret)).signer, A, 'nor 0.9 s after it');
+      clock.t = t0 + 27.5 * s;
+      await d.round();
+      assert.equal((await secretState(secret)).signer, B, 'switched once the delay passed');
+    });
+
+    test('an issued-at record edited away after a switch: it is written first, and the old CA stays a whole reload grace from then', async () => {
+      const secret = 'edge-issued-at';
+      const target = 'edge-issued-at';
+      await createTarget(target);
+      const clock = { t: Date.now() };
+      const d = edgeDriver(secret, target, clock);
+      const { t0, A, B } = await toPropagating(d, clock, secret, target);
+      clock.t = t0 + 26 * s;
+      await d.round();
+      const switched = await secretState(secret);
+      assert.equal(switched.signer, B, 'switched to the new CA');
+      assert.deepEqual(switched.cas, [A, B], 'A kept for the reload grace');
+      // The record edited away (by hand, or by a tool that rewrites the Secret's annotations).
+      const raw = switched.raw;
+      delete raw.metadata.annotations?.[servingIssuedAtAnnotation];
+      await env.client.json('PUT', secretPath(secret), { body: raw });
+      // 0.1 s later: the certificate's own notBefore is an hour back; nothing may be guessed from it.
+      clock.t = t0 + 26.1 * s;
+      await d.round();
+      const recorded = await secretState(secret);
+      assert.deepEqual(recorded.cas, [A, B], 'A not dropped');
+      assert.equal(recorded.annotations[servingIssuedAtAnnotation], new Date(clock.t).toISOString(), 'the issue time recorded as now');
+      clock.t = t0 + 27 * s;
+      await d.round();
+      assert.deepEqual((await secretState(secret)).cas, [A, B], 'A kept 0.9 s after the record');
+      clock.t = t0 + 27.1 * s;
+      await d.round();
+      assert.deepEqual((await secretState(secret)).cas, [B], 'A dropped a whole reload grace after the record');
+      assert.deepEqual((await targetState(target)).cas, [B], 'and removed from the target');
+    });
+
+    test('a start over (Secret deleted) with shorter lifetimes: the first injection leaves only the new CA in the target, although the old one-year CA expires later', async () => {
+      const secret = 'edge-start-over';
+      const target = 'edge-start-over';
+      await createTarget(target);
+      const clock = { t: Date.now() };
+      // config/default's lifetimes (CA 1 year, serving 90 days).
+      const long = edgeDriver(secret, target, clock, { servingValidityMs: undefined, caValidityMs: undefined, propagationMs: undefined, reloadGraceMs: undefined, pollIntervalMs: undefined });
+      await long.round();
+      const [yearCa = ''] = (await secretState(secret)).cas;
+      assert.deepEqual((await targetState(target)).cas, [yearCa]);
+      // Start over: no replica left, the Secret deleted; the next replica runs with CA 36 s, serving 12 s.
+      await env.client.json('DELETE', secretPath(secret));
+      clock.t += 2 * s;
+      const short = edgeDriver(secret, target, clock);
+      await short.round();
+      const [newCa = ''] = (await secretState(secret)).cas;
+      assert.notEqual(newCa, yearCa);
+      assert.deepEqual((await targetState(target)).cas, [newCa], 'only the new CA in the target (no emptying by hand)');
+    });
   });
 });

@@ -10,9 +10,15 @@
  *   tls.crt, tls.key   the serving certificate (leaf only) and its key
  *   ca.crt             the CA bundle, oldest first (one CA; two during a CA rotation) — exactly what is injected
  *   ca.key             the keys of those CAs (PEM blocks; each is matched to its CA by key, not by position)
- *   annotations        webhook-certs.ts-controller-manager.io/serving-issued-at: when tls.crt was written (ISO)
+ *   annotations        webhook-certs.ts-controller-manager.io/serving-issued-at: when tls.crt was written (ISO); when
+ *                      it is missing, unparsable or earlier than tls.crt's notBefore it is written first
+ *                      (rotation.ts `record-issued`), never guessed from the certificate
  *                      webhook-certs.ts-controller-manager.io/bundle-injected: "<bundle id> <ISO time>", the bundle
  *                      last seen in every target and since when (rotation.ts waits propagationMs after it)
+ * Each target (webhook configuration, CRD) carries webhook-certs.ts-controller-manager.io/ca-added-at: when an injector
+ * last added a CA to its caBundle(s), written in the same PUT as the bundle (so no crash can separate them); a target
+ * that carries the bundle without it gets it (the time it is written). rotation.ts counts the propagation wait from
+ * the latest of these and the Secret's record: a target whose bundle was reset and re-injected restarts the wait.
  *
  * CONCURRENCY CONTRACT (every replica runs one; any may act, exactly one wins each step, the others load the result):
  *  - Each round: GET the Secret; inject its bundle into the targets; decide (rotation.ts); carry out the one action
@@ -49,12 +55,14 @@ import type { TlsPair, TlsSource } from '../../manager/httpserver.ts';
 import { certificateAuthority, signedCertificate } from '../../manager/selfsigned.ts';
 import { type Clock, realClock, type Timer } from '../../util/clock.ts';
 import {
-  type Action, type CaView, decide, defaultRotationOptions, mergeBundle, type RotationOptions, type SecretView,
-  validateRotationOptions,
+  type Action, byIssue, type CaView, decide, defaultRotationOptions, mergeBundle, type RotationOptions, type SecretView,
+  type TargetsView, validateRotationOptions,
 } from './rotation.ts';
 
 export const servingIssuedAtAnnotation = 'webhook-certs.ts-controller-manager.io/serving-issued-at';
 export const bundleInjectedAnnotation = 'webhook-certs.ts-controller-manager.io/bundle-injected';
+/** On each injection target: when an injector last added a CA to its caBundle(s) (ISO time). */
+export const caAddedAtAnnotation = 'webhook-certs.ts-controller-manager.io/ca-added-at';
 
 export const webhookConfigurationResources = {
   validating: { group: 'admissionregistration.k8s.io', version: 'v1', resource: 'validatingwebhookconfigurations', kind: 'ValidatingWebhookConfiguration', namespaced: false },
@@ -121,6 +129,8 @@ interface Ca { cert: string; key: string; x509: X509Certificate; view: CaView }
 interface Parsed { view: SecretView; cas: Ca[]; serving?: TlsPair; secret?: Secret }
 interface Secret extends KubeObject { type?: string; data?: Record<string, string> }
 interface ClientConfig { caBundle?: string; url?: string; service?: unknown }
+/** What injecting into one target object does: whether it changes a caBundle, whether that adds a CA, and whether an object holds the bundle. */
+interface Change<T> { changed: boolean; adds: boolean; holds: (obj: T) => boolean }
 interface WebhookConfiguration extends KubeObject { webhooks?: { name: string; clientConfig?: ClientConfig }[] }
 interface Crd extends KubeObject { spec?: { conversion?: { strategy?: string; webhook?: { clientConfig?: ClientConfig } } } }
 
@@ -137,12 +147,12 @@ function b64(text: string): string {
 }
 
 /** The CA certificates of a PEM bundle that parse (others are ignored: they sign nothing we serve). */
-function parseBundle(pemText: string): { cert: string; x509: X509Certificate; id: string; notAfter: number }[] {
+function parseBundle(pemText: string): { cert: string; x509: X509Certificate; id: string; notBefore: number; notAfter: number }[] {
   const out = [];
   for (const cert of pemBlocks(pemText, /^CERTIFICATE$/)) {
     try {
       const x509 = new X509Certificate(cert);
-      out.push({ cert, x509, id: caId(x509), notAfter: Date.parse(x509.validTo) });
+      out.push({ cert, x509, id: caId(x509), notBefore: Date.parse(x509.validFrom), notAfter: Date.parse(x509.validTo) });
     } catch {
       // not a certificate
     }
@@ -284,9 +294,9 @@ export class SelfManagedCertificates implements TlsSource {
     for (let step = 0; step < 10; step++) {
       const parsed = await this.read(signal);
       this.adopt(parsed);
-      const injectedNow = parsed.view.kind === 'valid' ? await this.inject(parsed.cas, signal) : false;
+      const targets: TargetsView = parsed.view.kind === 'valid' ? await this.inject(parsed.cas, signal) : { held: false, addedAt: -Infinity };
       const now = this.o.now();
-      const action = decide(parsed.view, now, injectedNow, this.rotation);
+      const action = decide(parsed.view, now, targets, this.rotation);
       if (action.kind === 'none') return action.recheckAt;
       await this.act(action, parsed, signal);
     }
@@ -366,7 +376,9 @@ export class SelfManagedCertificates implements TlsSource {
     const signer = cas.find((c) => leaf.checkIssued(c.x509) && leaf.verify(c.x509.publicKey));
     if (!signer) throw new Error('tls.crt is not signed by a CA of ca.crt');
     const ann = secret.metadata?.annotations ?? {};
+    // A record earlier than the certificate's notBefore belongs to another certificate (one put in by hand).
     const issued = Date.parse(ann[servingIssuedAtAnnotation] ?? '');
+    const issuedAt = Number.isFinite(issued) && issued >= Date.parse(leaf.validFrom) ? issued : undefined;
     const [injBundle, injAt] = (ann[bundleInjectedAnnotation] ?? '').split(' ');
     const injectedAt = Date.parse(injAt ?? '');
     const leafSans = sans(leaf);
@@ -377,7 +389,7 @@ export class SelfManagedCertificates implements TlsSource {
         serving: {
           signer: signer.view.id,
           notAfter: Date.parse(leaf.validTo),
-          issuedAt: Number.isFinite(issued) ? issued : Date.parse(leaf.validFrom),
+          issuedAt,
           namesMatch: leafSans.length === this.wantedSans.length && leafSans.every((s, i) => s === this.wantedSans[i]),
         },
         injected: injBundle && Number.isFinite(injectedAt) ? { bundle: injBundle, at: injectedAt } : undefined,
@@ -388,79 +400,98 @@ export class SelfManagedCertificates implements TlsSource {
   }
 
   /**
-   * Writes mergeBundle(Secret's bundle, target's) into every target that lacks part of it, then answers whether
-   * every target now carries every CA of the Secret's bundle. A target that does not exist, or a CRD without a
+   * Writes mergeBundle(Secret's bundle, target's) into every target that lacks part of it (a write that adds a CA
+   * records the time in the target, caAddedAtAnnotation), then answers whether every target now carries every CA of
+   * the Secret's bundle, and the latest time a CA was added to one. A target that does not exist, or a CRD without a
    * conversion webhook, has no caller to protect: it does not hold up a rotation (logged once).
    */
-  private async inject(cas: Ca[], signal?: AbortSignal): Promise<boolean> {
-    const wanted = cas.map((c) => ({ cert: c.cert, id: c.view.id, notAfter: c.view.notAfter }));
+  private async inject(cas: Ca[], signal?: AbortSignal): Promise<TargetsView> {
+    const wanted = cas.map((c) => ({ cert: c.cert, id: c.view.id, notBefore: c.view.notBefore, notAfter: c.view.notAfter })).sort(byIssue);
     const wantedIds = wanted.map((c) => c.id);
-    /** The new caBundle (base64) for a clientConfig, or undefined when it already holds every wanted CA and nothing to drop. */
-    const next = (cc: ClientConfig | undefined): string | undefined => {
+    /** The new caBundle (base64) for a clientConfig, or undefined when it already holds every wanted CA and nothing to drop; and whether it adds a CA. */
+    const next = (cc: ClientConfig | undefined): { bundle: string | undefined; adds: boolean } => {
       const current = parseBundle(Buffer.from(cc?.caBundle ?? '', 'base64').toString('utf8'));
       const merged = mergeBundle(wanted, current);
-      if (merged.length === current.length && merged.every((c, i) => c.id === current[i]?.id)) return undefined;
-      return b64(merged.map((c) => c.cert).join(''));
+      if (merged.length === current.length && merged.every((c, i) => c.id === current[i]?.id)) return { bundle: undefined, adds: false };
+      const had = new Set(current.map((c) => c.id));
+      return { bundle: b64(merged.map((c) => c.cert).join('')), adds: merged.some((c) => !had.has(c.id)) };
     };
     const contains = (cc: ClientConfig | undefined): boolean => {
       const ids = new Set(parseBundle(Buffer.from(cc?.caBundle ?? '', 'base64').toString('utf8')).map((c) => c.id));
       return wantedIds.every((id) => ids.has(id));
     };
-    let all = true;
+    const view: TargetsView = { held: true, addedAt: -Infinity };
+    const add = (t: TargetsView | undefined): void => {
+      if (!t) return;
+      view.held &&= t.held;
+      view.addedAt = Math.max(view.addedAt, t.addedAt);
+    };
     const webhookTargets: [ResourceClient<WebhookConfiguration>, string[]][] = [
       [this.vwcs, this.o.validatingWebhookConfigurations], [this.mwcs, this.o.mutatingWebhookConfigurations],
     ];
     for (const [client, names] of webhookTargets) {
       for (const name of names) {
-        all = (await this.injectOne(client, name, signal, (obj) => {
+        add(await this.injectOne(client, name, signal, (obj) => {
           let changed = false;
+          let adds = false;
           for (const w of obj.webhooks ?? []) {
-            const b = next(w.clientConfig);
-            if (b !== undefined) {
-              w.clientConfig = { ...w.clientConfig, caBundle: b };
+            const n = next(w.clientConfig);
+            if (n.bundle !== undefined) {
+              w.clientConfig = { ...w.clientConfig, caBundle: n.bundle };
               changed = true;
+              adds ||= n.adds;
             }
           }
-          return { changed, holds: (o) => (o.webhooks ?? []).every((w) => contains(w.clientConfig)) };
-        })) && all;
+          return { changed, adds, holds: (o) => (o.webhooks ?? []).every((w) => contains(w.clientConfig)) };
+        }));
       }
     }
     for (const name of this.o.crds) {
-      all = (await this.injectOne(this.crdClient, name, signal, (obj) => {
+      add(await this.injectOne(this.crdClient, name, signal, (obj) => {
         const wh = obj.spec?.conversion?.webhook;
         if (obj.spec?.conversion?.strategy !== 'Webhook' || !wh) {
           this.warnOnce(`crd/${name}`, `CRD ${name} has no conversion webhook: nothing to inject`);
-          return { changed: false, holds: () => true };
+          return undefined;
         }
-        const b = next(wh.clientConfig);
-        if (b !== undefined) wh.clientConfig = { ...wh.clientConfig, caBundle: b };
-        return { changed: b !== undefined, holds: (o) => contains(o.spec?.conversion?.webhook?.clientConfig) };
-      })) && all;
+        const n = next(wh.clientConfig);
+        if (n.bundle !== undefined) wh.clientConfig = { ...wh.clientConfig, caBundle: n.bundle };
+        return { changed: n.bundle !== undefined, adds: n.adds, holds: (o) => contains(o.spec?.conversion?.webhook?.clientConfig) };
+      }));
     }
-    return all;
+    return view;
   }
 
-  /** GET, change (in place), PUT fenced by the resourceVersion read; answers whether the target holds the bundle. */
+  /**
+   * GET, change (in place), PUT fenced by the resourceVersion read; answers whether the target holds the bundle and
+   * since when a CA was last added to it (undefined: no such target, or nothing to inject into). A PUT that adds a CA
+   * records the time in the same write; a target that holds the bundle without that record gets it (now).
+   */
   private async injectOne<T extends KubeObject>(client: ResourceClient<T>, name: string, signal: AbortSignal | undefined,
-    change: (obj: T) => { changed: boolean; holds: (obj: T) => boolean }): Promise<boolean> {
+    change: (obj: T) => Change<T> | undefined): Promise<TargetsView | undefined> {
     let obj: T;
     try {
       obj = await client.get(name, { signal });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       this.warnOnce(`${client.type.resource}/${name}`, `${client.type.kind} ${name} does not exist (yet): nothing to inject`);
-      return true;
+      return undefined;
     }
     this.warned.delete(`${client.type.resource}/${name}`);
-    const { changed, holds } = change(obj);
-    if (!changed) return holds(obj);
+    const c = change(obj);
+    if (!c) return undefined;
+    const now = this.o.now();
+    const parsed = Date.parse(obj.metadata?.annotations?.[caAddedAtAnnotation] ?? '');
+    const recorded = Number.isFinite(parsed) ? parsed : undefined;
+    const stamp = c.adds || (!c.changed && c.holds(obj) && recorded === undefined);
+    if (!c.changed && !stamp) return { held: c.holds(obj), addedAt: recorded ?? now };
+    if (stamp) obj.metadata = { ...obj.metadata, annotations: { ...obj.metadata?.annotations, [caAddedAtAnnotation]: new Date(now).toISOString() } };
     try {
       const written = await client.update(obj, { signal });
       this.stats.injections++;
-      this.log.info({ kind: client.type.kind, name }, 'CA bundle injected');
-      return holds(written);
+      this.log.info({ kind: client.type.kind, name, ...(c.changed ? {} : { only: caAddedAtAnnotation }) }, 'CA bundle injected');
+      return { held: c.holds(written), addedAt: stamp ? now : recorded ?? now };
     } catch (err) {
-      if (isConflict(err)) return false; // changed meanwhile: the next round reads it again
+      if (isConflict(err)) return { held: false, addedAt: now }; // changed meanwhile: the next round reads it again
       throw err;
     }
   }
@@ -499,6 +530,10 @@ export class SelfManagedCertificates implements TlsSource {
         break;
       case 'record-injected':
         annotations[bundleInjectedAnnotation] = `${a.bundle} ${new Date(now).toISOString()}`;
+        break;
+      case 'record-issued':
+        annotations[servingIssuedAtAnnotation] = new Date(now).toISOString();
+        this.log.info('the serving certificate\'s issue time is not recorded: recording now (an old CA is kept for a whole reload grace from now)');
         break;
       case 'renew-serving': {
         const ca = parsed.cas.find((c) => c.view.id === a.signer);
