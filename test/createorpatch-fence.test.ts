@@ -14,7 +14,7 @@
  * Needs only etcd + kube-apiserver.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { controllerOf, setControllerReference } from '../pkg/apimachinery/ownerref.ts';
@@ -49,6 +49,14 @@ describe('createOrPatch: a concurrent write between its read and its write is re
     await rest.close();
     await other.close();
   });
+  /** A Foo `f` in a namespace of its own; its API through our client and through the concurrent writer's. */
+  const aFoo = async (t: TestContext): Promise<{ fooApi: ResourceClient<Foo>; theirFoos: ResourceClient<Foo>; base: Foo }> => {
+    const ns = await testNamespace(t, 'copf');
+    const fooApi = rest.resource<Foo>(foos).namespace(ns);
+    const base: Foo = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f' }, spec: { deploymentName: 'd', replicas: 1 } };
+    await fooApi.create(base);
+    return { fooApi, theirFoos: other.resource<Foo>(foos).namespace(ns), base };
+  };
 
   test('object patch: the ConfigMap taken over by another owner after the read — 409 Conflict, the takeover stays (no takeover from a stale decision)', async (t) => {
     const ns = await testNamespace(t, 'copf');
@@ -91,11 +99,7 @@ describe('createOrPatch: a concurrent write between its read and its write is re
   });
 
   test('status patch of a status-only change: a concurrent status write after the read — 409 Conflict, the newer status stays', async (t) => {
-    const ns = await testNamespace(t, 'copf');
-    const fooApi = rest.resource<Foo>(foos).namespace(ns);
-    const theirFoos = other.resource<Foo>(foos).namespace(ns);
-    const base: Foo = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f' }, spec: { deploymentName: 'd', replicas: 1 } };
-    await fooApi.create(base);
+    const { fooApi, theirFoos, base } = await aFoo(t);
     let concurrent: Foo | undefined;
     await assert.rejects(createOrPatch(fooApi, base, async (read) => {
       concurrent = await theirFoos.status().patch('f', { merge: { status: { availableReplicas: 5 } } });
@@ -107,11 +111,7 @@ describe('createOrPatch: a concurrent write between its read and its write is re
   });
 
   test('status patch after an object patch: a concurrent status write between the two — 409 Conflict, the newer status stays', async (t) => {
-    const ns = await testNamespace(t, 'copf');
-    const fooApi = rest.resource<Foo>(foos).namespace(ns);
-    const theirFoos = other.resource<Foo>(foos).namespace(ns);
-    const base: Foo = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: 'f' }, spec: { deploymentName: 'd', replicas: 1 } };
-    await fooApi.create(base);
+    const { fooApi, theirFoos, base } = await aFoo(t);
     // FAKE (fault injection): the real client, except that its object patch is followed by a concurrent status write.
     let concurrent: Foo | undefined;
     const raced = new Proxy(fooApi, {

@@ -300,10 +300,16 @@ describe('self-managed webhook certificates on a real API server', () => {
         servingValidityMs: 12 * s, caValidityMs: 36 * s, propagationMs: 1 * s, reloadGraceMs: 1 * s, pollIntervalMs: 400, now: () => clock.t, ...extra,
       });
     /**
-     * Runs rounds from t0 to t0 + 25 s (serving renewals at 9 and 17 s, the CA's renewal point at 24 s): at 25 s the
-     * Secret holds {A, B}, serving still signed by A, the bundle recorded injected at 25 s.
+     * A target and a driver for Secret and target `name`, whose rounds run from t0 to t0 + 25 s (serving renewals at 9
+     * and 17 s, the CA's renewal point at 24 s): at 25 s the Secret holds {A, B}, serving still signed by A, the bundle
+     * recorded injected at 25 s.
      */
-    const toPropagating = async (d: SelfManagedCertificates, clock: { t: number }, secret: string, target: string): Promise<{ t0: number; A: string; B: string }> => {
+    const toPropagating = async (name: string): Promise<{ d: SelfManagedCertificates; clock: { t: number }; secret: string; target: string; t0: number; A: string; B: string }> => {
+      const secret = name;
+      const target = name;
+      await createTarget(target);
+      const clock = { t: Date.now() };
+      const d = edgeDriver(secret, target, clock);
       const t0 = clock.t;
       for (const at of [0, 9, 17, 25]) {
         clock.t = t0 + at * s;
@@ -317,16 +323,11 @@ describe('self-managed webhook certificates on a real API server', () => {
       const tg = await targetState(target);
       assert.deepEqual(tg.cas, [A, B]);
       assert.equal(tg.addedAt, new Date(t0 + 25 * s).toISOString(), 'the target records when B was added to it');
-      return { t0, A, B };
+      return { d, clock, secret, target, t0, A, B };
     };
 
     test('a target reset to the old CA during the propagation wait and re-injected: the switch waits a whole propagation delay from the re-injection', async () => {
-      const secret = 'edge-reinjected';
-      const target = 'edge-reinjected';
-      await createTarget(target);
-      const clock = { t: Date.now() };
-      const d = edgeDriver(secret, target, clock);
-      const { t0, A, B } = await toPropagating(d, clock, secret, target);
+      const { d, clock, secret, target, t0, A, B } = await toPropagating('edge-reinjected');
       // Someone (a `kubectl apply` of an older copy) puts back the bundle of A alone: calls still pass, B is gone.
       const tg = await targetState(target);
       const aOnly = (tg.raw.webhooks[0]?.clientConfig.caBundle ?? '');
@@ -351,12 +352,7 @@ describe('self-managed webhook certificates on a real API server', () => {
     });
 
     test('an issued-at record edited away after a switch: it is written first, and the old CA stays a whole reload grace from then', async () => {
-      const secret = 'edge-issued-at';
-      const target = 'edge-issued-at';
-      await createTarget(target);
-      const clock = { t: Date.now() };
-      const d = edgeDriver(secret, target, clock);
-      const { t0, A, B } = await toPropagating(d, clock, secret, target);
+      const { d, clock, secret, target, t0, A, B } = await toPropagating('edge-issued-at');
       clock.t = t0 + 26 * s;
       await d.round();
       const switched = await secretState(secret);
