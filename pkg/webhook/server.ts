@@ -43,7 +43,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { type Logger, silentLogger } from '../log/logger.ts';
@@ -207,10 +207,33 @@ function writeHead(res: Response, code: number, headers: Record<string, string>)
 }
 
 /**
+ * How long a connection answered before its body was read stays open, half-closed and not read, before it is closed:
+ * Go's net/http server waits the same (rstAvoidanceDelay) for the same reason (lingeringClose).
+ */
+const lingerMs = 500;
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Closes a connection whose request body was not read to its end, after its answer, as RFC 9112 §9.6 asks: the answer
+ * and a FIN, then the socket closed `lingerMs` later. Closed at once, the unread bytes would make the kernel reset the
+ * connection under a client still writing its body, and the client — kube-apiserver sending a review over the limit —
+ * would see a broken pipe instead of the 413 or 429 (its write fails before it reads). Nothing more is read meanwhile:
+ * the request stays paused, so a client cannot make the server buffer or discard its bytes (flow control stops it).
+ */
+function lingeringClose(socket: Socket): void {
+  if (lingering.has(socket)) return;
+  lingering.add(socket);
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), lingerMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
+/**
  * Answers a plain-text error. When the request body has not been read to its end (answered before reading it, or
- * over the limit), the connection (HTTP/2: only the request's stream, with RST_STREAM NO_ERROR) is closed once the
- * answer is written: the rest of the body is never read — otherwise Node would read and discard it, for as long as
- * the client keeps sending.
+ * refused while reading it), the connection is closed once the answer is written (lingeringClose; HTTP/2: only the
+ * request's stream, with RST_STREAM NO_ERROR): the rest of the body is never read — otherwise Node would read and
+ * discard it, for as long as the client keeps sending.
  */
 function send(res: Response, code: number, body: string, headers: Record<string, string> = {}): number {
   const unread = !res.req.complete;
@@ -225,7 +248,11 @@ function send(res: Response, code: number, body: string, headers: Record<string,
     res.end(body, () => res.stream.close(NGHTTP2_NO_ERROR));
     return code;
   }
-  if (unread) res.on('finish', () => res.req.socket.destroySoon());
+  if (unread) {
+    // Node ends a `Connection: close` exchange with the socket's destroySoon() (FIN, then close at once): linger instead.
+    const socket = res.req.socket;
+    socket.destroySoon = (): void => lingeringClose(socket);
+  }
   res.end(body);
   return code;
 }
