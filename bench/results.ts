@@ -55,6 +55,9 @@ export interface ResultsFile {
   runs?: unknown[];
 }
 
+/** Overrides for a results file written after the fact (bench/ci-results.ts: the CI run started long before). */
+export interface RunOverrides { command?: string; started?: Date; loadStart?: number[] }
+
 /** A Value leaf; NaN and ±Infinity (not measured) are refused: leave the leaf out instead. */
 export function val(value: number, unit: string): Value {
   if (!Number.isFinite(value)) throw new Error(`results: a ${unit} value is ${value}; leave an unmeasured value out`);
@@ -76,9 +79,10 @@ export function ratio(a: number, b: number): Value {
   return val(a / b, '×');
 }
 
+/** git's output (not trimmed: porcelain lines start with a space), '' when git fails. */
 const git = (...a: string[]): string => {
   try {
-    return execFileSync('git', a, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', a, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   } catch {
     return '';
   }
@@ -90,19 +94,23 @@ const git = (...a: string[]): string => {
  */
 export class BenchResults {
   readonly bench: string;
-  readonly started = new Date();
+  readonly started: Date;
   readonly results: ResultTree = {};
   runs: unknown[] | undefined;
   private anchor: Anchor;
-  private readonly loadStart = loadavg();
+  private readonly loadStart: number[];
+  private readonly command: string | undefined;
   private readonly loads: number[] = [];
-  private readonly commit = git('rev-parse', 'HEAD') || process.env['TSCM_BENCH_COMMIT'] || 'unknown';
+  private readonly commit = git('rev-parse', 'HEAD').trim() || process.env['TSCM_BENCH_COMMIT'] || 'unknown';
   private readonly dirty = git('status', '--porcelain', '--untracked-files=no').split('\n').filter(Boolean).map((l) => l.slice(3))
     .filter((p) => !p.startsWith('bench/results/') && !p.endsWith('.md'));
 
-  constructor(bench: string, anchor: Anchor) {
+  constructor(bench: string, anchor: Anchor, overrides: RunOverrides = {}) {
     this.bench = bench;
     this.anchor = anchor;
+    this.started = overrides.started ?? new Date();
+    this.loadStart = overrides.loadStart ?? loadavg();
+    this.command = overrides.command;
     this.sampleLoad();
   }
 
@@ -137,7 +145,7 @@ export class BenchResults {
     return {
       schema: 1,
       bench: this.bench,
-      command: ['node', ...process.execArgv, script, ...process.argv.slice(2)].join(' '),
+      command: this.command ?? ['node', ...process.execArgv, script, ...process.argv.slice(2)].join(' '),
       commit: this.commit,
       dirty: this.dirty,
       started: this.started.toISOString(),
