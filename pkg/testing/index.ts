@@ -5,6 +5,8 @@
  *   import { startTestEnv } from 'ts-controller-manager/testing';
  *   const env = await startTestEnv({ crdPaths: ['config/crd/bases'] });
  *   after(() => env.stop());
+ *
+ * and `explore`, which checks controllers against crashes, stale views and missed events (explore/explore.ts).
  */
 export { startTestEnv, TestEnv, type TestEnvOptions } from './env.ts';
 export { findBinaries, cacheDir, type ControlPlaneBinaries } from './binaries.ts';
@@ -17,3 +19,10 @@ export {
   readWebhookConfigurations, localClientConfig, localWebhookConfiguration, localConversion, type WebhookInstallOptions,
   type WebhookServing, type WebhookConfiguration, type WebhookClientConfig,
 } from './webhooks.ts';
+export {
+  explore, expectNoFindings, formatFindings, formatTrace, type ExploreOptions, type ExploreReport, type ExploreEndState, type Finding,
+  type Invariant, type Peer,
+} from './explore/explore.ts';
+export { create, patch, remove, settle, run, type Step, type ObjectRef } from './explore/workload.ts';
+export { planId, describePlan, type Plan, type PlanKind, type FindingClass, type WriteRef, type ChangeRef, type TraceEntry } from './explore/plans.ts';
+export { MemoryApiServer, MemoryConnection, type WriteAction, type WriteRequest, type StoreChange } from './explore/memoryserver.ts';

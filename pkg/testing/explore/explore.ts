@@ -136,6 +136,11 @@ export interface ExploreReport {
   executed: number;
   /** Executed plans whose perturbation never happened (the execution took another path before it). */
   notTriggered: number;
+  /**
+   * Unobserved plans whose workload could not go on (a step failed while the manager was blind: the workload relied
+   * on its reaction to what it could not see), with the step's error: no verdict either way.
+   */
+  inconclusive: string[];
   findings: Finding[];
   /** The reference execution's trace. */
   reference: readonly TraceEntry[];
@@ -159,19 +164,24 @@ export async function explore<W = undefined>(opts: ExploreOptions<W>): Promise<E
       kind: ref.liveness ? 'liveness' : 'safety', class: 'reference', plan: 'reference', perturbation: 'none (the unperturbed execution)', seed,
       summary: ref.liveness ?? `invariants broken: ${ref.broken.join('; ')}`, details: ref.liveness ? ref.broken : ref.broken, replay: replayOf('reference'),
     });
-    return { name, plans: 0, executed: 0, notTriggered: 0, findings, reference: ref.trace, durationMs: performance.now() - t0 };
+    return { name, plans: 0, executed: 0, notTriggered: 0, inconclusive: [], findings, reference: ref.trace, durationMs: performance.now() - t0 };
   }
   let plans = derivePlans(ref.trace, opts.plans ?? {});
   const derived = plans.length;
   if (only !== undefined) plans = plans.filter((p) => planId(p) === only);
   else if (opts.plans?.max !== undefined) plans = plans.slice(0, opts.plans.max);
   let notTriggered = 0;
+  const inconclusive: string[] = [];
   for (const [i, plan] of plans.entries()) {
     const id = planId(plan);
     const r = await new Execution(opts, plan, seed).run();
     if (only !== undefined) opts.log?.(`[${name}] trace of ${id}:\n${formatTrace(r.trace)}`);
     if (!r.triggered) {
       notTriggered++;
+      continue;
+    }
+    if (r.inconclusive) {
+      inconclusive.push(`${id}: ${r.inconclusive}`);
       continue;
     }
     const base = { class: planClass(plan), plan: id, perturbation: describePlan(plan), seed, replay: replayOf(id) };
@@ -189,12 +199,12 @@ export async function explore<W = undefined>(opts: ExploreOptions<W>): Promise<E
     }
     if ((i + 1) % 25 === 0) opts.log?.(`[${name}] ${i + 1}/${plans.length} plans, ${findings.length} findings`);
   }
-  return { name, plans: derived, executed: plans.length, notTriggered, findings, reference: ref.trace, durationMs: performance.now() - t0 };
+  return { name, plans: derived, executed: plans.length, notTriggered, inconclusive, findings, reference: ref.trace, durationMs: performance.now() - t0 };
 }
 
 /** A readable report: one paragraph per finding with its replay line. */
 export function formatFindings(report: ExploreReport): string {
-  const head = `${report.name}: ${report.findings.length} finding(s) in ${report.executed} plan(s) (${report.notTriggered} not triggered)`;
+  const head = `${report.name}: ${report.findings.length} finding(s) in ${report.executed} plan(s) (${report.notTriggered} not triggered, ${report.inconclusive.length} inconclusive)`;
   return [head, ...report.findings.map((f) => [
     `- ${f.kind} / ${f.class} — ${f.summary}`,
     `  plan: ${f.plan} (seed ${f.seed}): ${f.perturbation}`,
@@ -244,6 +254,8 @@ interface ExecutionResult {
   broken: string[];
   /** Whether the plan's perturbation happened. */
   triggered: boolean;
+  /** Why the execution cannot be compared (a workload step failed while the manager was blind). */
+  inconclusive?: string;
 }
 
 /** One execution of the workload: the reference (no plan) or one plan. */
@@ -306,6 +318,7 @@ class Execution<W> {
   async run(): Promise<ExecutionResult> {
     let liveness: string | undefined;
     let stepError: string | undefined;
+    let inconclusive: string | undefined;
     const broken: string[] = [];
     try {
       this.current = await this.start();
@@ -321,12 +334,25 @@ class Execution<W> {
             break;
           }
         } else {
+          if (step.op === 'run' && this.gapOpen) {
+            // A `run` step may touch what the controllers made (a user writing into a volume): it must not see the
+            // world of a blind manager. The gap ends here, and the manager rests again, first.
+            this.closeGap('a run step follows');
+            const outcome = await this.settle(false);
+            if (outcome) {
+              liveness = `step ${index} (before "${describeStep(step)}"): ${outcome}`;
+              break;
+            }
+          }
           try {
             await this.apply(step);
           } catch (err) {
             // The reference ran this step; here the state it needs is not there (e.g. an object the controller should
-            // have made by the last rest): a difference from the reference at that rest.
+            // have made by the last rest): a difference from the reference at that rest — unless the manager was
+            // blind to the resource then (an unobserved plan's gap spans rests): the workload itself relied on the
+            // manager's reaction to what it could not see, and the execution says nothing.
             stepError = `step ${index} "${describeStep(step)}" failed: ${err instanceof Error ? err.message : String(err)}`;
+            if (this.gapOpen) inconclusive = stepError;
             this.trace.push({ kind: 'perturb', what: stepError });
             break;
           }
@@ -336,8 +362,10 @@ class Execution<W> {
       await this.stop(this.current);
     }
     if (stepError && this.plan === undefined) throw new Error(`explore: the workload fails without any perturbation: ${stepError}`);
+    const triggered = this.plan === undefined || this.triggered;
+    if (inconclusive) return { trace: this.trace, end: undefined, liveness: undefined, broken, triggered, inconclusive };
     if (stepError) broken.push(stepError);
-    if (liveness) return { trace: this.trace, end: undefined, liveness, broken, triggered: this.plan === undefined || this.triggered };
+    if (liveness) return { trace: this.trace, end: undefined, liveness, broken, triggered };
     const objects = this.server.store.resourceTypes()
       .filter((t) => !this.excluded.has(resourceId(t)))
       .flatMap((t) => this.server.store.objects(t));
@@ -353,7 +381,7 @@ class Execution<W> {
       if (verdict === false) broken.push(inv.name);
       else if (typeof verdict === 'string') broken.push(`${inv.name}: ${verdict}`);
     }
-    return { trace: this.trace, end, liveness: undefined, broken, triggered: this.plan === undefined || this.triggered };
+    return { trace: this.trace, end, liveness: undefined, broken, triggered };
   }
 
   /** A workload step against the store (never intercepted). */
@@ -376,7 +404,7 @@ class Execution<W> {
         await store.json('DELETE', pathOf(step.target));
         return;
       case 'run':
-        await step.fn(store);
+        await step.fn(store, this.world);
         return;
     }
   }
@@ -466,6 +494,14 @@ class Execution<W> {
     return { n, mgr, conn, ac, exited };
   }
 
+  /** Ends an open unobserved gap: the held watches end with 410 and the informer relists. */
+  private closeGap(why: string): void {
+    if (!this.gapOpen || this.plan?.kind !== 'unobserved') return;
+    this.gapOpen = false;
+    this.trace.push({ kind: 'perturb', what: `${why}: the held watches of ${this.plan.resource} end with 410` });
+    this.current?.conn.expire(this.plan.resource);
+  }
+
   /** Runs every peer once; true when one of them changed the store. */
   private async runPeers(): Promise<boolean> {
     let changed = false;
@@ -542,9 +578,7 @@ class Execution<W> {
         for (const rid of inc.conn.lagging()) {
           if (this.plan?.kind === 'unobserved' && this.gapOpen) {
             if (!final) continue;
-            this.gapOpen = false;
-            this.trace.push({ kind: 'perturb', what: `last rest with ${rid} held: its watches end with 410` });
-            inc.conn.expire(rid);
+            this.closeGap('the last rest');
           } else {
             this.trace.push({ kind: 'perturb', what: `at rest with ${rid} lagging: it catches up` });
             inc.conn.release(rid);

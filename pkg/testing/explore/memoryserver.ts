@@ -462,6 +462,8 @@ export class MemoryConnection implements RequestTransport {
     const rvParam = query['resourceVersion'] ?? '';
     const from = rvParam === '' || rvParam === '0' ? this.server.rv : Number(rvParam);
     const readable = new Readable({ read() {} });
+    // The client sees a kill's error through its own reading; a stream not (yet) read must not crash the process.
+    readable.on('error', () => {});
     const s: WatchStream = {
       rid: route.rid, namespace: route.namespace,
       labels: query['labelSelector'] ? parseSelector(query['labelSelector']) : undefined,

@@ -30,7 +30,7 @@ export type Step =
   | { op: 'patch'; target: ObjectRef; patch: unknown; status: boolean }
   | { op: 'delete'; target: ObjectRef }
   | { op: 'settle' }
-  | { op: 'run'; description: string; fn: (client: ApiClient) => unknown };
+  | { op: 'run'; description: string; fn: (client: ApiClient, world: unknown) => unknown };
 
 /** Creates `object` (its apiVersion and kind name the type). */
 export function create(object: KubeObject): Step {
@@ -52,9 +52,12 @@ export function settle(): Step {
   return { op: 'settle' };
 }
 
-/** Anything else, with the store as the client (e.g. what another controller would write). */
-export function run(description: string, fn: (client: ApiClient) => unknown): Step {
-  return { op: 'run', description, fn };
+/**
+ * Anything else, with the store as the client and the execution's world (e.g. a user writing into a cloud resource;
+ * what another controller writes is better a peer: ExploreOptions.peers).
+ */
+export function run<W = unknown>(description: string, fn: (client: ApiClient, world: W) => unknown): Step {
+  return { op: 'run', description, fn: fn as (client: ApiClient, world: unknown) => unknown };
 }
 
 /** A step in words (the trace). */
