@@ -328,6 +328,7 @@ class Execution<W> {
         this.trace.push({ kind: 'step', index, step: describeStep(step) });
         if (step.op === 'settle') {
           const outcome = await this.settle(index === steps.length - 1);
+          if (this.server.unsupported) throw new Error(`explore: a request the in-memory API server cannot model: ${this.server.unsupported.message}`, { cause: this.server.unsupported });
           this.trace.push({ kind: 'rest', step: index, outcome: outcome ?? 'fixpoint' });
           if (outcome) {
             liveness = `step ${index} (after "${describeStep(steps[index - 1] ?? step)}"): ${outcome}`;

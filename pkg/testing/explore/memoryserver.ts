@@ -121,6 +121,8 @@ export class MemoryApiServer {
   afterDispatch: ((c: StoreChange) => void) | undefined;
   /** Bumped by every request and every delivered event: `explore` reads it to tell whether anything happened. */
   activity = 0;
+  /** The first request the store could not answer as an API server would (FakeUnsupportedError), if any. */
+  unsupported: Error | undefined;
 
   constructor(opts: MemoryApiServerOptions = {}) {
     this.store = new FakeClient(opts);
@@ -437,7 +439,9 @@ export class MemoryConnection implements RequestTransport {
   private answer(method: Verb, path: string, result: unknown, write: WriteRequest | undefined, action: WriteAction, changed: boolean, okStatus = 200): Promise<WireResponse> {
     const isErr = result instanceof ApiError;
     if (!isErr && result instanceof Error) {
-      // Not an API answer (FakeUnsupportedError, a bug): fail the request loudly, as a broken server would.
+      // Not an API answer (FakeUnsupportedError: something the store does not model, or a bug): fail the request
+      // loudly, and keep it — `explore` stops the execution with it rather than compare what it cannot model.
+      this.server.unsupported ??= result;
       this.server.record({ kind: 'request', connection: this.name, method, path, status: 500, ...(write ? { write } : {}), action, changed });
       return Promise.reject(result);
     }
