@@ -111,7 +111,7 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
       ['vnetwork-v2.samplecrd.k8s.io', { name: webhookService, namespace: ns, path: '/validate-samplecrd-k8s-io-v2-network' }, ['v2'], ['CREATE', 'UPDATE'], ['networks']],
     ]);
     for (const w of vwc.webhooks) {
-      assert.deepEqual([w.failurePolicy, w.sideEffects, w.admissionReviewVersions, w.timeoutSeconds, w.matchPolicy], ['Fail', 'None', ['v1'], 10, 'Exact'], w.name);
+      assert.deepEqual([w.failurePolicy, w.sideEffects, w.admissionReviewVersions, w.timeoutSeconds, w.matchPolicy], ['Fail', 'None', ['v1'], 15, 'Exact'], w.name);
     }
     // The Network CRD: both versions, stored as v2, converted by the manager behind the Service.
     const crd = byName(docs, 'CustomResourceDefinition', 'networks.samplecrd.k8s.io');
