@@ -19,8 +19,10 @@
  *  - every marked figure equals its file;
  *  - no figure-shaped number goes unmarked: a number with a measurement unit (× attached, CPU-s/-ms/-µs, or a time,
  *    memory, rate or percent unit in a sentence that reports a measurement — measured, median, peak, took, p99,
- *    runs, load …) must be covered by a `fig` marker or stand in a block labelled "historical, unverified" (a figure
- *    whose run left no file, kept as history and said so). Bounds, defaults and settings are not figures: a number
+ *    runs, load …) must be covered by a `fig` marker or be labelled "historical, unverified" (a figure whose run left
+ *    no file, kept as history and said so): in its sentence, at the start of its paragraph or list item, or in its
+ *    table row. Bounds, defaults, settings and a test's inputs are not figures: `<!-- setting -->` after them says so
+ *    where the wording does not (it covers the numbers back to the previous marker); a number
  *    after "default", "at most", "≤", "every", "timeout" … is skipped, as is anything in `code`;
  *  - bench/README.md (the benchmarks' lab notebook) opens with that label, so none of its figures reads as verified.
  */
@@ -35,16 +37,24 @@ const repo = join(import.meta.dirname, '..');
 // ---------------------------------------------------------------------------------------------------------------
 // Parsing
 
-/** A paragraph, list item, heading or table cell: the unit a marker's numbers and a "historical" label apply to. */
+/**
+ * A paragraph, list item, heading or table cell: the unit a marker's numbers apply to. `historical`: the whole block
+ * is labelled "historical, unverified" (a paragraph or list item that starts with the label, a table row that has it).
+ */
 interface Block { doc: string; line: number; text: string; historical: boolean }
 
-/** README.md and docs/*.md (not the generated docs/reference/), as [path, text]. */
+/**
+ * README.md and docs/*.md, as [path, text]. Not the generated docs/reference/, and not docs/claims-audit.md: it quotes
+ * other documents' lines to audit them, so a number there is a quotation, not a figure of its own.
+ */
 export function documents(): Array<[string, string]> {
-  const docs = readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+  const docs = readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md') && f !== 'claims-audit.md').map((f) => `docs/${f}`);
   return ['README.md', ...docs].map((f) => [f, readFileSync(join(repo, f), 'utf8')]);
 }
 
 const HISTORICAL = /historical,\s+unverified/i;
+/** The label opening a paragraph or list item (after its list marker, `>`, `*` or `_`). */
+const LABEL_FIRST = /^\s*([-*+]\s+|\d+\.\s+|>\s*)?[*_]{0,2}historical,\s+unverified/i;
 
 /** Splits a document into blocks (fenced code dropped; table rows split into cells). */
 export function blocks(doc: string, text: string): Block[] {
@@ -54,7 +64,7 @@ export function blocks(doc: string, text: string): Block[] {
   const flush = (): void => {
     if (cur) {
       const t = cur.lines.join('\n');
-      out.push({ doc, line: cur.line, text: t, historical: HISTORICAL.test(t) });
+      out.push({ doc, line: cur.line, text: t, historical: LABEL_FIRST.test(t) });
     }
     cur = undefined;
   };
@@ -79,20 +89,22 @@ export function blocks(doc: string, text: string): Block[] {
     if (/^\s*#{1,6}\s/.test(raw)) flush();
   });
   flush();
-  // A list item's "historical, unverified" covers its own lines only; a heading's nothing else.
   return out;
 }
 
 /** A number in running text with what follows it. */
 interface Num { index: number; end: number; value: number; decimals: number; unit: string | undefined; approx: boolean; text: string }
 
-const UNIT = String.raw`(CPU-µs|CPU-ms|CPU-s|CPU-seconds?|µs|ms|s|min|h|MiB|GiB|KiB|MB|GB|kB|KB|×|x|%|/s)`;
+const UNIT = String.raw`(CPU-µs|CPU-ms|CPU-s|CPU-seconds?|µs|ms|seconds?|s|minutes?|min|hours?|h|MiB|GiB|KiB|MB|GB|kB|KB|×|x|%|/s)`;
+/** Long unit names as their short ones. */
+const UNIT_ALIAS: Record<string, string> = { second: 's', seconds: 's', minute: 'min', minutes: 'min', hour: 'h', hours: 'h', x: '×', 'CPU-second': 'CPU-s', 'CPU-seconds': 'CPU-s' };
 /** Number, optionally grouped by spaces (1 404, 10 000), with decimals; not part of a word, version or path. */
 const NUMBER = new RegExp(String.raw`(?<![\w.\-/:#=@+])([~≈]\s?)?(\d{1,3}(?:[  ]\d{3})+(?!\d)|\d+)(\.\d+)?(?![\d.]\d|\.\d|-[a-zA-Z]|[a-zA-Z_](?<!×|x))(?:\s?${UNIT}(?![\w-]))?`, 'gu');
 
-/** Replaces `code spans` and HTML comments by spaces (same length, so indices stay). */
+/** Replaces `code spans`, “quoted test titles” and HTML comments by spaces (same length, so indices stay). */
 function blankOut(text: string): string {
-  return text.replace(/`[^`]*`/g, (m) => ' '.repeat(m.length)).replace(/<!--[\s\S]*?-->/g, (m) => ' '.repeat(m.length));
+  return text.replace(/`[^`]*`/g, (m) => ' '.repeat(m.length)).replace(/“[^”]*”/g, (m) => ' '.repeat(m.length))
+    .replace(/<!--[\s\S]*?-->/g, (m) => ' '.repeat(m.length));
 }
 
 /** The numbers of `text` (indices into it), units propagated backwards over ranges and pairs (`0.79–1.05 ms`). */
@@ -103,17 +115,17 @@ export function numbers(text: string): Num[] {
     const digits = `${(m[2] ?? '').replace(/[  ]/g, '')}${m[3] ?? ''}`;
     let unit = m[4];
     // "1.2 × retry": a multiplication, not a ratio.
-    if ((unit === '×' || unit === 'x') && /^\s?[×x]\s+[\p{L}`(]/u.test(clean.slice(m.index + (m[0].length - (m[4]?.length ?? 0)) - 1))) unit = undefined;
+    if ((unit === '×' || unit === 'x') && /^\s?[×x]\s+[\p{L}\d`(]/u.test(clean.slice(m.index + (m[0].length - (m[4]?.length ?? 0)) - 1))) unit = undefined;
     if (unit === 'x' && !/\dx$/.test(m[0])) unit = undefined; // "3 x" is a letter
     out.push({
       index: m.index, end: m.index + m[0].length, value: Number(digits), decimals: (m[3] ?? '.').length - 1,
-      unit: unit === 'x' ? '×' : unit, approx: Boolean(m[1]), text: m[0],
+      unit: unit === undefined ? undefined : (UNIT_ALIAS[unit] ?? unit), approx: Boolean(m[1]), text: m[0],
     });
   }
   for (let i = out.length - 2; i >= 0; i--) {
     const a = out[i] as Num;
     const b = out[i + 1] as Num;
-    if (a.unit === undefined && b.unit !== undefined && /^\s*(–|-|\/|,|and|to|→)\s*$/.test(clean.slice(a.end, b.index))) a.unit = b.unit;
+    if (a.unit === undefined && b.unit !== undefined && /^\s*(–|-|\/|,|and|to|→|vs\.?|against)\s*$/.test(clean.slice(a.end, b.index))) a.unit = b.unit;
   }
   return out;
 }
@@ -122,6 +134,8 @@ export function numbers(text: string): Num[] {
 interface Marker { alias: string; paths: string[]; index: number; end: number }
 
 const MARKER = /<!--\s*fig\s+([\w-]+)\s*:\s*([^>]*?)\s*-->/g;
+/** `<!-- setting -->`: the numbers before it (back to the previous marker) are settings or inputs, not measurements. */
+const SETTING_MARKER = /<!--\s*setting\s*-->/g;
 const SOURCE = /<!--\s*fig-source\s+([\w-]+)\s*=\s*(\S+)\s*-->/g;
 
 export function markers(text: string): Marker[] {
@@ -134,25 +148,38 @@ export function markers(text: string): Marker[] {
 // What counts as a figure
 
 /** Units that are a measurement wherever they stand. */
-const STRONG = new Set(['×', 'CPU-s', 'CPU-ms', 'CPU-µs', 'CPU-seconds', 'CPU-second']);
+const STRONG = new Set(['×', 'CPU-s', 'CPU-ms', 'CPU-µs']);
 /** Words that make a sentence report a measurement. */
 const MEASURED = /\b(measured|measures?|measurement|median|medians|mean|peak(ed|s)?|took|taking|wall|load( average)?|quiet|busy|runs?|rounds?|observed|seen|p50|p99|fresh-clone|cold|warm|last\s+(CI\s+)?run|benchmarks?|bench|A\/B|on\s+this\s+(\d-core\s+)?machine|here)\b/i;
 /** Words right before a number that make it a bound, default or setting, not a measurement. */
-const SETTING = /(default(s|ing)?( to| of|:| is)?|at most|at least|up to|no more than|every|each|timeout( of)?|limit(ed)?( to| of)?|capped at|≤|≥|<|>|=|within|lease( duration)?|period|interval|deadline|delay|grace|poll(s|ing)?|budget|goal:?|target|retry|retries|for|after|before|than|window|TTL|max(imum)?|min(imum)?|bounded( by)?|by)\s*[~≈]?\s*$/i;
+const SETTING = /(default(s|ing)?( to| of|:| is)?|at most|at least|up to|no more than|every|each|per|near|over|timeout( of)?|limit(ed)?( to| of)?|capped at|≤|≥|<|>|=|\+|±|within|lease( duration)?|period|interval|deadline|delay|grace|poll(s|ing)?|budget|goal:?|target|retry|retries|for|after|before|than|window|TTL|max(imum)?|min(imum)?\(?|bounded( by)?|by|committed|commits|delivered|(restarted|retried|started) at)\s*(the\s+)?[~≈]?\s*$/i;
+/** Words right after a number that make it a setting (`a 30 s retry period`, `2–4.4 s by default`). */
+const SETTING_AFTER = /^\s*([\w-]+\s+)?(by default|timeouts?|retry|period|bound|evaluation|poll|window|lease|deadline|interval|grace|budget|limit|token|TTL|cache)\b/i;
+/** Between two numbers of one range or list (`2–4.4 s`, `1, 2, 4 s`): the first is judged with the last. */
+const JOINED = /^\s*(–|-|to|,|and)\s*$/;
 
-/** The sentence (clause) of `clean` around index `i`. */
-function sentenceAround(clean: string, i: number): string {
-  const start = Math.max(clean.lastIndexOf('. ', i), clean.lastIndexOf('; ', i), clean.lastIndexOf('\n\n', i), -1);
-  const ends = ['. ', '; ', '\n\n'].map((s) => clean.indexOf(s, i)).filter((x) => x >= 0);
-  return clean.slice(start + 1, ends.length ? Math.min(...ends) : clean.length);
+/** The sentence of `text` around index `i` (to the previous and next `. `, `.` + newline, or blank line). */
+function sentenceAround(text: string, i: number): string {
+  const stops = ['. ', '.\n', '\n\n'];
+  const start = Math.max(-1, ...stops.map((s) => text.lastIndexOf(s, i)));
+  const ends = stops.map((s) => text.indexOf(s, i)).filter((x) => x >= 0);
+  return text.slice(start + 1, ends.length ? Math.min(...ends) : text.length);
 }
 
-/** True when `n` (in `text`) is a measured figure by the rules above. */
+/** True when `n` (in `text`) is a measured figure by the rules above; the end of a range is judged by its start. */
 export function isFigure(text: string, n: Num): boolean {
   if (n.unit === undefined) return false;
   const clean = blankOut(text);
+  const all = numbers(text);
+  const prev = all.filter((x) => x.end <= n.index).at(-1);
+  const next = all.find((x) => x.index >= n.end);
+  if (next && next.unit === n.unit && JOINED.test(clean.slice(n.end, next.index)) && SETTING_AFTER.test(clean.slice(next.end, next.end + 30))) return false;
+  if (prev && JOINED.test(clean.slice(prev.end, n.index)) && !SETTING.test(clean.slice(Math.max(0, n.index - 30), n.index))) {
+    return isFigure(text, { ...prev, unit: prev.unit ?? n.unit });
+  }
   const before = clean.slice(Math.max(0, n.index - 30), n.index);
-  if (SETTING.test(before)) return false;
+  if (SETTING.test(before) || SETTING_AFTER.test(clean.slice(n.end, n.end + 30))) return false;
+  if (/^\s*\(?\s*`--[\w-]+/.test(text.slice(n.end, n.end + 40))) return false; // `30 s (\`--max-queue-wait\`)`: a flag's value
   if (STRONG.has(n.unit)) return true;
   return MEASURED.test(sentenceAround(clean, n.index));
 }
@@ -167,7 +194,7 @@ const MEMORY: Record<string, number> = { KiB: 1024, MiB: 2 ** 20, GiB: 2 ** 30, 
 
 /** `leaf` in the document's unit (undefined: units that do not convert). */
 export function convert(leaf: Leaf, unit: string | undefined): number | undefined {
-  if (unit === undefined || unit === leaf.unit) return leaf.value;
+  if (unit === undefined || unit === leaf.unit || (leaf.unit === 'count' && unit === '')) return leaf.value;
   const cpu = (u: string): boolean => u.startsWith('CPU-');
   for (const table of [TIME, MEMORY]) {
     const from = table[leaf.unit];
@@ -186,10 +213,14 @@ export function mismatch(n: Num, leaf: Leaf): string | undefined {
   return Math.abs(v - n.value) <= tolerance ? undefined : `the file says ${v} ${n.unit ?? leaf.unit}`;
 }
 
-/** The leaf at a dotted path of a results file's `results`. */
+/**
+ * The leaf at a dotted path of a results file's `results`; a path starting with `@` is read from the file's top level
+ * instead (`@load.during.max`: the run's load, a plain number).
+ */
 export function leafAt(file: unknown, path: string): Leaf | undefined {
-  let node: unknown = (file as { results?: unknown }).results;
-  for (const k of path.split('.')) node = typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[k] : undefined;
+  let node: unknown = path.startsWith('@') ? file : (file as { results?: unknown }).results;
+  for (const k of path.replace(/^@/, '').split('.')) node = typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[k] : undefined;
+  if (typeof node === 'number' && path.startsWith('@')) return { value: node, unit: '' };
   const l = node as Leaf | undefined;
   return l && typeof l.value === 'number' && typeof l.unit === 'string' ? l : undefined;
 }
@@ -294,14 +325,17 @@ export function checkUnmarked(docs: Array<[string, string]>): string[] {
     for (const b of blocks(doc, text)) {
       if (b.historical) continue;
       const covered = new Set<number>();
+      const all = [...markers(b.text), ...[...b.text.matchAll(SETTING_MARKER)].map((m) => ({ index: m.index, end: m.index + m[0].length, paths: undefined }))]
+        .sort((x, y) => x.index - y.index);
       let from = 0;
-      for (const m of markers(b.text)) {
+      for (const m of all) {
         const nums = numbers(b.text.slice(0, m.index)).filter((n) => n.index >= from);
-        for (const n of nums.slice(Math.max(0, nums.length - m.paths.length))) covered.add(n.index);
+        for (const n of m.paths ? nums.slice(Math.max(0, nums.length - m.paths.length)) : nums) covered.add(n.index);
         from = m.end;
       }
       for (const n of numbers(b.text)) {
         if (covered.has(n.index) || !isFigure(b.text, n)) continue;
+        if (HISTORICAL.test(sentenceAround(blankOut(b.text), n.index)) || HISTORICAL.test(sentenceAround(b.text, n.index))) continue;
         const lineInBlock = b.text.slice(0, n.index).split('\n').length - 1;
         problems.push(`${doc}:${b.line + lineInBlock}: "${n.text.trim()}" — ${b.text.slice(Math.max(0, n.index - 50), n.end + 20).replace(/\s+/g, ' ').trim()}`);
       }
@@ -359,6 +393,9 @@ describe('figures in README.md and docs/ come from results files', () => {
     assert.ok(unmarked.some((p) => p.includes('"7.3 s"')), unmarked.join('\n'));
     assert.ok(!unmarked.some((p) => p.includes('"1.15×"')), 'the marked figure is covered');
     assert.deepEqual(checkUnmarked([['y.md', '*Historical, unverified* (24 Nov): converge 1.47× in 3 runs.']]), []);
+    const partly = checkUnmarked([['z.md', 'Measured 3.1 s in 3 runs. Earlier (historical, unverified) 9.9 s in 2 runs.\n\n| row | 4.4× | historical, unverified |']]);
+    assert.equal(partly.length, 1, partly.join('\n'));
+    assert.match(partly[0] ?? '', /"3\.1 s"/);
     assert.deepEqual(fileProblems({ schema: 1, bench: 'b', command: 'node bench/b.ts', commit: 'abc', started: 'x', load: {}, machine: {}, results: {} }).sort(), [
       'no anchor (name, or null with the reason in description)', 'no commit (40 hex digits)', 'no ended date', 'no load.during',
       'no load.end (1/5/15 min)', 'no load.start (1/5/15 min)', 'no machine.cpus', 'no started date',
