@@ -106,7 +106,7 @@ async function managerRun(n: number, limitMiB: number | undefined): Promise<Mana
   const start = (): Promise<ManagerProcess> => ManagerProcess.start({
     script: distMainScript, collectLogs: false, ...(cgroup ? { cgroup } : {}),
     args: [`--controllers=${controllers}`, `--foo-concurrency=${workers}`, ...webhookArgs],
-    env: { KUBECONFIG: env.cp.kubeconfig, NEUTRON_CLOUD_CONFIG: 'none' },
+    env: { KUBECONFIG: env.cp.kubeconfig }, // no Neutron configuration: the Network controller stays off, as config/default without [NEUTRON]
   });
   const row: ManagerRow = {
     readyMs: undefined, convergedMs: undefined, peakRss: 0, heapUsed: 0, external: 0, settledRss: 0,
@@ -130,6 +130,7 @@ async function managerRun(n: number, limitMiB: number | undefined): Promise<Mana
     if (died()) {
       const { signal, code } = await mgr.exited;
       row.killed = `${signal ?? `exit ${code}`} after ${foos.lister().list().filter((f) => f.status?.availableReplicas !== undefined).length} Foos`;
+      log(`manager exited: ${mgr.stderr.join('').slice(-500)}`);
       return row;
     }
     row.peakRss = processRss(pid)?.peak ?? 0;
