@@ -20,8 +20,8 @@
  *  - no figure-shaped number goes unmarked: a number with a measurement unit (× attached, CPU-s/-ms/-µs, or a time,
  *    memory, rate or percent unit in a sentence that reports a measurement — measured, median, peak, took, p99,
  *    runs, load …) must be covered by a `fig` marker or be labelled "historical, unverified" (a figure whose run left
- *    no file, kept as history and said so): in its sentence, at the start of its paragraph or list item, or in its
- *    table row. Bounds, defaults, settings and a test's inputs are not figures: `<!-- setting -->` after them says so
+ *    no file, kept as history and said so): in its sentence, at the start of its paragraph or list item, in its
+ *    table row or its column's header, or at the start of a paragraph that says it covers "this section". Bounds, defaults, settings and a test's inputs are not figures: `<!-- setting -->` after them says so
  *    where the wording does not (it covers the numbers back to the previous marker); a number
  *    after "default", "at most", "≤", "every", "timeout" … is skipped, as is anything in `code`;
  *  - bench/README.md (the benchmarks' lab notebook) opens with that label, so none of its figures reads as verified.
@@ -41,7 +41,7 @@ const repo = join(import.meta.dirname, '..');
  * A paragraph, list item, heading or table cell: the unit a marker's numbers apply to. `historical`: the whole block
  * is labelled "historical, unverified" (a paragraph or list item that starts with the label, a table row that has it).
  */
-interface Block { doc: string; line: number; text: string; historical: boolean }
+interface Block { doc: string; line: number; text: string; historical: boolean; header?: string }
 
 /**
  * README.md and docs/*.md, as [path, text]. Not the generated docs/reference/, and not docs/claims-audit.md: it quotes
@@ -61,6 +61,9 @@ export function blocks(doc: string, text: string): Block[] {
   const out: Block[] = [];
   let cur: { line: number; lines: string[] } | undefined;
   let fenced = false;
+  /** The current table's header cells (a table cell's column names what its numbers are). */
+  let header: string[] | undefined;
+  let prevRow: string[] | undefined;
   const flush = (): void => {
     if (cur) {
       const t = cur.lines.join('\n');
@@ -80,15 +83,38 @@ export function blocks(doc: string, text: string): Block[] {
     if (/^\s*\|/.test(raw)) {
       flush();
       const historical = HISTORICAL.test(raw);
-      for (const cell of raw.split(/(?<!\\)\|/)) if (cell.trim()) out.push({ doc, line, text: cell, historical });
+      const cells = raw.split(/(?<!\\)\|/).slice(1, -1);
+      if (cells.every((c) => /^\s*:?-+:?\s*$/.test(c))) {
+        header = prevRow;
+        return;
+      }
+      prevRow = cells;
+      cells.forEach((cell, i) => {
+        if (cell.trim()) out.push({ doc, line, text: cell, historical, header: header?.[i] ?? '' });
+      });
       return;
     }
+    header = undefined;
+    prevRow = undefined;
     if (/^\s*(#{1,6}\s|[-*+]\s|\d+\.\s|>)/.test(raw)) flush();
     if (!cur) cur = { line, lines: [] };
     cur.lines.push(raw);
     if (/^\s*#{1,6}\s/.test(raw)) flush();
   });
   flush();
+  // A label block that says "this section" covers the rest of its section (to the next heading of its level or above).
+  let level = 0;
+  let covering = 0;
+  for (const b of out) {
+    const h = /^\s*(#{1,6})\s/.exec(b.text);
+    if (h) {
+      level = h[1]?.length ?? 0;
+      if (covering && level <= covering) covering = 0;
+      continue;
+    }
+    if (covering) b.historical = true;
+    else if (b.historical && /this section/i.test(b.text)) covering = level || 1;
+  }
   return out;
 }
 
@@ -167,7 +193,7 @@ function sentenceAround(text: string, i: number): string {
 }
 
 /** True when `n` (in `text`) is a measured figure by the rules above; the end of a range is judged by its start. */
-export function isFigure(text: string, n: Num): boolean {
+export function isFigure(text: string, n: Num, header = ''): boolean {
   if (n.unit === undefined) return false;
   const clean = blankOut(text);
   const all = numbers(text);
@@ -175,13 +201,13 @@ export function isFigure(text: string, n: Num): boolean {
   const next = all.find((x) => x.index >= n.end);
   if (next && next.unit === n.unit && JOINED.test(clean.slice(n.end, next.index)) && SETTING_AFTER.test(clean.slice(next.end, next.end + 30))) return false;
   if (prev && JOINED.test(clean.slice(prev.end, n.index)) && !SETTING.test(clean.slice(Math.max(0, n.index - 30), n.index))) {
-    return isFigure(text, { ...prev, unit: prev.unit ?? n.unit });
+    return isFigure(text, { ...prev, unit: prev.unit ?? n.unit }, header);
   }
   const before = clean.slice(Math.max(0, n.index - 30), n.index);
   if (SETTING.test(before) || SETTING_AFTER.test(clean.slice(n.end, n.end + 30))) return false;
   if (/^\s*\(?\s*`--[\w-]+/.test(text.slice(n.end, n.end + 40))) return false; // `30 s (\`--max-queue-wait\`)`: a flag's value
   if (STRONG.has(n.unit)) return true;
-  return MEASURED.test(sentenceAround(clean, n.index));
+  return MEASURED.test(sentenceAround(clean, n.index)) || MEASURED.test(header);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -323,7 +349,7 @@ export function checkUnmarked(docs: Array<[string, string]>): string[] {
   const problems: string[] = [];
   for (const [doc, text] of docs) {
     for (const b of blocks(doc, text)) {
-      if (b.historical) continue;
+      if (b.historical || HISTORICAL.test(b.header ?? '')) continue;
       const covered = new Set<number>();
       const all = [...markers(b.text), ...[...b.text.matchAll(SETTING_MARKER)].map((m) => ({ index: m.index, end: m.index + m[0].length, paths: undefined }))]
         .sort((x, y) => x.index - y.index);
@@ -334,7 +360,7 @@ export function checkUnmarked(docs: Array<[string, string]>): string[] {
         from = m.end;
       }
       for (const n of numbers(b.text)) {
-        if (covered.has(n.index) || !isFigure(b.text, n)) continue;
+        if (covered.has(n.index) || !isFigure(b.text, n, b.header)) continue;
         if (HISTORICAL.test(sentenceAround(blankOut(b.text), n.index)) || HISTORICAL.test(sentenceAround(b.text, n.index))) continue;
         const lineInBlock = b.text.slice(0, n.index).split('\n').length - 1;
         problems.push(`${doc}:${b.line + lineInBlock}: "${n.text.trim()}" — ${b.text.slice(Math.max(0, n.index - 50), n.end + 20).replace(/\s+/g, ' ').trim()}`);
@@ -396,6 +422,8 @@ describe('figures in README.md and docs/ come from results files', () => {
     const partly = checkUnmarked([['z.md', 'Measured 3.1 s in 3 runs. Earlier (historical, unverified) 9.9 s in 2 runs.\n\n| row | 4.4× | historical, unverified |']]);
     assert.equal(partly.length, 1, partly.join('\n'));
     assert.match(partly[0] ?? '', /"3\.1 s"/);
+    const section = checkUnmarked([['s.md', '## Log\n\n*Historical, unverified* timings in this section.\n\n- run 1 took 7.5 s\n\n### Sub\n\nrun 2 took 8 s\n\n## Next\n\nrun 3 took 9 s']]);
+    assert.deepEqual(section.map((p) => /"(.*?)"/.exec(p)?.[1]), ['9 s'], section.join('\n'));
     assert.deepEqual(fileProblems({ schema: 1, bench: 'b', command: 'node bench/b.ts', commit: 'abc', started: 'x', load: {}, machine: {}, results: {} }).sort(), [
       'no anchor (name, or null with the reason in description)', 'no commit (40 hex digits)', 'no ended date', 'no load.during',
       'no load.end (1/5/15 min)', 'no load.start (1/5/15 min)', 'no machine.cpus', 'no started date',
