@@ -91,8 +91,11 @@ export interface ExploreOptions<W = undefined> {
   invariants?: readonly Invariant<W>[];
   /** Types not compared (Events and Leases never are), and dotted paths dropped before comparing (state.ts). */
   compare?: { exclude?: readonly ResourceType[]; ignore?: readonly string[] };
-  /** Which plans (plans.ts; default every kind, 3 occurrences of a write). */
-  plans?: { kinds?: readonly PlanKind[]; maxOccurrences?: number; maxChangesPerObject?: number; max?: number };
+  /**
+   * Which plans (plans.ts; default every kind, 3 occurrences of a write). `events`: Event writes are plan points too
+   * (for a controller whose only output is Events; they are never compared).
+   */
+  plans?: { kinds?: readonly PlanKind[]; maxOccurrences?: number; maxChangesPerObject?: number; max?: number; events?: boolean };
   /** Seed of the store's identities (default 1). */
   seed?: number;
   /** A requeue later than this counts as scheduled, not pending, at rest (default 1 000 ms). */
@@ -156,6 +159,17 @@ export async function explore<W = undefined>(opts: ExploreOptions<W>): Promise<E
   const seed = opts.seed ?? 1;
   const only = process.env['EXPLORE_PLAN'];
   const findings: Finding[] = [];
+  // The runtime's own timers are unref'd (they never keep a process alive); while explore waits for a manager to stop
+  // or rest, one of them may be all that is left: keep the event loop alive until the report is done.
+  const keepAlive = setInterval(() => {}, 60_000);
+  try {
+    return await exploreAll(opts, name, seed, only, findings, t0);
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+async function exploreAll<W>(opts: ExploreOptions<W>, name: string, seed: number, only: string | undefined, findings: Finding[], t0: number): Promise<ExploreReport> {
   const ref = await new Execution(opts, undefined, seed).run();
   const replayOf = (id: string): string => `EXPLORE_PLAN='${id}' node --test ${process.argv[1] ?? '<test file>'}`;
   if (only !== undefined) opts.log?.(`[${name}] reference trace:\n${formatTrace(ref.trace)}`);
@@ -411,8 +425,10 @@ class Execution<W> {
   }
 
   private onWrite(w: WriteRequest): WriteAction {
-    if (this.excluded.has(w.rid)) return 'apply';
-    const signature = writeSignature(w.method, w.rid, w.subresource, w.namespace, w.name);
+    if (this.excluded.has(w.rid) && !(this.opts.plans?.events && w.rid === resourceId(coreResources.events))) return 'apply';
+    // An Event's name is its object's plus a time-based suffix: by its object (the k-th Event write about it).
+    const name = w.rid === resourceId(coreResources.events) ? w.name.replace(/\.[0-9a-z]+$/, '.*') : w.name;
+    const signature = writeSignature(w.method, w.rid, w.subresource, w.namespace, name);
     const occurrence = (this.occurrences.get(signature) ?? 0) + 1;
     this.occurrences.set(signature, occurrence);
     this.writeRefs.set(w, { signature, occurrence });
@@ -482,7 +498,12 @@ class Execution<W> {
     });
     await this.opts.setup(mgr, this.world);
     const ac = new AbortController();
-    conn.onKill = () => ac.abort(new Error('explore: crash'));
+    // A crash: the process is gone — its queued Events with it (no retrying them against a dead connection).
+    conn.onKill = () => {
+      const crash = new Error('explore: crash');
+      mgr.events.abandon(crash);
+      ac.abort(crash);
+    };
     let exit: number | undefined;
     const exited = mgr.start(ac.signal).then((code) => (exit = code));
     this.trace.push({ kind: 'start', incarnation: n });
@@ -520,6 +541,8 @@ class Execution<W> {
 
   private async stop(inc: Incarnation | undefined): Promise<void> {
     if (!inc) return;
+    // Events still queued are not written (they are never compared; a retry of one would hold the stop for seconds).
+    inc.mgr.events.abandon(new Error('explore: stop'));
     inc.ac.abort(new Error('explore: stop'));
     await inc.exited;
     inc.conn.kill();
