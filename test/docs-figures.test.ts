@@ -125,7 +125,7 @@ const UNIT = String.raw`(CPU-µs|CPU-ms|CPU-s|CPU-seconds?|µs|ms|seconds?|s|min
 /** Long unit names as their short ones. */
 const UNIT_ALIAS: Record<string, string> = { second: 's', seconds: 's', minute: 'min', minutes: 'min', hour: 'h', hours: 'h', x: '×', 'CPU-second': 'CPU-s', 'CPU-seconds': 'CPU-s' };
 /** Number, optionally grouped by spaces (1 404, 10 000), with decimals; not part of a word, version or path. */
-const NUMBER = new RegExp(String.raw`(?<![\w.\-/:#=@+])([~≈]\s?)?(\d{1,3}(?:[  ]\d{3})+(?!\d)|\d+)(\.\d+)?(?![\d.]\d|\.\d|-[a-zA-Z]|[a-zA-Z_](?<!×|x))(?:\s?${UNIT}(?![\w-]))?`, 'gu');
+const NUMBER = new RegExp(String.raw`(?<![\w.\-/:#=@])([~≈]\s?)?(\d{1,3}(?:[  ]\d{3})+(?!\d)|\d+)(\.\d+)?(?![\d.]\d|\.\d|-[a-zA-Z]|[a-zA-Z_](?<!×|x))(?:\s?${UNIT}(?![\w-]))?`, 'gu');
 
 /** Replaces `code spans`, “quoted test titles” and HTML comments by spaces (same length, so indices stay). */
 function blankOut(text: string): string {
@@ -180,7 +180,7 @@ const MEASURED = /\b(measured|measures?|measurement|median|medians|mean|peak(ed|
 /** Words right before a number that make it a bound, default or setting, not a measurement. */
 const SETTING = /(default(s|ing)?( to| of|:| is)?|at most|at least|up to|no more than|every|each|per|near|over|timeout( of)?|limit(ed)?( to| of)?|capped at|≤|≥|<|>|=|\+|±|within|lease( duration)?|period|interval|deadline|delay|grace|poll(s|ing)?|budget|goal:?|target|retry|retries|for|after|before|than|window|TTL|max(imum)?|min(imum)?\(?|bounded( by)?|by|committed|commits|delivered|(restarted|retried|started) at)\s*(the\s+)?[~≈]?\s*$/i;
 /** Words right after a number that make it a setting (`a 30 s retry period`, `2–4.4 s by default`). */
-const SETTING_AFTER = /^\s*([\w-]+\s+)?(by default|timeouts?|retry|period|bound|evaluation|poll|window|lease|deadline|interval|grace|budget|limit|token|TTL|cache)\b/i;
+const SETTING_AFTER = /^\s*([\w-]+\s+)?(by default|timeouts?|retry|period|bound|evaluation|poll|window|lease|deadline|interval|grace|budget|limit|token|TTL|cache|requested)\b/i;
 /** Between two numbers of one range or list (`2–4.4 s`, `1, 2, 4 s`): the first is judged with the last. */
 const JOINED = /^\s*(–|-|to|,|and)\s*$/;
 
