@@ -9,6 +9,7 @@
  */
 import type { Controller } from '../controller/controller.ts';
 import type { ControllerManager } from '../runtime/manager.ts';
+import type { NeutronNetworkAPI } from './network/controller.ts';
 import type { ControllerName } from './names.ts';
 
 export interface ControllerSettings {
@@ -20,6 +21,12 @@ export interface ControllerSettings {
    */
   neutron?: {
     cloudConfig: string | undefined; cloud: string | undefined; createSettleMs?: number; driftCheckMs?: number;
+    /**
+     * The Neutron API to use instead of one built from clouds.yaml (then cloudConfig and cloud are ignored). For tests
+     * only — a fault-injection double (test/explore/neutron-double.ts) run through the same setup main.ts runs; never
+     * set by the binary.
+     */
+    client?: NeutronNetworkAPI;
     /**
      * The Network version the controller watches and writes: 'v1' (default) or 'v2' (dual-stack; needs the CRD of
      * config/crd/v2 and, for v1 clients, the conversion webhook: docs/network-v2.md). Not a flag yet.

@@ -8,13 +8,10 @@ import { FakeRecorder } from '../../events/fake.ts';
 import { Indexer } from '../../informerfactory/indexer.ts';
 import { Lister } from '../../informerfactory/lister.ts';
 import { silentLogger } from '../../log/logger.ts';
-import {
-  errorForStatus, type CallOptions, type Network as NNetwork, type NetworkCreate, type NetworkFilter, type Subnet,
-  type SubnetCreate, type SubnetFilter, type SubnetUpdate, type TaggableResource, type UpdateOptions,
-} from '../../neutron/index.ts';
-import { DEFAULT_DRIFT_CHECK_MS, networkReconciler, type NeutronNetworkAPI } from './controller.ts';
+import { errorForStatus, type Network as NNetwork } from '../../neutron/index.ts';
+import { NeutronDouble } from '../../../test/explore/neutron-double.ts';
+import { DEFAULT_DRIFT_CHECK_MS, networkReconciler } from './controller.ts';
 import { computeStatus, FINALIZER, neutronDescription, uidTag } from './desired.ts';
-import { generatePools, parseCIDR, parseIP } from './ipnet.ts';
 
 // ---- fakes ---------------------------------------------------------------------------------------------------------
 
@@ -41,157 +38,6 @@ class FakeRest {
   }
 }
 
-type Op = keyof NeutronNetworkAPI;
-
-/** In-memory Neutron: networks and subnets with tags; `failNext` makes the next calls of an op fail. */
-class FakeNeutron implements NeutronNetworkAPI {
-  readonly networks = new Map<string, NNetwork>();
-  readonly subnets = new Map<string, Subnet>();
-  readonly ops: string[] = [];
-  /** The project of the credentials (projectId()); undefined = noauth. */
-  project: string | undefined;
-  private seq = 0;
-  private readonly failures = new Map<Op, (Error | undefined)[]>();
-
-  /** The next calls of `op` fail with these errors in order (undefined: that call succeeds). */
-  failNext(op: Op, ...errors: (Error | undefined)[]): void {
-    this.failures.set(op, [...(this.failures.get(op) ?? []), ...errors]);
-  }
-
-  private step(op: Op, detail = ''): void {
-    this.ops.push(detail ? `${op} ${detail}` : op);
-    const err = this.failures.get(op)?.shift();
-    if (err) throw err;
-  }
-
-  private stamp(): { id: string; created_at: string } {
-    this.seq++;
-    return { id: `id-${this.seq}`, created_at: `2024-01-01T00:00:${String(this.seq).padStart(2, '0')}Z` };
-  }
-
-  addNetwork(over: Partial<NNetwork> = {}): NNetwork {
-    const n: NNetwork = {
-      ...this.stamp(), name: '', description: '', project_id: 'p', admin_state_up: true, status: 'ACTIVE', shared: false,
-      subnets: [], tags: [], revision_number: 1, ...over,
-    };
-    this.networks.set(n.id, n);
-    return n;
-  }
-
-  addSubnet(networkId: string, cidr: string, gateway: string | null, over: Partial<Subnet> = {}): Subnet {
-    const s: Subnet = {
-      ...this.stamp(), name: '', description: '', network_id: networkId, project_id: 'p', cidr, gateway_ip: gateway,
-      ip_version: cidr.includes(':') ? 6 : 4, allocation_pools: [], enable_dhcp: true, dns_nameservers: [], host_routes: [],
-      tags: [], revision_number: 1, ...over,
-    };
-    if (s.allocation_pools.length === 0 && over.allocation_pools === undefined) {
-      const c = parseCIDR(cidr);
-      if (c) s.allocation_pools = generatePools(c, gateway ? parseIP(gateway) : undefined); // Neutron's default
-    }
-    this.subnets.set(s.id, s);
-    this.networks.get(networkId)?.subnets.push(s.id);
-    return s;
-  }
-
-  private notFound(what: string): Error {
-    return errorForStatus({ status: 404, type: `${what}NotFound`, message: 'not found' });
-  }
-
-  projectId(_signal?: AbortSignal): Promise<string | undefined> {
-    return Promise.resolve(this.project);
-  }
-
-  listNetworks(f: NetworkFilter = {}, _o?: CallOptions): Promise<NNetwork[]> {
-    return Promise.resolve().then(() => {
-      this.step('listNetworks', f.tags ? `tags=${f.tags.join(',')}` : `name=${f.name}`);
-      return [...this.networks.values()].filter((n) => (!f.name || n.name === f.name) && (f.tags ?? []).every((t) => n.tags.includes(t))
-        && (!f.projectId || n.project_id === f.projectId))
-        .map((n) => structuredClone(n));
-    });
-  }
-
-  getNetwork(id: string, _o?: CallOptions): Promise<NNetwork> {
-    return Promise.resolve().then(() => {
-      this.step('getNetwork', id);
-      const n = this.networks.get(id);
-      if (!n) throw this.notFound('Network');
-      return structuredClone(n);
-    });
-  }
-
-  createNetwork(spec: NetworkCreate, _o?: CallOptions): Promise<NNetwork> {
-    return Promise.resolve().then(() => {
-      this.step('createNetwork', spec.name);
-      return structuredClone(this.addNetwork({ name: spec.name ?? '', description: spec.description ?? '', tags: spec.tags ?? [], project_id: this.project ?? 'p' }));
-    });
-  }
-
-  deleteNetwork(id: string, _o?: CallOptions): Promise<void> {
-    return Promise.resolve().then(() => {
-      this.step('deleteNetwork', id);
-      if (!this.networks.delete(id)) throw this.notFound('Network');
-      for (const [sid, s] of this.subnets) if (s.network_id === id) this.subnets.delete(sid);
-    });
-  }
-
-  addTag(resource: TaggableResource, id: string, tag: string, _o?: CallOptions): Promise<void> {
-    return Promise.resolve().then(() => {
-      this.step('addTag', `${resource}/${id}`);
-      const r = resource === 'networks' ? this.networks.get(id) : this.subnets.get(id);
-      if (!r) throw this.notFound(resource);
-      if (!r.tags.includes(tag)) r.tags.push(tag);
-    });
-  }
-
-  listSubnets(f: SubnetFilter = {}, _o?: CallOptions): Promise<Subnet[]> {
-    return Promise.resolve().then(() => {
-      this.step('listSubnets', f.networkId);
-      return [...this.subnets.values()].filter((s) => (!f.networkId || s.network_id === f.networkId) && (!f.projectId || s.project_id === f.projectId))
-        .map((s) => structuredClone(s));
-    });
-  }
-
-  /** The signal of each createSubnet call, in order. */
-  readonly createSubnetSignals: (AbortSignal | undefined)[] = [];
-
-  createSubnet(spec: SubnetCreate, o?: CallOptions): Promise<Subnet> {
-    this.createSubnetSignals.push(o?.signal);
-    return Promise.resolve().then(() => {
-      this.step('createSubnet', spec.cidr);
-      if (!this.networks.has(spec.network_id)) throw this.notFound('Network');
-      const gw = spec.gateway_ip === undefined ? spec.cidr.replace(/0\/\d+$/, '1') : spec.gateway_ip;
-      return structuredClone(this.addSubnet(spec.network_id, spec.cidr, gw, {
-        tags: spec.tags ?? [], name: spec.name ?? '', description: spec.description ?? '', project_id: this.project ?? 'p',
-      }));
-    });
-  }
-
-  /** As Neutron: `ifRevision` (If-Match) must equal the current revision_number (else 412); every update bumps it. */
-  updateSubnet(id: string, patch: SubnetUpdate, o?: UpdateOptions): Promise<Subnet> {
-    return Promise.resolve().then(() => {
-      this.step('updateSubnet', `${id} ${JSON.stringify(patch)}${o?.ifRevision !== undefined ? ` if-match=${o.ifRevision}` : ''}`);
-      const s = this.subnets.get(id);
-      if (!s) throw this.notFound('Subnet');
-      if (o?.ifRevision !== undefined && o.ifRevision !== s.revision_number) {
-        throw errorForStatus({ status: 412, type: 'HTTP412', message: 'Constraint revision_number failed' });
-      }
-      Object.assign(s, patch, { revision_number: s.revision_number + 1 });
-      return structuredClone(s);
-    });
-  }
-
-  deleteSubnet(id: string, _o?: CallOptions): Promise<void> {
-    return Promise.resolve().then(() => {
-      this.step('deleteSubnet', id);
-      const s = this.subnets.get(id);
-      if (!s) throw this.notFound('Subnet');
-      this.subnets.delete(id);
-      const n = this.networks.get(s.network_id);
-      if (n) n.subnets = n.subnets.filter((x) => x !== id);
-    });
-  }
-}
-
 // ---- fixtures ------------------------------------------------------------------------------------------------------
 
 const signal = new AbortController().signal;
@@ -212,14 +58,14 @@ function aNetwork(spec: Network['spec'], meta: Network['metadata'] = {}, status?
 
 let cache: Indexer<Network>;
 let rest: FakeRest;
-let neutron: FakeNeutron;
+let neutron: NeutronDouble;
 let recorder: FakeRecorder;
 let reconcile: ReturnType<typeof networkReconciler>;
 
 beforeEach(() => {
   cache = new Indexer<Network>();
   rest = new FakeRest();
-  neutron = new FakeNeutron();
+  neutron = new NeutronDouble({ ids: 'sequence' }); // the FAULT-INJECTION double: scripted failures, seeded states
   recorder = new FakeRecorder();
   reconcile = networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => now });
 });
@@ -753,7 +599,7 @@ describe('networkReconciler: issue 12', () => {
     assert.deepEqual(subnets.map((s) => [s.cidr, s.gateway_ip, s.tags]), [['10.0.0.0/24', '10.0.0.1', [TAG]]], 'the old subnet is back');
     assert.equal(lastReady()?.reason, 'NeutronRejected');
     assert.equal(statusWrites().at(-1)?.subnetID, subnets[0]?.id, 'status names the restored subnet');
-    assert.deepEqual(neutron.createSubnetSignals, [signal, signal], 'the restore takes the reconcile\'s signal');
+    assert.deepEqual(neutron.signals.filter((c) => c.op === 'createSubnet').map((c) => c.signal), [signal, signal], 'the restore takes the reconcile\'s signal');
   });
 
   test('3: once the reconcile\'s signal is aborted (shutdown, leadership lost), the restore sends nothing to Neutron', async () => {
@@ -761,13 +607,16 @@ describe('networkReconciler: issue 12', () => {
     neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
     cache.add(aNetwork({ cidr: '10.0.0.0/23' }, { generation: 2 }));
     const ac = new AbortController();
-    const origCreate = neutron.createSubnet.bind(neutron);
-    neutron.createSubnet = (spec, o) => {
-      neutron.createSubnet = origCreate;
-      ac.abort(new Error('leadership lost')); // the refusal arrives after the signal aborted
-      return origCreate(spec, o).then(() => Promise.reject(errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' })));
-    };
+    neutron.failNext('createSubnet', errorForStatus({ status: 400, type: 'InvalidInput', message: 'something only Neutron knows' }));
+    // The signal aborts while the refusal is being handled (after the look for a late subnet): the double refuses an
+    // aborted call, so only the restore's own check of the signal stands between the abort and a create.
+    const origList = neutron.listSubnets.bind(neutron);
+    neutron.listSubnets = (f, o) => origList(f, o).then((r) => {
+      if (neutron.ops.some((op) => op.startsWith('createSubnet'))) ac.abort(new Error('leadership lost'));
+      return r;
+    });
     await assert.rejects(reconcile(req, ac.signal, ctx));
+    assert.deepEqual(neutron.aborted, [], 'nothing was attempted with the aborted signal');
     const after = neutron.ops.slice(neutron.ops.findIndex((o) => o.startsWith('createSubnet')) + 1);
     assert.deepEqual(after.filter((o) => o.startsWith('createSubnet') || o.startsWith('addTag')), [], 'no restore after the abort');
   });

@@ -585,26 +585,32 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
  *  - set but unusable (file missing, cloud not found, fields missing) → an error log and a thrown Error: the manager
  *    exits non-zero at startup rather than run with Networks whose deletion would hang on the finalizer.
  * With only a cloud name, clouds.yaml is looked up as openstacksdk does ($OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
- * ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml). Neutron is not contacted at startup.
+ * ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml). Neutron is not contacted at startup. Tests may hand it
+ * a Neutron API instead (settings.neutron.client: a fault-injection double), so they run this same setup.
  */
 export const networkControllerSetup: ControllerSetup = {
   name: networkControllerName,
   setup(mgr, { concurrency, neutron: settings }) {
     const log = mgr.logger.child({ controller: networkControllerName });
-    const { cloudConfig, cloud } = settings ?? {};
-    if (!cloudConfig && !cloud) {
+    const { cloudConfig, cloud, client } = settings ?? {};
+    if (!cloudConfig && !cloud && !client) {
       log.warn('Network controller not started: no Neutron configuration (set --neutron-cloud-config or NEUTRON_CLOUD_CONFIG to a clouds.yaml, and --neutron-cloud or OS_CLOUD if it holds several clouds)');
       return undefined;
     }
-    let neutron: NeutronClient;
-    try {
-      const cfg = loadCloudConfig({ ...(cloudConfig && { path: cloudConfig }), ...(cloud && { cloud }) });
-      neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager', registry: mgr.registry });
-      log.info({ neutron: describeCloud(cfg) }, 'Network controller using Neutron');
-    } catch (err) {
-      const msg = `Network controller: unusable Neutron configuration: ${err instanceof Error ? err.message : String(err)}`;
-      log.error({ neutronCloudConfig: cloudConfig, neutronCloud: cloud }, msg);
-      throw new Error(msg, { cause: err });
+    let neutron: NeutronNetworkAPI;
+    if (client) {
+      neutron = client; // a test's double (settings.neutron.client): everything below is what the binary runs
+      log.info('Network controller using the Neutron API it was given (a test double)');
+    } else {
+      try {
+        const cfg = loadCloudConfig({ ...(cloudConfig && { path: cloudConfig }), ...(cloud && { cloud }) });
+        neutron = NeutronClient.fromCloud(cfg, { logger: log, userAgent: 'ts-controller-manager', registry: mgr.registry });
+        log.info({ neutron: describeCloud(cfg) }, 'Network controller using Neutron');
+      } catch (err) {
+        const msg = `Network controller: unusable Neutron configuration: ${err instanceof Error ? err.message : String(err)}`;
+        log.error({ neutronCloudConfig: cloudConfig, neutronCloud: cloud }, msg);
+        throw new Error(msg, { cause: err });
+      }
     }
     // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
     const version = settings?.networkVersion ?? 'v1';

@@ -8,6 +8,7 @@ import { KubeConfig } from '../../client/kubeconfig.ts';
 import { captureLogs, type LogLine as Line } from '../../log/capture.ts';
 import { ControllerManager } from '../../runtime/manager.ts';
 import type { ControllerSettings } from '../setup.ts';
+import { NeutronDouble } from '../../../test/explore/neutron-double.ts';
 import { networkControllerSetup } from './controller.ts';
 
 /** A real ControllerManager (nothing is contacted before start) and the log lines it writes. */
@@ -80,5 +81,15 @@ describe('networkControllerSetup', () => {
     await flush();
     assert.match(JSON.stringify(lines), /cloud local from .*auth none, endpoint http:\/\/127.0.0.1:1/);
     assert.doesNotMatch(JSON.stringify(k.lines), /s3cr3t/);
+  });
+
+  test('a Neutron API handed in (settings.neutron.client, for test doubles): set up on it, no clouds.yaml read', async () => {
+    const missing = join(mkdtempSync(join(tmpdir(), 'net-setup-')), 'absent.yaml');
+    const { mgr, settings, lines, informers } = context({ cloudConfig: missing, cloud: undefined, client: new NeutronDouble() });
+    const controller = networkControllerSetup.setup(mgr, settings);
+    assert.equal(controller?.name, 'network');
+    assert.deepEqual(informers(), ['networks']);
+    await flush();
+    assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['info', 'Network controller using the Neutron API it was given (a test double)']]);
   });
 });
