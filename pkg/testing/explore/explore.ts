@@ -35,7 +35,9 @@ import { silentLogger, type Logger } from '../../log/logger.ts';
 import { ControllerManager, type ControllerManagerOptions } from '../../runtime/manager.ts';
 import type { ApiClient } from '../../client/typed.ts';
 import type { FakeResource } from '../fakeclient.ts';
+import { FakeClient } from '../fakeclient.ts';
 import { MemoryApiServer, type MemoryConnection, type StoreChange, type WriteAction, type WriteRequest } from './memoryserver.ts';
+import { RealApiServer, type InterceptingTransport, type RealCluster } from './realserver.ts';
 import { derivePlans, describePlan, planClass, planId, writeSignature, type FindingClass, type Plan, type PlanKind, type TraceEntry } from './plans.ts';
 import { compare, describeDifference, normalize, type EndState } from './state.ts';
 import { describeStep, type Step } from './workload.ts';
@@ -104,6 +106,11 @@ export interface ExploreOptions<W = undefined> {
   maxWritesPerStep?: number;
   /** … as is one that takes longer than this (default 15 000 ms). */
   stepTimeoutMs?: number;
+  /**
+   * Run on this real API server instead of the in-memory one (e.g. a TestEnv: `{ cluster: env }`; its CRDs installed):
+   * the reference and the crash and write-fault plans, each execution in namespaces of its own (realserver.ts).
+   */
+  cluster?: RealCluster;
   /** Extra options of every manager (namespaces, concurrency defaults…); transport, registry and logger are explore's. */
   managerOptions?: Omit<ControllerManagerOptions, 'transport' | 'registry' | 'kubeConfig'>;
   /** The managers' logger (default silent). */
@@ -180,7 +187,9 @@ async function exploreAll<W>(opts: ExploreOptions<W>, name: string, seed: number
     });
     return { name, plans: 0, executed: 0, notTriggered: 0, inconclusive: [], findings, reference: ref.trace, durationMs: performance.now() - t0 };
   }
-  let plans = derivePlans(ref.trace, opts.plans ?? {});
+  // A real API server's watch cache cannot be steered: crash and write-fault plans only there.
+  const kinds = opts.cluster ? (opts.plans?.kinds ?? ['crash', 'fault']).filter((k) => k === 'crash' || k === 'fault') : opts.plans?.kinds;
+  let plans = derivePlans(ref.trace, { ...opts.plans, ...(kinds ? { kinds } : {}) });
   const derived = plans.length;
   if (only !== undefined) plans = plans.filter((p) => planId(p) === only);
   else if (opts.plans?.max !== undefined) plans = plans.slice(0, opts.plans.max);
@@ -254,7 +263,7 @@ const emptyEnd: EndState = { objects: new Map(), external: undefined };
 interface Incarnation {
   n: number;
   mgr: ControllerManager;
-  conn: MemoryConnection;
+  conn: MemoryConnection | InterceptingTransport;
   ac: AbortController;
   exited: Promise<number>;
 }
@@ -276,7 +285,9 @@ interface ExecutionResult {
 class Execution<W> {
   private readonly opts: ExploreOptions<W>;
   private readonly plan: Plan | undefined;
-  private readonly server: MemoryApiServer;
+  private readonly server: MemoryApiServer | RealApiServer;
+  /** The workload's namespaces (a real server's executions watch only theirs). */
+  private readonly namespaces: string[];
   private readonly world: W;
   private readonly trace: TraceEntry[] = [];
   private readonly occurrences = new Map<string, number>();
@@ -303,9 +314,17 @@ class Execution<W> {
     this.opts = opts;
     this.plan = plan;
     this.excluded = new Set([...excludedAlways, ...(opts.compare?.exclude ?? []).map(resourceId)]);
-    this.server = new MemoryApiServer({
-      ...(opts.crdPaths ? { crdPaths: opts.crdPaths } : {}), ...(opts.resources ? { resources: opts.resources } : {}), random: mulberry32(seed),
-    });
+    if (opts.cluster) {
+      const types = new FakeClient({ ...(opts.crdPaths ? { crdPaths: opts.crdPaths } : {}), ...(opts.resources ? { resources: opts.resources } : {}) }).resourceTypes();
+      this.server = new RealApiServer(opts.cluster, types);
+    } else {
+      this.server = new MemoryApiServer({
+        ...(opts.crdPaths ? { crdPaths: opts.crdPaths } : {}), ...(opts.resources ? { resources: opts.resources } : {}), random: mulberry32(seed),
+      });
+      this.server.beforeDispatch = (c) => this.onChange(c, 'before');
+      this.server.afterDispatch = (c) => this.onChange(c, 'after');
+    }
+    this.namespaces = workloadNamespaces(opts.workload);
     this.server.interceptWrite = (w) => this.onWrite(w);
     this.server.observe = (r) => {
       if (r.kind === 'request' && r.write) {
@@ -323,8 +342,6 @@ class Execution<W> {
         this.trace.push({ kind: 'perturb', what: `manager-${incarnationOf(r.connection)}'s watches of ${r.rid} end with 410 Gone: it relists` });
       }
     };
-    this.server.beforeDispatch = (c) => this.onChange(c, 'before');
-    this.server.afterDispatch = (c) => this.onChange(c, 'after');
     this.world = (opts.world?.() ?? undefined) as W;
     this.peers = [...(opts.garbageCollector === false ? [] : [garbageCollector(this.server)]), ...(opts.peers ?? [])];
   }
@@ -335,6 +352,7 @@ class Execution<W> {
     let inconclusive: string | undefined;
     const broken: string[] = [];
     try {
+      if (this.server instanceof RealApiServer) await this.server.prepare(this.namespaces);
       this.current = await this.start();
       const steps = [...this.opts.workload];
       if (steps.at(-1)?.op !== 'settle') steps.push({ op: 'settle' });
@@ -376,16 +394,28 @@ class Execution<W> {
     } finally {
       await this.stop(this.current);
     }
+    try {
+      return await this.conclude(liveness, stepError, inconclusive, broken);
+    } finally {
+      await this.server.close();
+    }
+  }
+
+  private async conclude(liveness: string | undefined, stepError: string | undefined, inconclusive: string | undefined, broken: string[]): Promise<ExecutionResult> {
     if (stepError && this.plan === undefined) throw new Error(`explore: the workload fails without any perturbation: ${stepError}`);
     const triggered = this.plan === undefined || this.triggered;
     if (inconclusive) return { trace: this.trace, end: undefined, liveness: undefined, broken, triggered, inconclusive };
     if (stepError) broken.push(stepError);
     if (liveness) return { trace: this.trace, end: undefined, liveness, broken, triggered };
-    const objects = this.server.store.resourceTypes()
-      .filter((t) => !this.excluded.has(resourceId(t)))
-      .flatMap((t) => this.server.store.objects(t));
+    const objects: KubeObject[] = [];
+    const byType = new Map<string, KubeObject[]>();
+    for (const t of this.server.resourceTypes()) {
+      const os = await this.server.objects(t);
+      byType.set(resourceId(t), os);
+      if (!this.excluded.has(resourceId(t))) objects.push(...os);
+    }
     const end = normalize(objects, this.opts.externalState?.(this.world), this.opts.compare?.ignore ?? []);
-    const view: ExploreEndState<W> = { objects: <T extends KubeObject>(t: ResourceType) => this.server.store.objects<T>(t), world: this.world };
+    const view: ExploreEndState<W> = { objects: <T extends KubeObject>(t: ResourceType) => structuredClone(byType.get(resourceId(t)) ?? []) as T[], world: this.world };
     for (const inv of this.opts.invariants ?? []) {
       let verdict: boolean | string | undefined | void;
       try {
@@ -494,6 +524,7 @@ class Execution<W> {
       reflector: { config: { backoffInitialMs: 10, backoffMaxMs: 100, backoffJitter: 0 } },
       webhook: { bindAddress: '0' },
       ...this.opts.managerOptions,
+      ...(this.server instanceof RealApiServer ? { namespaces: this.namespaces.map((ns) => (this.server as RealApiServer).ns(ns)) } : {}),
       transport: conn, registry: new Registry(), logger: this.opts.logger ?? silentLogger, identity: `explore-${n}`,
     });
     await this.opts.setup(mgr, this.world);
@@ -560,6 +591,7 @@ class Execution<W> {
     this.stepNoops = 0;
     let idle = 0;
     let seen = -1;
+    let lastActivity = performance.now();
     for (;;) {
       const inc = this.current;
       if (!inc) throw new Error('explore: no manager');
@@ -577,7 +609,9 @@ class Execution<W> {
           : `no fixpoint: ${this.stepWrites} writes ${this.stepWrites > maxWrites ? `(> ${maxWrites})` : `in ${this.opts.stepTimeoutMs ?? 15_000} ms`} without rest`;
       }
       let busy = this.server.activity !== seen || inc.conn.unread();
+      if (this.server.activity !== seen) lastActivity = performance.now();
       seen = this.server.activity;
+      if (performance.now() - lastActivity < this.server.quietMs) busy = true;
       // An informer relisting or backing off (after a 410, a reset) will change the cache: not at rest.
       if (inc.mgr.factory.informers().some((i) => i.isStarted() && !i.isWatching())) busy = true;
       let due = Infinity;
@@ -622,12 +656,12 @@ class Execution<W> {
  * The garbage collector of kube-controller-manager, as a peer: deletes every object whose ownerReferences all name
  * objects that no longer exist (background propagation; objects without ownerReferences are never touched).
  */
-function garbageCollector(server: MemoryApiServer): Peer {
+function garbageCollector(server: MemoryApiServer | RealApiServer): Peer {
   return {
     name: 'garbage-collector',
     act: async (client) => {
-      const types = server.store.resourceTypes();
-      const all = types.flatMap((t) => server.store.objects(t).map((o) => ({ t, o })));
+      const all: { t: ResourceType; o: KubeObject }[] = [];
+      for (const t of server.resourceTypes()) for (const o of await server.objects(t)) all.push({ t, o });
       const uids = new Set(all.map(({ o }) => o.metadata?.uid));
       for (const { t, o } of all) {
         const refs = o.metadata?.ownerReferences ?? [];
@@ -637,6 +671,18 @@ function garbageCollector(server: MemoryApiServer): Peer {
       }
     },
   };
+}
+
+/** Every namespace the workload names (Namespaces it creates, and the namespaces of the objects it touches). */
+function workloadNamespaces(steps: readonly Step[]): string[] {
+  const out = new Set<string>();
+  for (const s of steps) {
+    const o = s.op === 'create' ? s.object : s.op === 'patch' || s.op === 'delete' ? s.target : undefined;
+    if (!o) continue;
+    if (o.kind === 'Namespace' && o.metadata?.name) out.add(o.metadata.name);
+    else if (o.metadata?.namespace) out.add(o.metadata.namespace);
+  }
+  return [...out];
 }
 
 function incarnationOf(connection: string): number {

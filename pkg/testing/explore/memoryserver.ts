@@ -164,6 +164,24 @@ export class MemoryApiServer {
     return client;
   }
 
+  /** The types served (every one is compared). */
+  resourceTypes(): ResourceType[] {
+    return this.store.resourceTypes();
+  }
+
+  /** Every stored object of `type` (copies), in key order. */
+  objects<T extends KubeObject>(type: ResourceType): T[] {
+    return this.store.objects<T>(type);
+  }
+
+  /** Nothing to release (RealApiServer deletes its namespaces). */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** In memory, answers come on the next turn of the event loop: rest needs no quiet time. */
+  readonly quietMs = 0;
+
   /** A new connection (one manager incarnation's transport), named in the trace. */
   connect(name: string): MemoryConnection {
     const c = new MemoryConnection(this, name);
