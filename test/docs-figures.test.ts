@@ -4,13 +4,14 @@
  *
  * How a document quotes a figure (the markers are HTML comments: invisible when rendered):
  *
- *   <!-- fig-source vscr = bench/results/vs-cr/2026-11-28T0412Z-736077f.json -->   (once per document and file)
- *   converge **1.15×** (5.56 / 4.82 s)<!-- fig vscr: n1000.unlimited.converge.ratio, n1000.unlimited.converge.ts.median, n1000.unlimited.converge.cr.median -->
+ *   <!-- fig-source vscr = bench/results/vs-cr/2026-11-28T0430Z-9b32465.json -->   (once per document and file)
+ *   converge **1.26×** (34.36 / 27.36 s)<!-- fig vscr: n1000.unlimited.converge.ratio, n1000.unlimited.converge.ts.median, n1000.unlimited.converge.cr.median -->
  *
  * A `fig` marker with k paths covers the last k numbers before it (back to the previous marker or the start of its
  * paragraph, list item or table cell); each must equal the file's `{ value, unit }` leaf at that path, rounded as
  * displayed (units converted: s/ms/µs/min, KiB/MiB/GiB; a number without a unit takes the unit of the one after it in
- * a range `a–b` or pair `a / b`, else the file's; `~` or `≈` before it: within 10 %).
+ * a range `a–b` or pair `a / b`, else the file's; `~` or `≈` before it: within 10 %). A path starting with `@` reads
+ * the file's top level (`@load.during.max`).
  *
  * Checked here:
  *  - every results file a document names exists and carries what issue 41 asks of it: the bench, the command, the
@@ -18,12 +19,14 @@
  *    the same run (or why there is none); the block that declares it shows the run's date;
  *  - every marked figure equals its file;
  *  - no figure-shaped number goes unmarked: a number with a measurement unit (× attached, CPU-s/-ms/-µs, or a time,
- *    memory, rate or percent unit in a sentence that reports a measurement — measured, median, peak, took, p99,
- *    runs, load …) must be covered by a `fig` marker or be labelled "historical, unverified" (a figure whose run left
- *    no file, kept as history and said so): in its sentence, at the start of its paragraph or list item, in its
- *    table row or its column's header, or at the start of a paragraph that says it covers "this section". Bounds, defaults, settings and a test's inputs are not figures: `<!-- setting -->` after them says so
- *    where the wording does not (it covers the numbers back to the previous marker); a number
- *    after "default", "at most", "≤", "every", "timeout" … is skipped, as is anything in `code`;
+ *    memory, rate or percent unit in a sentence or table column that reports a measurement — measured, median, peak,
+ *    took, p99, runs, load, cold, warm …) must be covered by a `fig` marker, or be labelled "historical, unverified"
+ *    (a figure whose run left no file, kept as history and said so): in its sentence, at the start of its paragraph
+ *    or list item, in its table row or its column's header, or by a paragraph opening with the label that says it
+ *    covers "this section". Bounds, defaults, settings and a test's inputs are not figures: a number after "default",
+ *    "at most", "≤", "every", "timeout" …, or before "timeout", "by default", "requested" …, is skipped, as is anything
+ *    in `code` or a “quoted test title”; `<!-- setting -->` after numbers says so where the wording does not (it
+ *    covers the numbers back to the previous marker);
  *  - bench/README.md (the benchmarks' lab notebook) opens with that label, so none of its figures reads as verified.
  */
 import assert from 'node:assert/strict';
@@ -164,6 +167,7 @@ const MARKER = /<!--\s*fig\s+([\w-]+)\s*:\s*([^>]*?)\s*-->/g;
 const SETTING_MARKER = /<!--\s*setting\s*-->/g;
 const SOURCE = /<!--\s*fig-source\s+([\w-]+)\s*=\s*(\S+)\s*-->/g;
 
+/** The `fig` markers of a block, in order. */
 export function markers(text: string): Marker[] {
   return [...text.matchAll(MARKER)].map((m) => ({
     alias: m[1] ?? '', paths: (m[2] ?? '').split(/[\s,]+/).filter(Boolean), index: m.index, end: m.index + m[0].length,
