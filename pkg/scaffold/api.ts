@@ -31,6 +31,8 @@ export interface ApiNames extends ApiOptions {
   samplePath: string;
   controllerPath: string;
   testPath: string;
+  /** The controller's perturbation test (explore), next to its test. */
+  exploreTestPath: string;
 }
 
 export function apiNames(o: ApiOptions): ApiNames {
@@ -44,6 +46,7 @@ export function apiNames(o: ApiOptions): ApiNames {
     samplePath: `config/samples/${o.group}_${o.version}_${file}.yaml`,
     controllerPath: `controllers/${file}.ts`,
     testPath: `controllers/${file}.test.ts`,
+    exploreTestPath: `controllers/${file}.explore.test.ts`,
   };
 }
 
@@ -348,6 +351,38 @@ test('a ConfigMap of the same name that another owner controls is left alone: Re
 test('the manager shuts down cleanly (exit code 0) when its signal aborts', async () => {
   stop.abort();
   assert.equal(await manager, 0);
+});
+`;
+}
+
+/** The controller's perturbation test: its setup under every plan of `explore` (ts-controller-manager/testing). */
+export function controllerExploreTestTs(n: ApiNames): string {
+  const K = n.kind;
+  const c = n.camel;
+  return `/**
+ * The ${K} controller under perturbation (ts-controller-manager/testing's explore): its setup — the code main.ts runs —
+ * against an in-memory API server, once as is and then once per perturbation derived from that run: the manager
+ * crashing right before or right after each of its writes (and restarting), its view of a resource lagging behind,
+ * intermediate states it never sees, a write answered 409, or answered 500 / not at all after it was applied. Every run
+ * must end where the unperturbed one did; a finding names the plan and prints a one-line replay command.
+ * Grow the workload with your controller: what your users do to a ${K}, with settle() where they would wait.
+ *   npm test   (or: node --test ${n.exploreTestPath})
+ */
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { create, explore, expectNoFindings, patch, remove, settle } from 'ts-controller-manager/testing';
+import { apiVersion, ${c}Kind, type ${K} } from '../${n.typesPath}';
+import { setup${K}Controller } from './${n.file}.ts';
+
+test('the ${K} controller: no finding under crashes, stale views, unobserved states and write faults', async () => {
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'demo' } };
+  const sample: ${K} = { apiVersion, kind: ${c}Kind, metadata: { namespace: 'demo', name: 'sample' }, spec: { foo: 'bar' } };
+  const report = await explore({
+    crdPaths: [join(import.meta.dirname, '..', 'config', 'crd', 'bases')],
+    setup: (mgr) => setup${K}Controller(mgr),
+    workload: [create(namespace), create(sample), settle(), patch(sample, { spec: { foo: 'baz' } }), settle(), remove(sample)],
+  });
+  expectNoFindings(report);
 });
 `;
 }

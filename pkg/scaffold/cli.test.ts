@@ -156,6 +156,10 @@ describe('create api', () => {
     const controller = read(dir, 'controllers/guestbook.ts');
     for (const helper of ['finalizer(', 'createOrPatch(', 'setStatusCondition(', 'setControllerReference(']) assert.ok(controller.includes(helper), helper);
     assert.match(read(dir, 'controllers/guestbook.test.ts'), /startTestEnv\(/);
+    const exploreTest = read(dir, 'controllers/guestbook.explore.test.ts');
+    assert.match(exploreTest, /from 'ts-controller-manager\/testing'/);
+    assert.match(exploreTest, /setup: \(mgr\) => setupGuestbookController\(mgr\),/);
+    assert.match(exploreTest, /expectNoFindings\(report\)/);
     const main = read(dir, 'main.ts');
     assert.match(main, /^import \{ setupGuestbookController \} from '\.\/controllers\/guestbook\.ts';\n\/\/ \+scaffold:imports$/m);
     assert.match(main, /^setupGuestbookController\(mgr\);\n\/\/ \+scaffold:controllers$/m);

@@ -14,7 +14,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { load } from 'js-yaml';
 import { parseCRDs, type CRDVersion } from '../codegen/crd.ts';
 import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/types.ts';
-import { apiNames, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
+import { apiNames, controllerExploreTestTs, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
 import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
 import { layout, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
 import {
@@ -245,7 +245,7 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
 
   // Everything in memory first: new files must not exist, markers must be there.
   const created: Record<string, string> = {
-    [n.crdPath]: crdYaml(n), [n.samplePath]: sampleYaml(n), [n.controllerPath]: controllerTs(n), [n.testPath]: controllerTestTs(n),
+    [n.crdPath]: crdYaml(n), [n.samplePath]: sampleYaml(n), [n.controllerPath]: controllerTs(n), [n.testPath]: controllerTestTs(n), [n.exploreTestPath]: controllerExploreTestTs(n),
   };
   const existing = Object.keys(created).filter((p) => existsSync(join(dir, p)));
   if (existing.length > 0) throw new ScaffoldUsageError(`refusing to overwrite ${existing.join(', ')}`);
