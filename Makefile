@@ -68,6 +68,11 @@ typecheck: deps ## Type-check everything (tsc --noEmit).
 lint: deps ## Lint with ESLint (typescript-eslint, type-aware).
 	eslint .
 
+.PHONY: explore
+explore: deps tools ## The long perturbation run (issue 40): every shipped controller, the examples and the gallery under explore with 5 occurrences of each write (make test runs 2).
+	EXPLORE_OCCURRENCES=$${EXPLORE_OCCURRENCES:-5} $(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=3600000 \
+	  --test-global-setup=test/global-setup.ts test/explore-shipped.test.ts test/explore-gallery.test.ts test/explore.test.ts
+
 .PHONY: test-unit
 test-unit: deps ## Unit tests (no cluster needed).
 	$(NODE) --test --test-reporter=spec $(UNIT_TESTS)
@@ -132,6 +137,7 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/metadata.ts $(if $(QUICK),--objects 2000 --rounds 1,)
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/webhook.ts $(if $(QUICK),--quick,)
+	$(NODE) bench/explore.ts $(if $(QUICK),--rounds 1,)
 	$(MAKE) bench-vs-cr
 
 .PHONY: bench-vs-cr
