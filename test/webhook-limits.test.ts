@@ -11,6 +11,11 @@
  * reconciling); the manager is still running, never OOM-killed, its cgroup never reached the limit (failcnt 0), and
  * /readyz answers 200; `controller_runtime_webhook_refused_total` on /metrics equals, reason by reason, what the
  * clients saw refused. Timings are not asserted; the peak memory is reported (t.diagnostic).
+ *
+ * And what kube-apiserver does with the limits, the same private one (startTestEnv) calling an in-process WebhookServer
+ * by url: a 429 with Retry-After (maxRequestsInFlight) is retried by its webhook client and the write succeeds; every
+ * ConversionReview it sends carries one object, LISTs included (why /convert needs no larger limit than admission);
+ * a read whose review passes /convert's limit fails with the 413 named in its error.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,15 +23,21 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { Registry } from 'prom-client';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
+import { ApiError } from '../pkg/client/errors.ts';
 import { selfSignedCertificate } from '../pkg/manager/selfsigned.ts';
+import { applyCRDs, readCRDs } from '../pkg/testing/crds.ts';
+import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
 import { freePort } from '../pkg/testing/process.ts';
-import { defaultMaxConnections, defaultMaxConversionRequestBytes, defaultMaxRequestBytes } from '../pkg/webhook/server.ts';
+import { WebhookBuilder } from '../pkg/webhook/builder.ts';
+import { defaultMaxConnections, defaultMaxRequestBytes, WebhookServer } from '../pkg/webhook/server.ts';
 import { webhookRefusalReasons, type WebhookRefusalReason } from '../pkg/webhook/metrics.ts';
 import { MemoryCgroup, processRss } from './helpers/cgroup.ts';
 import { suffix, waitFor } from './helpers/cluster.ts';
-import { privateControlPlane } from './helpers/crds.ts';
+import { repoRoot } from './helpers/crds.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
 const LIMIT = 256 * 1024 * 1024;
@@ -69,23 +80,26 @@ class Ticker {
 }
 
 /**
- * POSTs `size` bytes of JSON whitespace to `path`, declaring the length or chunked, `tick` bytes per tick (all at once
- * when `ticker` is undefined); stops at the first answer, error, or after CLIENT_BOUND_MS.
+ * POSTs `body` (or that many bytes of JSON whitespace) to `path`, declaring the length or chunked, `tick` bytes per
+ * tick (all at once when `ticker` is undefined); stops at the first answer, error, or after CLIENT_BOUND_MS.
  */
-function upload(port: number, ca: SecureContext, path: string, size: number, declared: boolean, tick: number, ticker?: Ticker): Promise<Outcome> {
+function upload(port: number, ca: SecureContext, path: string, body: number | Buffer, declared: boolean, tick: number, ticker?: Ticker): Promise<Outcome> {
+  const size = typeof body === 'number' ? body : body.length;
+  const piece = (from: number, n: number): Buffer => (typeof body === 'number' ? Buffer.alloc(n, 0x20) : body.subarray(from, from + n));
   return new Promise((resolve) => {
     let tlsDone = false;
     let status: number | undefined;
-    let body = '';
+    let text = '';
     let retryAfter: string | undefined;
     let settled = false;
     let sent = 0;
     const step = (): void => {
       if (sent >= size || req.writableNeedDrain || status !== undefined) return;
       const n = Math.min(tick, size - sent);
+      const chunk = piece(sent, n);
       sent += n;
-      if (sent >= size) req.end(Buffer.alloc(n, 0x20));
-      else req.write(Buffer.alloc(n, 0x20));
+      if (sent >= size) req.end(chunk);
+      else req.write(chunk);
     };
     const bound = setTimeout(() => done({ kind: 'unanswered' }), CLIENT_BOUND_MS);
     const done = (o: Outcome): void => {
@@ -96,7 +110,7 @@ function upload(port: number, ca: SecureContext, path: string, size: number, dec
       req.destroy();
       resolve(o);
     };
-    const answered = (): void => done({ kind: 'answered', status: status ?? 0, body, retryAfter });
+    const answered = (): void => done({ kind: 'answered', status: status ?? 0, body: text, retryAfter });
     const req = httpsRequest({
       // secureContext reaches tls.connect (https passes its options on), though RequestOptions does not declare it.
       host: '127.0.0.1', port, path, method: 'POST', agent: false, ...{ secureContext: ca },
@@ -104,7 +118,7 @@ function upload(port: number, ca: SecureContext, path: string, size: number, dec
     }, (res) => {
       status = res.statusCode ?? 0;
       retryAfter = res.headers['retry-after'];
-      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.setEncoding('utf8').on('data', (c: string) => (text += c));
       res.on('end', answered);
       res.on('close', answered); // the server closes right after a refusal: the body may end with the connection
       res.on('error', () => {});
@@ -120,8 +134,9 @@ function upload(port: number, ca: SecureContext, path: string, size: number, dec
       const write = (): void => {
         while (sent < size && status === undefined && !settled) {
           const n = Math.min(tick, size - sent);
+          const chunk = piece(sent, n);
           sent += n;
-          const more = sent >= size ? (req.end(Buffer.alloc(n, 0x20)), true) : req.write(Buffer.alloc(n, 0x20));
+          const more = sent >= size ? (req.end(chunk), true) : req.write(chunk);
           if (!more) return void req.once('drain', write);
         }
       };
@@ -154,10 +169,18 @@ function reasonOf(o: Extract<Outcome, { kind: 'answered' }>): WebhookRefusalReas
   return undefined;
 }
 
+/** One private etcd + kube-apiserver for both parts, with this project's CRDs (config/crd/bases). */
+let env: TestEnv;
+before(async () => {
+  env = await startTestEnv({ crdPaths: [join(repoRoot, 'config', 'crd', 'bases')] });
+});
+after(async () => {
+  await env?.stop();
+});
+
 describe('webhook server limits under attack', () => {
   test(`${SLOW} concurrent slow 7 MiB uploads, oversized requests and ${IDLE} idle connections: the manager in 256 MiB stays up, Ready and reconciling, and counts every refusal`, async (t) => {
-    const ns = 'whlimits';
-    const cp = await privateControlPlane(t, ns);
+    const ns = 'default';
     const certDir = mkdtempSync(join(tmpdir(), 'tscm-whlimits-'));
     t.after(() => rmSync(certDir, { recursive: true, force: true }));
     const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-limits', ips: ['127.0.0.1'] });
@@ -172,7 +195,7 @@ describe('webhook server limits under attack', () => {
       cgroup, collectLogs: true,
       // The webhook limits are the defaults: nothing here but where to listen and the certificate.
       args: ['--controllers=foo', `--webhook-cert-path=${certDir}`, `--webhook-bind-address=127.0.0.1:${port}`, '--log-level=warn'],
-      env: { KUBECONFIG: cp.kubeconfig, WATCH_NAMESPACE: ns },
+      env: { KUBECONFIG: env.kubeconfigPath, WATCH_NAMESPACE: ns },
     });
     const ticker = new Ticker();
     const idle: TLSSocket[] = [];
@@ -183,11 +206,35 @@ describe('webhook server limits under attack', () => {
       // 1. Oversized, one at a time on an idle server: each is 413 whatever else is going on.
       const oversized: Outcome[] = [];
       for (const path of [validateV1, validateV2]) oversized.push(await upload(port, ca, path, defaultMaxRequestBytes + 1, true, 64 * 1024));
-      oversized.push(await upload(port, ca, convert, defaultMaxConversionRequestBytes + 1, true, 64 * 1024));
+      oversized.push(await upload(port, ca, convert, defaultMaxRequestBytes + 1, true, 64 * 1024));
       oversized.push(await upload(port, ca, validateV1, defaultMaxRequestBytes + 64 * 1024, false, 64 * 1024));
       for (const o of oversized) assert.deepEqual(o.kind === 'answered' ? o.status : o, 413, JSON.stringify(o));
 
-      // 2. The attack, with Foos created meanwhile.
+      // 2. Valid reviews at the limit, 8 at once, as fast as they go: a 7 MiB ConversionReview of ~9 000 v1 Networks,
+      // converted to v2 by the manager (the most a request can make it hold: the body, then the parsed objects and the
+      // answer) — four fit in the bytes in flight, the others are refused 429.
+      const networks: unknown[] = [];
+      const envelope = (objects: unknown[]): string => JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'big', desiredAPIVersion: 'samplecrd.k8s.io/v2', objects },
+      });
+      const network = (i: number): unknown => ({
+        apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: `net-${i}`, namespace: 'default', uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, resourceVersion: String(1000 + i), generation: 1 },
+        spec: { cidr: `10.${(i >> 8) & 255}.${i & 255}.0/24`, gateway: `10.${(i >> 8) & 255}.${i & 255}.1` },
+      });
+      // Sized as it grows (a separator and the object per item), then padded with whitespace to the limit.
+      let reviewSize = envelope([]).length;
+      for (let next = JSON.stringify(network(0)).length + 1; reviewSize + next <= defaultMaxRequestBytes; next = JSON.stringify(network(networks.length)).length + 1) {
+        networks.push(network(networks.length));
+        reviewSize += next;
+      }
+      const review = Buffer.from(envelope(networks).padEnd(defaultMaxRequestBytes, ' '));
+      assert.equal(review.length, defaultMaxRequestBytes);
+      const valid = await Promise.all(Array.from({ length: 8 }, () => upload(port, ca, convert, review, true, 256 * 1024)));
+      const validServed = valid.filter((o) => o.kind === 'answered' && o.status === 200).length;
+      assert.ok(validServed >= 1, `a valid review at the limit is served: ${JSON.stringify(valid.map((o) => (o.kind === 'answered' ? o.status : o.kind)))}`);
+      const afterValidBytes = cgroup.maxUsageBytes();
+
+      // 3. The attack, with Foos created meanwhile.
       let readyzSamples = 0;
       const readyzSeen = new Map<number, number>();
       let attacking = true;
@@ -200,10 +247,9 @@ describe('webhook server limits under attack', () => {
         }
       })();
       const foos = Promise.all(Array.from({ length: FOOS }, async (_, i) => {
-        const res = await cp.request('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 },
+        await env.client.json('POST', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`, {
+          body: { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { name: `foo-${i}` }, spec: { deploymentName: `foo-${i}`, replicas: 1 } },
         });
-        assert.equal(res.status, 201, res.body);
       }));
       const slow = Array.from({ length: SLOW }, (_, i) => upload(port, ca, i % 2 === 0 ? validateV1 : convert, SLOW_BYTES, i % 4 < 2, TICK_BYTES, ticker));
       const moreOversized = Array.from({ length: 10 }, () => upload(port, ca, validateV2, 8 * MiB, true, TICK_BYTES, ticker));
@@ -228,7 +274,7 @@ describe('webhook server limits under attack', () => {
       const seen = new Map<WebhookRefusalReason, number>(webhookRefusalReasons.map((r) => [r, 0]));
       const count = (r: WebhookRefusalReason): void => void seen.set(r, (seen.get(r) ?? 0) + 1);
       let resets = 0;
-      for (const o of [...oversized, ...outcomes]) {
+      for (const o of [...oversized, ...valid.filter((v) => !(v.kind === 'answered' && v.status === 200)), ...outcomes]) {
         assert.notEqual(o.kind, 'unanswered', `a request got no answer within ${CLIENT_BOUND_MS} ms`);
         if (o.kind === 'dropped') count('max_connections');
         else if (o.kind === 'reset') resets++;
@@ -245,8 +291,8 @@ describe('webhook server limits under attack', () => {
       // The controllers kept reconciling.
       await waitFor(`all ${FOOS} Foo statuses written`, async () => {
         if (!mgr.running) throw new Error(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
-        const res = await cp.request('GET', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
-        return (JSON.parse(res.body) as { items: Foo[] }).items.filter((f) => f.status?.availableReplicas !== undefined).length === FOOS;
+        const { items } = await env.client.json<{ items: Foo[] }>('GET', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
+        return items.filter((f) => f.status?.availableReplicas !== undefined).length === FOOS;
       }, { timeoutMs: 60_000, intervalMs: 250 });
 
       // Up, never OOM-killed, never at the limit, Ready.
@@ -274,7 +320,8 @@ describe('webhook server limits under attack', () => {
 
       t.diagnostic(`refused: ${JSON.stringify(Object.fromEntries([...seen]))}, resets after an answer ${resets}; idle connections dropped ${idleDropped} of ${IDLE}`);
       t.diagnostic(`/readyz during the attack: ${JSON.stringify(Object.fromEntries(readyzSeen))} of ${readyzSamples}`);
-      t.diagnostic(`cgroup usage before the attack ${(baselineBytes / MiB).toFixed(0)} MiB, max ${(peakBytes / MiB).toFixed(0)} MiB of 256; manager VmHWM ${(peakRss / MiB).toFixed(0)} MiB`);
+      t.diagnostic(`valid 7 MiB ConversionReviews (${networks.length} Networks each): ${validServed} of 8 served`);
+      t.diagnostic(`cgroup usage before the attack ${(baselineBytes / MiB).toFixed(0)} MiB, max ${(afterValidBytes / MiB).toFixed(0)} MiB after the valid reviews, ${(peakBytes / MiB).toFixed(0)} MiB of 256 at the end; manager VmHWM ${(peakRss / MiB).toFixed(0)} MiB`);
 
       const code = await mgr.stop('SIGTERM', 30_000);
       assert.deepEqual(await mgr.exited, { code: 0, signal: null }, `graceful exit, not killed (stop returned ${code})`);
@@ -284,5 +331,122 @@ describe('webhook server limits under attack', () => {
       await mgr.stop('SIGKILL', 30_000);
       cgroup.remove();
     }
+  });
+});
+
+describe('kube-apiserver and the webhook server\'s limits', () => {
+  const group = 'webhooktest.example.com';
+  const collection = (version: string): string => `/apis/${group}/${version}/namespaces/default/widgets`;
+  const validatePath = '/validate-webhooktest-example-com-v2-widget';
+  /** One Widget's ConversionReview is ~0.7 KiB, two objects' ~1.4 KiB. */
+  const convertLimit = 1100;
+  let registry: Registry;
+  let stop: () => Promise<void>;
+  let holding: (() => void) | undefined;
+  let held: Promise<void> | undefined;
+
+  before(async () => {
+    const { cert, key } = await selfSignedCertificate({ commonName: 'webhook-limits', ips: ['127.0.0.1'] });
+    registry = new Registry();
+    const server = new WebhookServer({
+      bindAddress: '127.0.0.1:0', registry, tls: { start: () => Promise.resolve({ cert: Buffer.from(cert), key: Buffer.from(key) }) },
+      maxRequestsInFlight: 1, maxRequestBytesByPath: { '/convert': convertLimit },
+    });
+    interface Widget extends KubeObject { spec: { count?: number; replicas?: number } }
+    new WebhookBuilder<Widget>(server, { group, version: 'v2', kind: 'Widget' }).withValidator({
+      validateCreate: async (w) => {
+        if (w.metadata?.name !== 'holds-the-slot') return;
+        await new Promise<void>((r) => (holding = r));
+      },
+    }).withConversion({
+      hub: 'v2',
+      spokes: {
+        v1: {
+          toHub: (o) => ({ ...o, spec: { replicas: (o as Widget).spec.count } }),
+          fromHub: (h) => ({ ...h, spec: { count: (h as Widget).spec.replicas } }),
+        },
+      },
+    }).complete();
+    const ac = new AbortController();
+    const running = server.start(ac.signal);
+    stop = async () => {
+      ac.abort();
+      await running;
+    };
+    const { port } = await server.listening;
+    const caBundle = Buffer.from(cert).toString('base64');
+    const [crd] = readCRDs([join(repoRoot, 'test', 'testdata', 'widgets-crd.yaml')]);
+    const spec = crd!.spec as { conversion: { webhook: { clientConfig: { url: string; caBundle?: string } } } };
+    spec.conversion.webhook.clientConfig = { url: `https://127.0.0.1:${port}/convert`, caBundle };
+    await applyCRDs(env.client, [crd!], ['test/testdata/widgets-crd.yaml']);
+    await env.client.json('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'widgets' },
+        webhooks: [{
+          name: `vwidget.${group}`, clientConfig: { url: `https://127.0.0.1:${port}${validatePath}`, caBundle }, admissionReviewVersions: ['v1'],
+          rules: [{ apiGroups: [group], apiVersions: ['v2'], operations: ['CREATE'], resources: ['widgets'], scope: 'Namespaced' }],
+          sideEffects: 'None', failurePolicy: 'Fail', timeoutSeconds: 10,
+        }],
+      },
+    });
+    // The API server loads webhook configurations asynchronously: until a dry-run create reaches the validator.
+    await waitFor('the validating webhook active', async () => {
+      await env.client.json('POST', collection('v2'), { query: { dryRun: 'All' }, body: { apiVersion: `${group}/v2`, kind: 'Widget', metadata: { generateName: 'probe-' }, spec: {} } });
+      const { values } = await registry.getSingleMetric('controller_runtime_webhook_requests_total')!.get();
+      return values.some((v) => v.labels['webhook'] === validatePath);
+    }, { timeoutMs: 30_000 });
+  });
+  after(async () => {
+    holding?.();
+    await held;
+    await stop?.();
+  });
+
+  const refused = async (reason: string): Promise<number> => {
+    const { values } = await registry.getSingleMetric('controller_runtime_webhook_refused_total')!.get();
+    return values.filter((v) => v.labels['reason'] === reason).reduce((sum, v) => sum + v.value, 0);
+  };
+  const create = (version: string, name: string, spec: Record<string, unknown>, annotations: Record<string, string> = {}): Promise<unknown> =>
+    env.client.json('POST', collection(version), { body: { apiVersion: `${group}/${version}`, kind: 'Widget', metadata: { name, annotations }, spec } });
+
+  test('a 429 (maxRequestsInFlight) is retried by kube-apiserver after its Retry-After: the write succeeds', async () => {
+    held = create('v2', 'holds-the-slot', { replicas: 1 }).then(() => {});
+    await waitFor('a create holding the only slot', () => holding !== undefined);
+    const second = create('v2', 'retried', { replicas: 2 });
+    await waitFor('the second create refused with 429', async () => (await refused('max_requests_in_flight')) >= 1);
+    holding?.();
+    await held;
+    await second; // the API server's retry, a second later, found the slot free
+    assert.equal((await env.client.json<{ spec: { replicas: number } }>('GET', `${collection('v2')}/retried`)).spec.replicas, 2);
+  });
+
+  test('a LIST is converted one object per ConversionReview (none over 1 100 bytes, where two objects would be); past /convert\'s limit a read fails with the 413', async () => {
+    for (let i = 0; i < 20; i++) await create('v2', `small-${i}`, { replicas: i });
+    const converted = async (): Promise<number> => {
+      const { values } = await registry.getSingleMetric('controller_runtime_webhook_requests_total')!.get();
+      return values.find((v) => v.labels['webhook'] === '/convert' && v.labels['code'] === '200')?.value ?? 0;
+    };
+    const listV1 = (): Promise<{ items: Array<{ spec: { count?: number } }> }> => env.client.json('GET', collection('v1'));
+    assert.equal((await listV1()).items.length, 22);
+    // The API server reuses a conversion it made for a watch event; a touched CRD rebuilds its storage and cache, and
+    // the next list converts every object: 22 reviews of one object (two would pass the 1 100 bytes: 413).
+    const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.webhooktest.example.com';
+    const crd = await env.client.json<{ spec: { versions: Array<{ additionalPrinterColumns?: unknown[] }> } }>('GET', crdPath);
+    crd.spec.versions[0]!.additionalPrinterColumns = [{ name: 'Count', type: 'integer', jsonPath: '.spec.count' }];
+    await env.client.json('PUT', crdPath, { body: crd });
+    const before = await converted();
+    await waitFor('a v1 list converted after the storage was rebuilt', async () => (await listV1()).items.length === 22 && await converted() > before);
+    assert.equal(await converted() - before, 22, 'one review per object');
+    assert.equal(await refused('body_too_large'), 0);
+    assert.ok((await listV1()).items.every((w) => typeof w.spec.count === 'number'), 'every item converted to v1 (spec.count)');
+
+    // One object past the limit: the API server's error names the 413 (not the text of a plain-text answer).
+    await create('v2', 'large', { replicas: 5 }, { padding: 'x'.repeat(2048) }); // written as v2: stored as is
+    await assert.rejects(env.client.json('GET', `${collection('v1')}/large`), (err: unknown) => {
+      assert.ok(err instanceof ApiError, String(err));
+      assert.match(err.message, /conversion webhook for webhooktest\.example\.com\/v2, Kind=Widget failed: the server responded with the status code 413/);
+      return true;
+    });
+    assert.ok(await refused('body_too_large') >= 1);
   });
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { defaultRotationOptions } from '../../pkg/webhook/certs/rotation.ts';
 import {
-  defaultMaxConnections, defaultMaxConversionRequestBytes, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
+  defaultMaxConnections, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
   defaultRequestTimeoutMs,
 } from '../../pkg/webhook/server.ts';
 import assert from 'node:assert/strict';
@@ -464,7 +464,7 @@ test('--pprof-bind-address: an address, or "0"/"" for off', () => {
 test('webhook server limits: defaults are the library\'s; byte sizes take Ki/Mi/Gi; malformed or inconsistent values are one-line usage errors', () => {
   const d = parse([]);
   assert.equal(d.webhookMaxRequestBodyBytes, defaultMaxRequestBytes);
-  assert.equal(d.webhookConversionMaxRequestBodyBytes, defaultMaxConversionRequestBytes);
+  assert.equal(d.webhookConversionMaxRequestBodyBytes, defaultMaxRequestBytes);
   assert.equal(d.webhookMaxInflightBodyBytes, defaultMaxInFlightBytes);
   assert.equal(d.webhookMaxRequestsInflight, defaultMaxRequestsInFlight);
   assert.equal(d.webhookMaxConnections, defaultMaxConnections);
@@ -481,8 +481,9 @@ test('webhook server limits: defaults are the library\'s; byte sizes take Ki/Mi/
   for (const [args, message] of [
     [['--webhook-max-request-body-bytes=7MB'], /^invalid value "7MB" for --webhook-max-request-body-bytes: want a number of bytes, optionally with Ki, Mi or Gi \(e\.g\. 7Mi\)$/],
     [['--webhook-max-request-body-bytes=0'], /^invalid value "0" for --webhook-max-request-body-bytes: want at least 1 byte$/],
-    [['--webhook-max-inflight-body-bytes=8Mi'], /^--webhook-max-inflight-body-bytes \(8Mi\) must be at least --webhook-conversion-max-request-body-bytes \(16Mi\): a body at its limit must fit$/],
-    [['--webhook-max-request-body-bytes=40Mi'], /^--webhook-max-inflight-body-bytes \(32Mi\) must be at least --webhook-max-request-body-bytes \(40Mi\): a body at its limit must fit$/],
+    [['--webhook-max-inflight-body-bytes=8Mi', '--webhook-conversion-max-request-body-bytes=16Mi'], /^--webhook-max-inflight-body-bytes \(8Mi\) must be at least --webhook-conversion-max-request-body-bytes \(16Mi\): a body at its limit must fit$/],
+    [['--webhook-max-inflight-body-bytes=6Mi'], /^--webhook-max-inflight-body-bytes \(6Mi\) must be at least --webhook-max-request-body-bytes \(7Mi\): a body at its limit must fit$/],
+    [['--webhook-max-request-body-bytes=40Mi'], /^--webhook-max-inflight-body-bytes \(16Mi\) must be at least --webhook-max-request-body-bytes \(40Mi\): a body at its limit must fit$/],
     [['--webhook-max-requests-inflight=0'], /^invalid value 0 for --webhook-max-requests-inflight: want 1\.\.100000$/],
     [['--webhook-max-connections=-1'], /^invalid value "-1" for --webhook-max-connections: want a positive integer$/],
     [['--webhook-request-timeout=0'], /^invalid value for --webhook-request-timeout: must be greater than 0$/],

@@ -14,7 +14,7 @@ import type { LevelWithSilent } from 'pino';
 import { knownControllers, type ControllerName } from '../../pkg/controllers/names.ts';
 import { parseBindAddress } from '../../pkg/manager/httpserver.ts';
 import {
-  defaultMaxConnections, defaultMaxConversionRequestBytes, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
+  defaultMaxConnections, defaultMaxInFlightBytes, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
   defaultRequestTimeoutMs, type WebhookServerOptions,
 } from '../../pkg/webhook/server.ts';
 import { convertPath } from '../../pkg/webhook/paths.ts';
@@ -110,7 +110,7 @@ export interface Options {
   webhookHttp2: boolean;
   /** `--webhook-max-request-body-bytes`: body limit of the admission webhooks (every path but /convert). */
   webhookMaxRequestBodyBytes: number;
-  /** `--webhook-conversion-max-request-body-bytes`: body limit of /convert (a LIST's conversion carries every item). */
+  /** `--webhook-conversion-max-request-body-bytes`: body limit of /convert (one object per review from kube-apiserver 1.36). */
   webhookConversionMaxRequestBodyBytes: number;
   /** `--webhook-max-inflight-body-bytes`: request body bytes the webhook server holds at once; at least both limits above. */
   webhookMaxInflightBodyBytes: number;
@@ -244,7 +244,7 @@ const flagSpecs: readonly FlagSpec[] = [
   { name: 'webhook-http2', kind: 'bool', def: 'false', help: 'Also offer HTTP/2 (ALPN h2) on the webhook port: calls multiplexed on one connection, GOAWAY on shutdown and certificate change. kube-apiserver uses it only for webhooks it calls by url on loopback (127.0.0.1, localhost, e.g. make run); through a Service it speaks HTTP/1.1 whatever is offered.' },
   { name: 'webhook-cert-poll-interval', kind: 'duration', def: '10s', help: 'Self-managed mode: how often each replica reads the Secret (and reloads a new serving certificate) and re-checks the injected caBundles.' },
   { name: 'webhook-max-request-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxRequestBytes), help: 'Largest request body of an admission webhook (every path but /convert), in bytes (Ki, Mi, Gi suffixes); larger is answered 413 before it is read. The default is the largest AdmissionReview kube-apiserver sends for a storable object with its default limits (two objects of 3 MiB + 1 MiB).' },
-  { name: 'webhook-conversion-max-request-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxConversionRequestBytes), help: 'Largest request body of the conversion webhook (/convert): kube-apiserver converts a LIST in one review carrying every item not stored in the requested version, so it grows with the number of objects.' },
+  { name: 'webhook-conversion-max-request-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxRequestBytes), help: 'Largest request body of the conversion webhook (/convert). kube-apiserver 1.36 sends one object per ConversionReview, LISTs included; raise it for an API server that sends a list\'s items in one review.' },
   { name: 'webhook-max-inflight-body-bytes', kind: 'bytes', def: formatBytes(defaultMaxInFlightBytes), help: 'Request body bytes the webhook server holds at once, counted as they arrive; a body that would pass it is answered 429 with Retry-After. At least both body limits above.' },
   { name: 'webhook-max-requests-inflight', kind: 'int', def: String(defaultMaxRequestsInFlight), help: `Webhook requests being read or handled at once (1..${maxCount}); one more is answered 429 with Retry-After: 1 (kube-apiserver retries it).` },
   { name: 'webhook-max-connections', kind: 'int', def: String(defaultMaxConnections), help: `TCP connections open at once on the webhook port (1..${maxCount}); one more is closed as it is accepted.` },

@@ -3,8 +3,8 @@
  * the JSON patch of a defaulter's result. See docs/webhooks.md.
  */
 export {
-  WebhookServer, defaultWebhookBindAddress, defaultWebhookCertDir, defaultMaxRequestBytes, defaultMaxConversionRequestBytes,
-  defaultMaxRequestsInFlight, defaultMaxInFlightBytes, defaultMaxConnections, defaultRequestTimeoutMs, type WebhookServerOptions,
+  WebhookServer, defaultWebhookBindAddress, defaultWebhookCertDir, defaultMaxRequestBytes, defaultMaxRequestsInFlight,
+  defaultMaxInFlightBytes, defaultMaxConnections, defaultRequestTimeoutMs, type WebhookServerOptions,
   type WebhookRegistrar,
 } from './server.ts';
 export { WebhookBuilder } from './builder.ts';

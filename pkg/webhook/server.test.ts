@@ -26,7 +26,7 @@ import { WebhookBuilder } from './builder.ts';
 import type { ConversionReview } from './conversion.ts';
 import type { JsonPatchOperation } from './jsonpatch.ts';
 import {
-  defaultMaxConversionRequestBytes, defaultMaxRequestBytes, WebhookServer, type WebhookServerOptions,
+  defaultMaxRequestBytes, WebhookServer, type WebhookServerOptions,
 } from './server.ts';
 
 interface Widget extends KubeObject {
@@ -288,7 +288,7 @@ describe('WebhookServer: bad input', () => {
         entered = true;
         await gate;
       },
-    }).withDefaulter(() => undefined).complete(), { maxRequestBytes: 32 * 1024 * 1024, maxRequestBytesByPath: { [validatorPath]: 1024 * 1024 }, maxRequestsInFlight: 1 });
+    }).withDefaulter(() => undefined).complete(), { maxRequestBytes: 32 * 1024 * 1024, maxInFlightBytes: 32 * 1024 * 1024, maxRequestBytesByPath: { [validatorPath]: 1024 * 1024 }, maxRequestsInFlight: 1 });
     cleanups.push(() => release());
     // In another process, as kube-apiserver is: 16 MiB written as fast as the connection takes them, far more than the
     // socket buffers hold when the answer comes. Closed at once, the connection reset under 2 to 5 of 10 here.
@@ -506,7 +506,7 @@ describe('WebhookServer: limits', () => {
     assert.equal(await metricValue(registry, 'controller_runtime_webhook_requests_total', { webhook: validatePath, code: '429' }), 2);
   });
 
-  it('body limits per path: maxRequestBytesByPath overrides maxRequestBytes; by default /convert takes defaultMaxConversionRequestBytes, admission paths defaultMaxRequestBytes', async () => {
+  it('body limits per path: maxRequestBytesByPath overrides maxRequestBytes; by default every path, /convert too, takes defaultMaxRequestBytes', async () => {
     const mutatePath = '/mutate-example-com-v2-widget';
     const both = (s: WebhookServer): void => new WebhookBuilder<Widget>(s, gvk).withValidator({}).withDefaulter(() => undefined).complete();
     const { port, registry } = await serve(both, { maxRequestBytes: 1024, maxRequestBytesByPath: { [validatePath]: 4096 } });
@@ -524,10 +524,9 @@ describe('WebhookServer: limits', () => {
       new WebhookBuilder<Widget>(s, gvk).withValidator({}).withConversion({ hub: 'v2', spokes: { v1: { toHub: (o) => o, fromHub: (o) => o } } }).complete();
     };
     const defaults = await serve(conv);
-    assert.ok(defaultMaxConversionRequestBytes > defaultMaxRequestBytes);
     const conversion = JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'c', desiredAPIVersion: 'example.com/v2', objects: [widget({ count: 1 }, 'example.com/v1')] } });
-    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxConversionRequestBytes))).status, 200);
-    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxConversionRequestBytes + 1))).status, 413);
+    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxRequestBytes))).status, 200);
+    assert.equal((await post(defaults.port, '/convert', padded(conversion, defaultMaxRequestBytes + 1))).status, 413);
     assert.equal((await post(defaults.port, validatePath, padded(review(), defaultMaxRequestBytes))).status, 200);
     assert.equal((await post(defaults.port, validatePath, padded(review(), defaultMaxRequestBytes + 1))).status, 413);
   });
@@ -585,7 +584,7 @@ describe('WebhookServer: limits', () => {
     assert.throws(() => mk({ maxRequestBytes: 2048, maxInFlightBytes: 1024 }), /maxInFlightBytes \(1024\) must be at least the largest body limit \(maxRequestBytes 2048\)/);
     assert.throws(() => mk({ maxInFlightBytes: 8 * 1024 * 1024, maxRequestBytesByPath: { '/convert': 16 * 1024 * 1024 } }),
       /must be at least the largest body limit \(\/convert 16777216\)/);
-    mk({ maxInFlightBytes: 4096 }); // the default limits (7 and 16 MiB) are lowered to it
+    mk({ maxInFlightBytes: 4096 }); // the default limit (7 MiB) is lowered to it
     assert.throws(() => mk({ maxRequestBytesByPath: { convert: 10 } }), /maxRequestBytesByPath: path "convert" must start with "\/"/);
     assert.throws(() => mk({ maxRequestBytesByPath: { '/convert': 0 } }), /maxRequestBytesByPath\["\/convert"\] must be a positive integer, got 0/);
   });

@@ -13,11 +13,11 @@
  * API server applies the webhook configuration's failurePolicy):
  *   404  path not registered                   405  not POST
  *   400  not JSON content, empty or malformed body, wrong apiVersion/kind, no request or uid (body: the reason)
- *   413  body over the path's limit (`maxRequestBytesByPath`, else `maxRequestBytes`: 7 MiB; `/convert` 16 MiB):
+ *   413  body over the path's limit (`maxRequestBytesByPath`, else `maxRequestBytes`: 7 MiB):
  *        answered as soon as the Content-Length or the bytes received pass it
  *   429  (with `Retry-After: 1`, which kube-apiserver's webhook client honours by retrying within its timeout)
  *        `maxRequestsInFlight` (64) requests are already being read or handled, or this body would make the bodies
- *        held at once pass `maxInFlightBytes` (32 MiB): at once for a declared Content-Length, else when the bytes
+ *        held at once pass `maxInFlightBytes` (16 MiB): at once for a declared Content-Length, else when the bytes
  *        received pass it
  *   408  the body not complete within `requestTimeoutMs` (10 s) of its headers; (Node) headers not complete within
  *        `headersTimeoutMs` (10 s); a TLS handshake not done within `handshakeTimeoutMs` (10 s) is cut.
@@ -66,25 +66,18 @@ export const defaultWebhookBindAddress = ':9443';
 /** controller-runtime's default CertDir. */
 export const defaultWebhookCertDir = '/tmp/k8s-webhook-server/serving-certs';
 /**
- * The largest AdmissionReview kube-apiserver sends for a write it can store, with its own defaults (controller-runtime's
- * limit, derived the same way): kube-apiserver reads a request body of at most 3 MiB (`--max-request-body-bytes`,
- * k8s.io/apiserver pkg/server/config.go: twice etcd's 1.5 MiB request limit, because a JSON body shrinks when stored
- * as protobuf), and an UPDATE review carries two objects — `object` and `oldObject`, each at most 3 MiB as JSON —
- * plus the envelope (userInfo, options, …), well under 1 MiB: 2 × 3 + 1 = 7 MiB. A larger review is for an object
- * etcd would refuse anyway. A server with raised limits (`--max-request-body-bytes`, etcd's `--max-request-bytes`)
- * needs a larger one here too.
+ * The body limit of every path (controller-runtime's admission limit, derived the same way), sized to what
+ * kube-apiserver sends with its own defaults for an object it can store: it reads a request body of at most 3 MiB
+ * (`--max-request-body-bytes`, k8s.io/apiserver pkg/server/config.go: twice etcd's 1.5 MiB request limit, because a
+ * JSON body shrinks when stored as protobuf), and an UPDATE's AdmissionReview carries two objects — `object` and
+ * `oldObject`, each at most 3 MiB as JSON — plus the envelope (userInfo, options, …), well under 1 MiB: 2 × 3 + 1 =
+ * 7 MiB. A larger review is for an object etcd would refuse anyway. A ConversionReview carries one object:
+ * kube-apiserver 1.36 sends one per review for gets, watches, writes and LISTs too, each item on its own
+ * (test/webhook-limits.test.ts), although its converter accepts a list in one review (apiextensions-apiserver), so the
+ * same limit covers it with room. Raise it (`maxRequestBytesByPath`) for an API server with raised limits or one
+ * that sends a list's items in one review.
  */
 export const defaultMaxRequestBytes = 7 * 1024 * 1024;
-/**
- * The body limit of `/convert`. A ConversionReview of a single object (a get, a write, a watch event) is under
- * 3 MiB + envelope; but kube-apiserver converts a LIST in ONE review carrying every item not stored in the requested
- * version (apiextensions-apiserver's webhook converter), so its size grows with the number of objects, and no
- * server-side limit bounds it. 16 MiB is ~16 000 objects of 1 KiB; converting a review costs about 6× its size in
- * memory at its peak (parse, convert, serialise), ~100 MiB at this limit — the most a 256 MiB manager can spare.
- * A list over it fails with the 413 in its error; raise the limit (and the memory) for more, or migrate the stored
- * objects to the storage version (docs/network-v2.md): items already in the requested version are not sent.
- */
-export const defaultMaxConversionRequestBytes = 16 * 1024 * 1024;
 /**
  * Requests read or handled at once. kube-apiserver holds one connection per call in flight (HTTP/1.1) and calls for
  * every matching write; 64 covers bursts of writes, and one more is answered 429 + Retry-After, which its client
@@ -92,10 +85,12 @@ export const defaultMaxConversionRequestBytes = 16 * 1024 * 1024;
  */
 export const defaultMaxRequestsInFlight = 64;
 /**
- * Request body bytes held at once by all requests in flight: 32 MiB, two conversion reviews at their limit or four
- * AdmissionReviews at theirs — a bound on what clients can make this process hold, whatever their number.
+ * Request body bytes held at once by all requests in flight: 16 MiB, two reviews at the 7 MiB limit — a bound on what
+ * clients can make this process hold, whatever their number. Handling a review of many small objects costs far more
+ * than its size: in test/webhook-limits.test.ts two valid 7 MiB ConversionReviews of 29 000 Networks at once took the
+ * manager from 52 to 158 MiB; with 32 MiB here (four at once) 177 to 223 MiB of its 256.
  */
-export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
+export const defaultMaxInFlightBytes = 16 * 1024 * 1024;
 /**
  * TCP connections open at once: kube-apiserver keeps up to 25 idle connections per webhook host (client-go's
  * transport) plus one per call in flight; 256 leaves room for three API servers. Each costs some 50 KiB of TLS state.
@@ -121,11 +116,7 @@ export interface WebhookServerOptions {
   keyName?: string;
   /** Largest request body accepted (bytes) on a path without its own limit; default 7 MiB (defaultMaxRequestBytes). */
   maxRequestBytes?: number;
-  /**
-   * Body limits of single paths (bytes), over `maxRequestBytes`; `/convert` is 16 MiB (defaultMaxConversionRequestBytes)
-   * unless given here. Keys are paths ("/convert", "/validate-…"). Each at most `maxInFlightBytes` (a default limit
-   * above it is lowered to it).
-   */
+  /** Body limits of single paths (bytes), over `maxRequestBytes`: keys are paths ("/convert", "/validate-…"). */
   maxRequestBytesByPath?: Readonly<Record<string, number>>;
   /**
    * Requests to registered paths being read or handled at once; one more is answered 429 with `Retry-After: 1` at
@@ -134,8 +125,8 @@ export interface WebhookServerOptions {
   maxRequestsInFlight?: number;
   /**
    * Request body bytes held at once by all requests in flight, counted as they arrive (a declared Content-Length at
-   * once) and until each is answered; a body that would pass it is answered 429 with `Retry-After: 1`. At least the
-   * largest body limit. Default 32 MiB (defaultMaxInFlightBytes).
+   * once) and until each is answered; a body that would pass it is answered 429 with `Retry-After: 1`. At least every
+   * body limit given (the default `maxRequestBytes` is lowered to it). Default 16 MiB (defaultMaxInFlightBytes).
    */
   maxInFlightBytes?: number;
   /** TCP connections open at once; one more is closed at accept, before TLS. Default 256 (defaultMaxConnections). */
@@ -350,14 +341,14 @@ export class WebhookServer implements Runnable, WebhookRegistrar {
       if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`webhook server: ${what} must be a positive integer, got ${v}`);
     };
     for (const name of ['maxRequestsInFlight', 'maxInFlightBytes', 'maxConnections'] as const) positiveInteger(name, opts[name]);
-    // A body at its path's limit must fit in the bytes in flight, or it could never be accepted: a default limit is
+    // A body at its path's limit must fit in the bytes in flight, or it could never be accepted: the default limit is
     // lowered to maxInFlightBytes, a limit given above it is refused.
     const maxInFlightBytes = opts.maxInFlightBytes ?? defaultMaxInFlightBytes;
     const fits = (what: string, bytes: number): number => {
       if (bytes > maxInFlightBytes) throw new Error(`webhook server: maxInFlightBytes (${maxInFlightBytes}) must be at least the largest body limit (${what} ${bytes})`);
       return bytes;
     };
-    const byPath = new Map([[convertPath, Math.min(defaultMaxConversionRequestBytes, maxInFlightBytes)]]);
+    const byPath = new Map<string, number>();
     for (const [path, bytes] of Object.entries(opts.maxRequestBytesByPath ?? {})) {
       if (!path.startsWith('/')) throw new Error(`webhook server: maxRequestBytesByPath: path ${JSON.stringify(path)} must start with "/"`);
       positiveInteger(`maxRequestBytesByPath[${JSON.stringify(path)}]`, bytes);
