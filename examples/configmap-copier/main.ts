@@ -16,53 +16,60 @@ const copyOf = 'copier.example.com/copy-of'; // label on each copy: its source's
 const sourceKey = 'copier.example.com/source'; // annotation on each copy: "namespace/name" of its source
 const finalizer = 'copier.example.com/copies';
 
-const env = process.env;
-const mgr = new ControllerManager({
-  namespaces: parseWatchNamespace(env['WATCH_NAMESPACE']),
-  healthProbeBindAddress: env['PROBE_ADDRESS'] ?? ':8081',
-  ...(env['LEADER_ELECTION_NAMESPACE'] ? { leaderElection: { id: 'configmap-copier', namespace: env['LEADER_ELECTION_NAMESPACE'] } } : {}),
-});
-const cms = mgr.informer<ConfigMap>(configMaps).lister();
-const nss = mgr.informer<Namespace>(namespaces).lister();
-const api = mgr.client.resource<ConfigMap>(configMaps);
-const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
+/** Declares the copier on `mgr` (main below; a test may run it on its own manager). */
+export function setupCopier(mgr: ControllerManager): void {
+  const cms = mgr.informer<ConfigMap>(configMaps).lister();
+  const nss = mgr.informer<Namespace>(namespaces).lister();
+  const api = mgr.client.resource<ConfigMap>(configMaps);
+  const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
 
-const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
-  const src = cms.get(namespace, name);
-  const finalizers = src?.metadata?.finalizers ?? [];
-  if (!src || (!isSource.matches(src.metadata?.labels) && !finalizers.includes(finalizer))) return;
-  const setFinalizers = (list: string[]): Promise<unknown> => api.namespace(namespace)
-    .patch(name, { merge: { metadata: { finalizers: list, resourceVersion: src.metadata?.resourceVersion } } }, { signal });
-  const wanted = !src.metadata?.deletionTimestamp && isSource.matches(src.metadata?.labels);
-  const want = new Set(wanted ? nss.list(undefined, isReceiver).map((n) => n.metadata?.name ?? '').filter((n) => n !== namespace) : []);
-  if (want.size > 0 && !finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
+  const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
+    const src = cms.get(namespace, name);
+    const finalizers = src?.metadata?.finalizers ?? [];
+    if (!src || (!isSource.matches(src.metadata?.labels) && !finalizers.includes(finalizer))) return;
+    const setFinalizers = (list: string[]): Promise<unknown> => api.namespace(namespace)
+      .patch(name, { merge: { metadata: { finalizers: list, resourceVersion: src.metadata?.resourceVersion } } }, { signal });
+    const wanted = !src.metadata?.deletionTimestamp && isSource.matches(src.metadata?.labels);
+    const want = new Set(wanted ? nss.list(undefined, isReceiver).map((n) => n.metadata?.name ?? '').filter((n) => n !== namespace) : []);
+    if (want.size > 0 && !finalizers.includes(finalizer)) await setFinalizers([...finalizers, finalizer]);
 
-  for (const copy of copiesOf(src)) {
-    const ns = copy.metadata?.namespace ?? '';
-    if (want.has(ns)) continue;
-    await ignoreNotFound(api.namespace(ns).delete(name, { preconditions: { uid: copy.metadata?.uid }, signal }));
-    log.info({ copy: keyOf(ns, name) }, 'Deleted copy');
-  }
-  for (const ns of want) {
-    const copy = cms.get(ns, name);
-    const metadata = { name, namespace: ns, labels: { [copyOf]: src.metadata?.uid ?? '' }, annotations: { [sourceKey]: keyOf(namespace, name) } };
-    if (!copy) {
-      await api.create({ metadata, data: src.data ?? {} }, { signal });
-      log.info({ copy: keyOf(ns, name) }, 'Created copy');
-    } else if (copy.metadata?.labels?.[copyOf] !== metadata.labels[copyOf]) {
-      log.warn({ copy: keyOf(ns, name) }, 'A ConfigMap of that name exists and is not our copy; leaving it alone');
-    } else if (JSON.stringify(copy.data ?? {}) !== JSON.stringify(src.data ?? {})) {
-      await api.update({ metadata: { ...metadata, resourceVersion: copy.metadata?.resourceVersion }, data: src.data ?? {} }, { signal });
+    for (const copy of copiesOf(src)) {
+      const ns = copy.metadata?.namespace ?? '';
+      if (want.has(ns)) continue;
+      await ignoreNotFound(api.namespace(ns).delete(name, { preconditions: { uid: copy.metadata?.uid }, signal }));
+      log.info({ copy: keyOf(ns, name) }, 'Deleted copy');
     }
-  }
-  // Deleted copies come back here through their delete events: the finalizer goes once none is left in the cache.
-  if (want.size === 0 && finalizers.includes(finalizer) && copiesOf(src).length === 0) await setFinalizers(finalizers.filter((f) => f !== finalizer));
-};
+    for (const ns of want) {
+      const copy = cms.get(ns, name);
+      const metadata = { name, namespace: ns, labels: { [copyOf]: src.metadata?.uid ?? '' }, annotations: { [sourceKey]: keyOf(namespace, name) } };
+      if (!copy) {
+        await api.create({ metadata, data: src.data ?? {} }, { signal });
+        log.info({ copy: keyOf(ns, name) }, 'Created copy');
+      } else if (copy.metadata?.labels?.[copyOf] !== metadata.labels[copyOf]) {
+        log.warn({ copy: keyOf(ns, name) }, 'A ConfigMap of that name exists and is not our copy; leaving it alone');
+      } else if (JSON.stringify(copy.data ?? {}) !== JSON.stringify(src.data ?? {})) {
+        await api.update({ metadata: { ...metadata, resourceVersion: copy.metadata?.resourceVersion }, data: src.data ?? {} }, { signal });
+      }
+    }
+    // Deleted copies come back here through their delete events: the finalizer goes once none is left in the cache.
+    if (want.size === 0 && finalizers.includes(finalizer) && copiesOf(src).length === 0) await setFinalizers(finalizers.filter((f) => f !== finalizer));
+  };
 
-const sources = (): string[] => cms.list(undefined, isSource).map((cm) => keyOf(cm.metadata?.namespace, cm.metadata?.name ?? ''));
-mgr.controller('configmap-copier')
-  .for<ConfigMap>(configMaps)
-  .watches<ConfigMap>(configMaps, (copy) => [copy.metadata?.annotations?.[sourceKey] ?? ''].filter((k) => k !== ''))
-  .watches<Namespace>(namespaces, sources)
-  .complete(reconcile);
-process.exitCode = await mgr.run();
+  const sources = (): string[] => cms.list(undefined, isSource).map((cm) => keyOf(cm.metadata?.namespace, cm.metadata?.name ?? ''));
+  mgr.controller('configmap-copier')
+    .for<ConfigMap>(configMaps)
+    .watches<ConfigMap>(configMaps, (copy) => [copy.metadata?.annotations?.[sourceKey] ?? ''].filter((k) => k !== ''))
+    .watches<Namespace>(namespaces, sources)
+    .complete(reconcile);
+}
+
+if (import.meta.main) { // `node main.ts`; importing this file runs nothing
+  const env = process.env;
+  const mgr = new ControllerManager({
+    namespaces: parseWatchNamespace(env['WATCH_NAMESPACE']),
+    healthProbeBindAddress: env['PROBE_ADDRESS'] ?? ':8081',
+    ...(env['LEADER_ELECTION_NAMESPACE'] ? { leaderElection: { id: 'configmap-copier', namespace: env['LEADER_ELECTION_NAMESPACE'] } } : {}),
+  });
+  setupCopier(mgr);
+  process.exitCode = await mgr.run();
+}
