@@ -52,13 +52,17 @@ export interface ExploreEndState<W> {
 
 /** A predicate on the end state: false or a message = broken. Checked on the reference and on every plan. */
 export interface Invariant<W> {
+  /** Names the invariant in findings. */
   name: string;
+  /** false or a message: broken (a throw counts as broken too). */
   check(state: ExploreEndState<W>): boolean | string | undefined | void;
 }
 
 /** A simulated controller of the cluster (ExploreOptions.peers): `act` reads and writes the store through `client`. */
 export interface Peer {
+  /** Names the peer in traces. */
   name: string;
+  /** Reads and writes the store through `client` (its writes are attributed to `peer:<name>`); may be async. */
   act(client: ApiClient): unknown;
 }
 
@@ -123,11 +127,13 @@ export interface ExploreOptions<W = undefined> {
 export interface Finding {
   /** safety: the end state differs from the reference's, or an invariant broke; liveness: no rest. */
   kind: 'safety' | 'liveness';
+  /** The perturbation that exposed it (plans.ts), or 'reference' for the unperturbed execution. */
   class: FindingClass;
   /** The plan's id ('reference' for the unperturbed execution). */
   plan: string;
   /** What the plan did. */
   perturbation: string;
+  /** The seed of the store's identities (ExploreOptions.seed). */
   seed: number;
   /** One line. */
   summary: string;
@@ -139,6 +145,7 @@ export interface Finding {
 
 /** What explore did and found. */
 export interface ExploreReport {
+  /** ExploreOptions.name. */
   name: string;
   /** Plans derived from the reference trace. */
   plans: number;
@@ -151,9 +158,11 @@ export interface ExploreReport {
    * on its reaction to what it could not see), with the step's error: no verdict either way.
    */
   inconclusive: string[];
+  /** What was found; [] for a controller that passes. */
   findings: Finding[];
   /** The reference execution's trace. */
   reference: readonly TraceEntry[];
+  /** Wall time of the whole exploration (ms). */
   durationMs: number;
 }
 

@@ -39,8 +39,11 @@ import { FakeClient, type FakeChange, type FakeClientOptions } from '../fakeclie
 
 /** One committed change of the store, numbered by its resourceVersion. */
 export interface StoreChange {
+  /** The resourceVersion the change made. */
   rv: number;
+  /** As a watch event's type. */
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  /** The object's type. */
   resource: ResourceType;
   /** resourceId of `resource`. */
   rid: string;
@@ -56,13 +59,19 @@ export interface StoreChange {
 export interface WriteRequest {
   /** The connection's name (one per manager incarnation). */
   connection: string;
+  /** POST, PUT, PATCH or DELETE. */
   method: Verb;
+  /** The type written. */
   resource: ResourceType;
+  /** resourceId of `resource`. */
   rid: string;
+  /** The object's namespace (undefined: cluster-scoped). */
   namespace: string | undefined;
   /** The object's name; for a create, `metadata.name` of the body, or `<generateName>*`. */
   name: string;
+  /** 'status', …; undefined for the object itself. */
   subresource: string | undefined;
+  /** The request body, parsed. */
   body: unknown;
 }
 
@@ -113,7 +122,9 @@ export class MemoryApiServer {
   private readonly routes = new Map<string, ResourceType>();
   /** Who the store's next change is attributed to (set while a connection's write is applied). */
   private writer = 'workload';
+  /** Decides each write of a connection (undefined: apply). */
   interceptWrite: ((w: WriteRequest) => WriteAction) | undefined;
+  /** Sees every request, delivered watch event and forced relist. */
   observe: ((r: ServerRecord) => void) | undefined;
   /** Called with every change before it goes to the watches (a perturbation may start holding them). */
   beforeDispatch: ((c: StoreChange) => void) | undefined;
@@ -124,6 +135,7 @@ export class MemoryApiServer {
   /** The first request the store could not answer as an API server would (FakeUnsupportedError), if any. */
   unsupported: Error | undefined;
 
+  /** An empty store as a FakeClient of `opts` (types, CRDs, objects, seeded randomness) would be, with no connection. */
   constructor(opts: MemoryApiServerOptions = {}) {
     this.store = new FakeClient(opts);
     this.interceptWrite = opts.interceptWrite;
@@ -206,7 +218,7 @@ export class MemoryApiServer {
     return Number(this.store.resourceVersion);
   }
 
-  /** @internal Routes an API path; undefined for a path that names no served collection or object. */
+  /** Routes an API path; undefined for a path that names no served collection or object. For MemoryConnection (not for tests). */
   route(path: string): Route | undefined {
     const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
     let group: string;
@@ -226,7 +238,7 @@ export class MemoryApiServer {
     return { res, rid: resourceId(res), namespace, name, sub };
   }
 
-  /** @internal Serves a connection's request from the store (a write is attributed to it); throws ApiError. */
+  /** Serves a connection's request from the store (a write is attributed to it); throws ApiError. For MemoryConnection (not for tests). */
   serveAs(connection: string, method: Verb, path: string, opts: { body?: string; contentType?: string }): unknown {
     this.writer = connection;
     try {
@@ -236,13 +248,13 @@ export class MemoryApiServer {
     }
   }
 
-  /** @internal */
+  /** Counts and reports a request, delivery or forced relist. For MemoryConnection (not for tests). */
   record(r: ServerRecord): void {
     this.activity++;
     this.observe?.(r);
   }
 
-  /** @internal */
+  /** A killed connection leaves the server. For MemoryConnection (not for tests). */
   forget(c: MemoryConnection): void {
     this.connections.delete(c);
   }
@@ -283,6 +295,7 @@ interface WatchStream {
  */
 export class MemoryConnection implements RequestTransport {
   readonly cluster = { server: 'https://memory.explore.invalid' };
+  /** Names the connection (one manager incarnation) in traces. */
   readonly name: string;
   private readonly server: MemoryApiServer;
   private readonly streams = new Set<WatchStream>();
@@ -292,6 +305,7 @@ export class MemoryConnection implements RequestTransport {
   /** Called once when the connection is killed (explore aborts the manager on it: a crashed process acts no more). */
   onKill: (() => void) | undefined;
 
+  /** A live connection of `server` (MemoryApiServer.connect makes them). */
   constructor(server: MemoryApiServer, name: string) {
     this.server = server;
     this.name = name;
@@ -519,7 +533,7 @@ export class MemoryConnection implements RequestTransport {
     }));
   }
 
-  /** @internal A store change: to every matching stream (held while its resource lags). */
+  /** A store change: to every matching stream (held while its resource lags). For MemoryConnection (not for tests). */
   dispatch(c: StoreChange): void {
     for (const s of this.streams) this.dispatchTo(s, c);
   }

@@ -22,7 +22,9 @@
 
 /** A write identified across executions: the `occurrence`-th write (1-based) with this signature. */
 export interface WriteRef {
+  /** `<VERB> <resourceId>[/<subresource>] <namespace>/<name>` (writeSignature). */
   signature: string;
+  /** 1 for the first write with this signature in an execution, 2 for the second, … */
   occurrence: number;
 }
 
@@ -46,8 +48,11 @@ export type Plan =
  * view's point in the past.
  */
 export interface ChangeRef {
+  /** The object's resourceId. */
   resource: string;
+  /** The object's "namespace/name". */
   key: string;
+  /** 1-based: the view is the state just before this change of the object. */
   change: number;
 }
 

@@ -19,8 +19,11 @@ import type { ApiClient } from '../../client/typed.ts';
 
 /** An object named by apiVersion, kind, namespace and name. */
 export interface ObjectRef {
+  /** The object's apiVersion (with kind: its type). */
   apiVersion?: string | undefined;
+  /** The object's kind. */
   kind?: string | undefined;
+  /** Its namespace (for a namespaced type) and name. */
   metadata?: { namespace?: string | undefined; name?: string | undefined } | undefined;
 }
 
