@@ -20,7 +20,7 @@
  *  - Every call is recorded in `ops` ("<call> <detail>"). A call whose AbortSignal is already aborted is refused
  *    with the signal's reason and changes nothing (as NeutronClient: nothing is sent) — recorded in `ops` and in
  *    `aborted`. A call applies its change when made and answers on a later turn of the event loop; if its signal
- *    aborted in between, it rejects with the reason and the change stays (a request cut off in flight).
+ *    aborted in between, it rejects with the reason and the change stays (a request cut off in flight: `cut`).
  *  - Identities are deterministic. With `ids: 'content'` (the default) they are named after what was created:
  *    `net:<name>#<k>` and `subnet:<name>:<cidr>#<k>`, k counting the creates of the same name, description (and CIDR)
  *    — so ids do not depend on the order Networks are reconciled in, nor on how many intermediate states a
@@ -81,6 +81,8 @@ export class NeutronDouble implements NeutronNetworkAPI {
   readonly ops: string[] = [];
   /** The calls refused because their signal was already aborted (also in `ops`). */
   readonly aborted: string[] = [];
+  /** The calls applied whose signal aborted before their answer (the change stays; the caller saw the reason). */
+  readonly cut: string[] = [];
   /** Every call's signal, in order. */
   readonly signals: { op: NeutronOp; signal: AbortSignal | undefined }[] = [];
   /** The project of the credentials (projectId()); undefined = noauth. */
@@ -250,8 +252,10 @@ export class NeutronDouble implements NeutronNetworkAPI {
       outcome = { err: err instanceof Error ? err : new Error(String(err)) };
     }
     return new Promise<T>((resolve, reject) => setImmediate(() => {
-      if (signal?.aborted) reject(signal.reason as Error); // the caller's reason, unchanged (as NeutronClient)
-      else if ('ok' in outcome) resolve(outcome.ok);
+      if (signal?.aborted) {
+        this.cut.push(line ?? op);
+        reject(signal.reason as Error); // the caller's reason, unchanged (as NeutronClient)
+      } else if ('ok' in outcome) resolve(outcome.ok);
       else reject(outcome.err);
     }));
   }
