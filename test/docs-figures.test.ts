@@ -203,12 +203,14 @@ export function isFigure(text: string, n: Num, header = ''): boolean {
   const all = numbers(text);
   const prev = all.filter((x) => x.end <= n.index).at(-1);
   const next = all.find((x) => x.index >= n.end);
-  if (next && next.unit === n.unit && JOINED.test(clean.slice(n.end, next.index)) && SETTING_AFTER.test(clean.slice(next.end, next.end + 30))) return false;
-  if (prev && JOINED.test(clean.slice(prev.end, n.index)) && !SETTING.test(clean.slice(Math.max(0, n.index - 30), n.index))) {
+  // The words around a number, blanked markers and line breaks squeezed to one space.
+  const wordsBefore = (i: number): string => clean.slice(0, i).replace(/\s+$/, ' ').slice(-30);
+  const wordsAfter = (i: number): string => clean.slice(i).replace(/^\s+/, ' ').slice(0, 30);
+  if (next && next.unit === n.unit && JOINED.test(clean.slice(n.end, next.index)) && SETTING_AFTER.test(wordsAfter(next.end))) return false;
+  if (prev && JOINED.test(clean.slice(prev.end, n.index)) && !SETTING.test(wordsBefore(n.index))) {
     return isFigure(text, { ...prev, unit: prev.unit ?? n.unit }, header);
   }
-  const before = clean.slice(Math.max(0, n.index - 30), n.index);
-  if (SETTING.test(before) || SETTING_AFTER.test(clean.slice(n.end, n.end + 30))) return false;
+  if (SETTING.test(wordsBefore(n.index)) || SETTING_AFTER.test(wordsAfter(n.end))) return false;
   if (/^\s*\(?\s*`--[\w-]+/.test(text.slice(n.end, n.end + 40))) return false; // `30 s (\`--max-queue-wait\`)`: a flag's value
   if (STRONG.has(n.unit)) return true;
   return MEASURED.test(sentenceAround(clean, n.index)) || MEASURED.test(header);
