@@ -52,7 +52,7 @@ const gizmo = (spec: Gizmo['spec'] = { version: 1 }): Gizmo => ({ apiVersion: 'g
 export interface GalleryEntry {
   name: string;
   bug: string;
-  expect: { kind: 'safety' | 'liveness'; class: 'intermediate-state' | 'stale-state' | 'unobserved-state' | 'reference' };
+  expect: { kind: 'safety' | 'liveness'; class: 'intermediate-state' | 'stale-state' | 'unobserved-state' | 'reference'; summary?: RegExp };
   /** Declares the controller; `fixed`: with the correct code instead of the bug (explore must find nothing then). */
   setup(mgr: ControllerManager, cloud: Cloud, fixed: boolean): void;
   workload: Step[];
@@ -211,7 +211,7 @@ export const gallery: GalleryEntry[] = [
   {
     name: 'status-loop',
     bug: 'a status write that triggers its own reconcile forever: it stamps the time of every reconcile into status',
-    expect: { kind: 'liveness', class: 'reference' },
+    expect: { kind: 'liveness', class: 'reference', summary: /no fixpoint/ },
     setup(mgr, _cloud, fixed) {
       const b = mgr.controller('status-loop').for<Gizmo>(gizmoResource);
       let n = 0;
@@ -225,6 +225,25 @@ export const gallery: GalleryEntry[] = [
       });
     },
     workload: [create(ns), create(gizmo()), settle()],
+  },
+  {
+    name: 'no-op-hot-loop',
+    bug: 'a hot loop of writes that change nothing: it writes the same status and asks to be requeued at once, every time',
+    expect: { kind: 'liveness', class: 'reference', summary: /hot loop: .* changed nothing/ },
+    setup(mgr, _cloud, fixed) {
+      const b = mgr.controller('hot-loop').for<Gizmo>(gizmoResource);
+      b.complete(async ({ namespace, name }, signal) => {
+        const g = b.informer().lister().get(namespace, name);
+        if (!g) return undefined;
+        // BUG: the status write changes nothing after the first time (no event, no harm), but the requeue makes the
+        // controller spin on one key forever. Correct: requeue only for a reason (a real wait), and write only changes.
+        if (!fixed || g.status?.['size'] !== (g.spec?.size ?? 0)) {
+          await mgr.client.json('PATCH', `${gizmoPath(namespace, name)}/status`, { body: { status: { size: g.spec?.size ?? 0 } }, ...merge, signal });
+        }
+        return fixed ? undefined : { requeueAfter: 1 };
+      });
+    },
+    workload: [create(ns), create(gizmo({ version: 1, size: 2 })), settle()],
   },
 ];
 
