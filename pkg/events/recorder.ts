@@ -288,10 +288,10 @@ export class EventBroadcaster {
         this.log.debug({ kind: ref.kind, namespace: ref.namespace, name: ref.name, reason }, 'event dropped by the spam filter');
         return;
       }
-      const msg = message.length > maxMessageLength ? message.slice(0, maxMessageLength - 3) + '...' : message;
+      const msg = truncateMessage(message);
       const key = JSON.stringify([objectKey, type, reason, msg]);
       const now = this.clock.now();
-      const stamp = timestamp(this.wallClock());
+      const stamp = eventTimestamp(this.wallClock());
       const window = this.opts.correlationWindowMs ?? 600_000;
       const prior = this.correlated.get(key);
       let pending: Pending;
@@ -301,21 +301,7 @@ export class EventBroadcaster {
         prior.event.lastTimestamp = stamp;
         pending = { op: 'patch', event: prior.event };
       } else {
-        const event: CoreEvent = {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name: `${ref.name}.${this.uniqueSuffix()}`, namespace: ref.namespace || 'default' },
-          involvedObject: ref,
-          reason,
-          message: msg,
-          type,
-          source: host ? { component, host } : { component },
-          firstTimestamp: stamp,
-          lastTimestamp: stamp,
-          count: 1,
-          reportingComponent: component,
-          reportingInstance: host ?? '',
-        };
+        const event = newCoreEvent({ component, ...(host ? { host } : {}), ref, type, reason, message: msg, stamp, suffix: this.uniqueSuffix() });
         this.correlated.set(key, { event, lastSeen: now });
         pending = { op: 'create', event };
       }
@@ -476,6 +462,36 @@ export class EventRecorder implements Recorder {
 }
 
 /** metav1.Time: RFC 3339 with second precision. */
-function timestamp(d: Date): string {
+export function eventTimestamp(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** An Event's message as recorded: at most maxMessageLength characters (longer ones end in "..."). */
+export function truncateMessage(message: string): string {
+  return message.length > maxMessageLength ? message.slice(0, maxMessageLength - 3) + '...' : message;
+}
+
+/**
+ * The Event a recorder creates for the first occurrence (count 1) of `reason`/`message` about `ref`: named
+ * `<object name>.<suffix>` in the object's namespace (`default` for a cluster-scoped object), `message` as given
+ * (truncate it first).
+ */
+export function newCoreEvent(o: {
+  component: string; host?: string; ref: ObjectReference; type: EventType; reason: string; message: string; stamp: string; suffix: string;
+}): CoreEvent {
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${o.ref.name ?? ''}.${o.suffix}`, namespace: o.ref.namespace || 'default' },
+    involvedObject: o.ref,
+    reason: o.reason,
+    message: o.message,
+    type: o.type,
+    source: o.host ? { component: o.component, host: o.host } : { component: o.component },
+    firstTimestamp: o.stamp,
+    lastTimestamp: o.stamp,
+    count: 1,
+    reportingComponent: o.component,
+    reportingInstance: o.host ?? '',
+  };
 }

@@ -49,6 +49,7 @@ import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
 import { ControllerBuilder, type ControllerHost } from './builder.ts';
+import { recordPermission } from '../rbac/permission.ts';
 import { conversionWebhookUnreachable } from './conversionreach.ts';
 import type { TlsSource } from '../manager/httpserver.ts';
 import type { AdmissionHandler } from '../webhook/admission.ts';
@@ -59,10 +60,10 @@ import type { Lister } from '../informerfactory/lister.ts';
 import type { ApiClient } from '../client/typed.ts';
 
 /**
- * What a reconciler needs of its manager: the shared caches (`informer(type).lister()`) and the client for writes.
- * ControllerManager implements it; so does `ts-controller-manager/testing`'s FakeClient (`fake.host()`: an in-memory
- * API server whose listers are always current), so a reconciler built from a ReconcilerHost can be unit-tested
- * without a control plane (docs/testing.md).
+ * What a reconciler needs of its manager: the shared caches (`informer(type).lister()`), the client for writes and
+ * Event recorders. ControllerManager implements it; so does `ts-controller-manager/testing`'s FakeClient
+ * (`fake.host()`: an in-memory API server whose listers are always current and whose recorders store each Event in it
+ * at once), so a reconciler built from a ReconcilerHost can be unit-tested without a control plane (docs/testing.md).
  */
 export interface ReconcilerHost {
   /**
@@ -73,6 +74,8 @@ export interface ReconcilerHost {
   informer<T extends KubeObject>(resource: ResourceType, opts?: { metadataOnly?: boolean }): { lister(): Lister<T> };
   /** The client for writes (and the rare live read). */
   readonly client: ApiClient;
+  /** An Event recorder whose Events name `component` as their source (e.g. "guestbook-controller"). */
+  recorderFor(component: string): Recorder;
 }
 
 /**
@@ -353,8 +356,12 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
     return this.factory.informerFor<T>(resource, opts);
   }
 
-  /** An Event recorder whose Events name `component` as their source (e.g. "foo-controller"). */
+  /**
+   * An Event recorder whose Events name `component` as their source (e.g. "foo-controller"). Records that this
+   * manager writes Events (create; patch for a repeat) for `gen rbac` (pkg/rbac/permission.ts).
+   */
   recorderFor(component: string): Recorder {
+    recordPermission(this, { who: component, why: 'Events (a repeat is patched)', scope: 'manager', group: '', resource: 'events', resourceNames: [], verbs: ['create', 'patch'] });
     return this.events.recorderFor(component);
   }
 

@@ -62,6 +62,7 @@ import { Lister } from '../informerfactory/lister.ts';
 import { stripManagedFields } from '../informerfactory/object.ts';
 import type { ReconcilerHost } from '../runtime/manager.ts';
 import { readCRDs, type CustomResourceDefinition } from './crds.ts';
+import { FakeEvents } from './fakeevents.ts';
 
 /** Thrown for what the fake does not model: the message names the feature. Never an ApiError. */
 export class FakeUnsupportedError extends Error {
@@ -198,6 +199,8 @@ export class FakeClient implements ApiClient {
   private readonly now: () => number;
   private readonly random: (() => number) | undefined;
   private readonly listeners = new Set<(c: FakeChange) => void>();
+  /** The Event recorders of host(), made on first use. */
+  private events: FakeEvents | undefined;
 
   /** An empty store (but for `opts.objects`) serving the built-in types, `opts.resources` and the CRDs of `opts.crdPaths`. */
   constructor(opts: FakeClientOptions = {}) {
@@ -269,9 +272,16 @@ export class FakeClient implements ApiClient {
     return new FakeInformer<T>(type, indexer);
   }
 
-  /** This fake as a ReconcilerHost (`informer(type).lister()` and `client`), the shape ControllerManager has. */
+  /**
+   * This fake as a ReconcilerHost (`informer(type).lister()`, `client`, and `recorderFor(component)`, whose Events are
+   * stored in this fake at once: fakeevents.ts), the shape ControllerManager has.
+   */
   host(): ReconcilerHost {
-    return { client: this, informer: <T extends KubeObject>(type: ResourceType, opts?: { metadataOnly?: boolean }) => this.informer<T>(type, opts) };
+    const events = (this.events ??= new FakeEvents(this, this.now));
+    return {
+      client: this, informer: <T extends KubeObject>(type: ResourceType, opts?: { metadataOnly?: boolean }) => this.informer<T>(type, opts),
+      recorderFor: (component: string) => events.recorderFor(component),
+    };
   }
 
   /** Every stored object of `type` (copies), in key order: for assertions. */
