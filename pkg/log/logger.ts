@@ -4,6 +4,7 @@
  * the `redact` paths below are a safety net, not a licence to log request headers.
  */
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { textDestination } from './text.ts';
 
 /** The logger type of the whole code base: pino's Logger (`child({ controller })`, `info(obj, msg)`, …). */
 export type { Logger };
@@ -12,9 +13,12 @@ export const logLevels: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 
 
 /**
  * A JSON logger (pino) with ISO timestamps, `level` as a label, and credentials (token, password, authorization)
- * redacted; default level info, default destination stdout.
+ * redacted; default level info, default destination stdout. `format: 'text'` writes the same entries as one
+ * human-readable line each (text.ts), for a terminal; `color` (default: the destination is a TTY) marks the level.
  */
-export function newLogger(opts: { level?: LevelWithSilent; destination?: NodeJS.WritableStream } = {}): Logger {
+export function newLogger(opts: { level?: LevelWithSilent; destination?: NodeJS.WritableStream; format?: 'json' | 'text'; color?: boolean } = {}): Logger {
+  const out = opts.destination ?? process.stdout;
+  const destination = opts.format === 'text' ? textDestination(out, opts.color ?? (out as { isTTY?: boolean }).isTTY === true) : out;
   return pino(
     {
       level: opts.level ?? 'info',
@@ -26,8 +30,8 @@ export function newLogger(opts: { level?: LevelWithSilent; destination?: NodeJS.
         censor: '[redacted]',
       },
     },
-    // pino's destination type is its own stream interface; any writable stream satisfies it.
-    (opts.destination ?? process.stdout) as pino.DestinationStream,
+    // pino's destination type is its own stream interface; any writable stream (or text.ts's writer) satisfies it.
+    destination as pino.DestinationStream,
   );
 }
 
