@@ -68,7 +68,7 @@ describe('gen types CLI', () => {
       'error: unknown flag "--frobnicate"\n',
     ]);
     assert.equal(genMain(['schemas'], p.io), 2);
-    assert.match(p.err.at(-1) ?? '', /^error: unknown gen command "schemas" \(known: types\)\n/);
+    assert.match(p.err.at(-1) ?? '', /^error: unknown gen command "schemas" \(known: types, rbac\)\n/);
   });
 
   it('the binary dispatches `gen` before parsing manager flags', () => {

@@ -25,6 +25,8 @@ export interface GenTypesArgs {
 }
 
 export const genUsage = `Usage: ts-controller-manager gen types [flags] CRD.yaml|DIR...
+       ts-controller-manager gen rbac [flags] MODULE   (--help: the RBAC generator; docs/library.md#rbac)
+       ts-controller-manager gen types … + rbac …      (both in turn; --check in either checks both)
 
 Writes TypeScript types from the openAPIV3Schema of every version of the given CustomResourceDefinitions
 (apiextensions.k8s.io/v1; a directory means its *.yaml and *.yml files) into
@@ -145,11 +147,18 @@ const processIO: GenIO = {
   stderr: (s) => process.stderr.write(s),
 };
 
-/** `ts-controller-manager gen <command> …`: resolves the exit code. */
-export function genMain(argv: readonly string[], io: GenIO = processIO): number {
+/**
+ * `ts-controller-manager gen <command> … [+ <command> …]`: resolves the exit code. `types` is here; `rbac` is
+ * pkg/rbac/generate.ts (imported only then). Several commands joined by a `+` argument run in turn, and `--check` in
+ * any of them checks them all — so one npm script (`generate`) regenerates types and RBAC, and
+ * `npm run generate -- --check` checks both; the exit code is the worst of theirs.
+ */
+export function genMain(argv: readonly string[], io: GenIO = processIO): number | Promise<number> {
+  if (argv.includes('+')) return genAll(argv, io);
   const [command, ...rest] = argv;
+  if (command === 'rbac') return import('../rbac/generate.ts').then(({ genRbacMain }) => genRbacMain(rest, io));
   if (command !== 'types') {
-    io.stderr(`error: ${command === undefined ? 'gen needs a command' : `unknown gen command ${JSON.stringify(command)}`} (known: types)\n${genUsage}`);
+    io.stderr(`error: ${command === undefined ? 'gen needs a command' : `unknown gen command ${JSON.stringify(command)}`} (known: types, rbac)\n${genUsage}`);
     return 2;
   }
   let args: GenTypesArgs;
@@ -179,4 +188,17 @@ export function genMain(argv: readonly string[], io: GenIO = processIO): number 
     io.stdout(`wrote ${f.path}\n`);
   }
   return 0;
+}
+
+/** The commands of `argv` joined by `+`, each run in turn (all of them checked when one says --check). */
+async function genAll(argv: readonly string[], io: GenIO): Promise<number> {
+  const commands: string[][] = [[]];
+  for (const a of argv) {
+    if (a === '+') commands.push([]);
+    else commands.at(-1)?.push(a);
+  }
+  const check = argv.includes('--check') || argv.includes('--check=true');
+  let worst = 0;
+  for (const c of commands) worst = Math.max(worst, await genMain(check && !c.includes('--check') ? [...c, '--check'] : c, io));
+  return worst;
 }

@@ -8,6 +8,7 @@
  *     .owns(deploymentResource)                               // a Deployment event → the Foo in its controller ownerRef
  *     .watches<Deployment>(deploymentResource, (d) => [...])  // any mapping: object → requests (or "ns/name" keys)
  *     .withOptions({ concurrency: 2 })
+ *     .rbac({ resource: deploymentResource, verbs: ['create', 'patch'], why: 'creates and corrects its Deployment' })
  *     .complete(reconcile);                                   // (req, signal, ctx) → void | {requeue} | {requeueAfter}
  *                                                             //   throw → retry with backoff; TerminalError → give up
  *
@@ -26,6 +27,10 @@
  * Several sources on one type (e.g. `owns` and `watches` of Deployments) share ONE handler registration: each event
  * is mapped by all of them and every key is enqueued once. Informers are the manager's shared ones: a type watched by
  * two controllers is listed and cached once.
+ *
+ * RBAC (pkg/rbac/permission.ts; `gen rbac` writes the role from it): each source records that its informer lists and
+ * watches its type, `owns` that blockOwnerDeletion needs `update` on the primary's `finalizers`, and `.rbac(...)` what
+ * the reconcile calls beyond that (its writes, status, live reads) — on the manager's ledger, read only by `gen rbac`.
  *
  * Contract: declare before `mgr.start`; handlers only map and enqueue (no I/O); the reconcile reads from listers
  * (`builder.informer()` and `builder.informerOf(type)`) and writes through `mgr.client`. Without sharding the
@@ -62,6 +67,7 @@ import type { JsonClient } from '../client/request.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Registry } from 'prom-client';
 import { passesAll, type Predicate, type PredicateEvent } from './predicate.ts';
+import { contributionOf, informerVerbs, recordPermission, type Permission } from '../rbac/permission.ts';
 
 /**
  * What a ControllerBuilder needs of the manager it declares a controller on — ControllerManager implements it
@@ -172,6 +178,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       ...opts.informer, labelSelector: [opts.informer?.labelSelector, this.shardSelector].filter(Boolean).join(','),
     };
     self.primary = { resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update, predicates: opts.predicates };
+    this.record({ resource, verbs: informerVerbs, why: 'for' });
     return self;
   }
 
@@ -205,6 +212,8 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const { kind, group, namespaced } = primary.resource;
     const owners = primary.informer.lister();
     this.owned.set(resourceId(resource), resource);
+    this.record({ resource, verbs: informerVerbs, why: 'owns' });
+    this.record({ resource: primary.resource, subresource: 'finalizers', verbs: ['update'], why: 'blockOwnerDeletion on what it owns' });
     this.source(resource, opts.metadataOnly).mappers.push({
       map: (obj, enqueue) => {
         const owner = controllerNameOf(obj, kind, group);
@@ -220,6 +229,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   /** Objects of `resource`, mapped to requests by `map` (controller-runtime's EnqueueRequestsFromMapFunc). */
   watches<T extends KubeObject>(resource: ResourceType, map: MapFunc<T>, opts: SourceOptions<T> = {}): this {
     this.requirePrimary('watches()');
+    this.record({ resource, verbs: informerVerbs, why: 'watches' });
     this.source(resource, opts.metadataOnly).mappers.push({
       map: (obj, enqueue) => {
         for (const r of map(obj as T)) enqueue(typeof r === 'string' ? r : requestKey(r));
@@ -227,6 +237,22 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       predicates: opts.predicates,
     });
     return this;
+  }
+
+  /**
+   * Declares what the reconcile calls beyond its informers — writes, status and finalizer updates, live reads — so
+   * `gen rbac` grants exactly that (pkg/rbac/permission.ts). Records only; changes nothing at run time. Throws on a
+   * permission RBAC cannot express (no verbs, no resource).
+   *   .rbac({ resource: guestbookResource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition' })
+   */
+  rbac(...permissions: Permission[]): this {
+    for (const p of permissions) recordPermission(this.mgr, contributionOf(p, this.name));
+    return this;
+  }
+
+  /** Records that this controller needs `p` (a source's informer, blockOwnerDeletion). */
+  private record(p: Permission): void {
+    recordPermission(this.mgr, contributionOf(p, this.name));
   }
 
   /** Workers, queue, rate limiter and timeouts of this controller (merged over earlier calls). */

@@ -174,6 +174,13 @@ export const fooControllerSetup: ControllerSetup = {
     const deployments = builder.informerOf<Deployment>(deploymentResource);
     return builder
       .watches<Deployment>(deploymentResource, (d) => foosWanting(foos.getIndexer(), d))
+      // What the reconcile writes (gen rbac → config/rbac/role.yaml). Not declared: the GET of a Deployment after
+      // its create answered AlreadyExists (a cache lag, or with sharding another shard's) — config/rbac never granted
+      // it and test/deploy.test.ts cannot reach it unsharded, so without `get` that path retries with backoff.
+      .rbac(
+        { resource: deploymentResource, verbs: ['create', 'patch'], why: 'creates its Deployment, corrects its replicas' },
+        { resource: fooResource, subresource: 'status', verbs: ['patch'], why: 'status.availableReplicas' },
+      )
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(fooReconciler({
         foos: foos.lister(), deployments: deployments.lister(), rest: mgr.client, recorder: mgr.recorderFor(`${fooControllerName}-controller`),

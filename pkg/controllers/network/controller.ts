@@ -618,6 +618,11 @@ export const networkControllerSetup: ControllerSetup = {
     // The gauge reads only metadata and the Ready condition, which both versions have.
     registerNetworksGauge(mgr.registry, { lister: builder.informer().lister() as Lister<Network>, active: () => mgr.controllersStarted() });
     return builder
+      // What the reconcile writes (gen rbac → config/rbac/role.yaml); Neutron is outside the cluster.
+      .rbac(
+        { resource: networkResource, verbs: ['patch'], why: 'finalizer add/remove' },
+        { resource: networkResource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition and Neutron IDs' },
+      )
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
       .complete(networkReconciler({
         version, networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),

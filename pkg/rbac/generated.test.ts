@@ -1,0 +1,45 @@
+/**
+ * config/rbac is what `gen rbac` derives from the binary's controllers (cmd/manager/setup.ts), with exactly the
+ * arguments of package.json's "generate" script: a controller that declares a new call (`.rbac(...)`, a source)
+ * without `npm run generate` fails this test, and so does a hand edit of the generated rules. What the generator
+ * replaced — the hand-written role.yaml of before — granted the same rules (the finding is in the report of issue 42:
+ * none differ); test/deploy.test.ts proves each of their verbs needed.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { load } from 'js-yaml';
+import { parseGenRbacArgs, planRbac } from './generate.ts';
+
+const root = resolve(import.meta.dirname, '../..');
+
+/** The arguments after `gen rbac` in package.json's "generate" script. */
+function generateScriptArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const m = /\bgen rbac ([^&]*)/.exec(pkg.scripts?.['generate'] ?? '');
+  assert.ok(m?.[1], 'package.json "generate" runs gen rbac');
+  return m[1].trim().split(/\s+/);
+}
+
+describe('config/rbac is generated from what the controllers declare', () => {
+  it('role.yaml and leader_election_role.yaml are what `npm run generate` writes', async () => {
+    const files = await planRbac(parseGenRbacArgs(generateScriptArgs()), root);
+    assert.deepEqual(files.map((f) => f.path), ['config/rbac/role.yaml', 'config/rbac/leader_election_role.yaml']);
+    for (const f of files) assert.equal(readFileSync(resolve(root, f.path), 'utf8'), f.content, `${f.path} is stale: run \`npm run generate\``);
+  });
+
+  it('the manager role grants exactly the rules config/rbac granted when it was written by hand', async () => {
+    const [role] = await planRbac(parseGenRbacArgs(generateScriptArgs()), root);
+    const rules = (load(role?.content ?? '') as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] }).rules;
+    const granted = rules.flatMap((r) => r.verbs.map((v) => `${r.apiGroups.join()}/${r.resources.join()}:${v}`)).sort();
+    assert.deepEqual(granted, [
+      '/events:create', '/events:patch',
+      'apps/deployments:create', 'apps/deployments:list', 'apps/deployments:patch', 'apps/deployments:watch',
+      'samplecontroller.k8s.io/foos/finalizers:update', 'samplecontroller.k8s.io/foos/status:patch',
+      'samplecontroller.k8s.io/foos:list', 'samplecontroller.k8s.io/foos:watch',
+      'samplecrd.k8s.io/networks/status:patch',
+      'samplecrd.k8s.io/networks:list', 'samplecrd.k8s.io/networks:patch', 'samplecrd.k8s.io/networks:watch',
+    ]);
+  });
+});
