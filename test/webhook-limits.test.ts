@@ -1,16 +1,18 @@
 /**
  * The webhook server's limits hold the real manager up under attack (issue 41 item 3): `cmd/manager/main.ts` inside a
- * 256 MiB memory cgroup (config/manager's limit, the image's Node flags) serves its Network webhooks with the default
- * limits on 127.0.0.1 while this process sends it
+ * 256 MiB memory cgroup (config/manager's limit, the image's Node flags) serves its Network webhooks on 127.0.0.1, with
+ * the default limits but --webhook-max-connections=200, while this process sends it
  *  - oversized requests (a declared Content-Length over the path's limit, and a chunked body passing it), then
+ *  - valid reviews at the 7 MiB limit, 8 at once (a ConversionReview of 29 000 Networks, converted by the manager),
  *  - 100 concurrent slow 7 MiB uploads (half declaring their length, half chunked; a few KiB per tick, to the
- *    admission and the conversion paths), 10 more oversized ones, and 300 TLS connections that never send a request
- *    (past the 256 connections allowed),
+ *    admission and the conversion paths), 10 more oversized ones, and 300 TLS connections that never send a request,
  * while 30 Foos are created. Asserted: every upload and oversized request is refused (413, 429 with Retry-After, 408,
- * or its connection closed at accept) — none is served, none left unanswered; the Foos converge (the controllers keep
- * reconciling); the manager is still running, never OOM-killed, its cgroup never reached the limit (failcnt 0), and
- * /readyz answers 200; `controller_runtime_webhook_refused_total` on /metrics equals, reason by reason, what the
- * clients saw refused. Timings are not asserted; the peak memory is reported (t.diagnostic).
+ * or its connection closed at accept) — none is served, none left unanswered; of the valid reviews at least one is
+ * served and the others refused; more than 100 idle connections are closed at accept (the flag reached the server);
+ * the Foos converge (the controllers keep reconciling); the manager is still running, never OOM-killed, its cgroup
+ * never reached the limit (failcnt 0), and /readyz answers 200; `controller_runtime_webhook_refused_total` on /metrics
+ * equals, reason by reason, what the clients saw refused. Timings are not asserted; the peak memory is reported
+ * (t.diagnostic).
  *
  * And what kube-apiserver does with the limits, the same private one (startTestEnv) calling an in-process WebhookServer
  * by url: a 429 with Retry-After (maxRequestsInFlight) is retried by its webhook client and the write succeeds; every
@@ -29,11 +31,11 @@ import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { ApiError } from '../pkg/client/errors.ts';
 import { selfSignedCertificate } from '../pkg/manager/selfsigned.ts';
-import { applyCRDs, readCRDs } from '../pkg/testing/crds.ts';
+import { applyCRDs, type CustomResourceDefinition } from '../pkg/testing/crds.ts';
 import { startTestEnv, type TestEnv } from '../pkg/testing/index.ts';
 import { freePort } from '../pkg/testing/process.ts';
 import { WebhookBuilder } from '../pkg/webhook/builder.ts';
-import { defaultMaxConnections, defaultMaxRequestBytes, WebhookServer } from '../pkg/webhook/server.ts';
+import { defaultMaxRequestBytes, WebhookServer } from '../pkg/webhook/server.ts';
 import { webhookRefusalReasons, type WebhookRefusalReason } from '../pkg/webhook/metrics.ts';
 import { MemoryCgroup, processRss } from './helpers/cgroup.ts';
 import { suffix, waitFor } from './helpers/cluster.ts';
@@ -47,6 +49,8 @@ const SLOW_BYTES = 7 * MiB;
 const TICK_BYTES = 8 * 1024;
 const TICK_MS = 25;
 const IDLE = 300;
+/** --webhook-max-connections for the attack (the only limit not at its default). */
+const MAX_CONNECTIONS = 200;
 const FOOS = 30;
 /** How long a client waits for an answer before it counts as unanswered (a failure): well past the 10 s body deadline. */
 const CLIENT_BOUND_MS = 40_000;
@@ -193,8 +197,9 @@ describe('webhook server limits under attack', () => {
     const cgroup = MemoryCgroup.create(`tscm-test-${suffix()}`, LIMIT);
     const mgr = await ManagerProcess.start({
       cgroup, collectLogs: true,
-      // The webhook limits are the defaults: nothing here but where to listen and the certificate.
-      args: ['--controllers=foo', `--webhook-cert-path=${certDir}`, `--webhook-bind-address=127.0.0.1:${port}`, '--log-level=warn'],
+      // The webhook limits are the defaults but one: 200 connections instead of 256, so that the refusals show the flag
+      // reaches the server (more than 100 of the 300 idle connections closed at accept; with 256, some 50 are).
+      args: ['--controllers=foo', `--webhook-cert-path=${certDir}`, `--webhook-bind-address=127.0.0.1:${port}`, `--webhook-max-connections=${MAX_CONNECTIONS}`, '--log-level=warn'],
       env: { KUBECONFIG: env.kubeconfigPath, WATCH_NAMESPACE: ns },
     });
     const ticker = new Ticker();
@@ -286,7 +291,7 @@ describe('webhook server limits under attack', () => {
         }
       }
       for (let i = 0; i < idleDropped; i++) count('max_connections');
-      assert.ok(idleDropped >= IDLE - defaultMaxConnections, `${idleDropped} idle connections closed at accept: more than ${defaultMaxConnections} were never open at once`);
+      assert.ok(idleDropped >= IDLE - MAX_CONNECTIONS, `${idleDropped} idle connections closed at accept: more than ${MAX_CONNECTIONS} were never open at once`);
 
       // The controllers kept reconciling.
       await waitFor(`all ${FOOS} Foo statuses written`, async () => {
@@ -335,9 +340,9 @@ describe('webhook server limits under attack', () => {
 });
 
 describe('kube-apiserver and the webhook server\'s limits', () => {
-  const group = 'webhooktest.example.com';
+  const group = 'limits.webhooktest.example.com';
   const collection = (version: string): string => `/apis/${group}/${version}/namespaces/default/widgets`;
-  const validatePath = '/validate-webhooktest-example-com-v2-widget';
+  const validatePath = '/validate-limits-webhooktest-example-com-v2-widget';
   /** One Widget's ConversionReview is ~0.7 KiB, two objects' ~1.4 KiB. */
   const convertLimit = 1100;
   let registry: Registry;
@@ -375,10 +380,20 @@ describe('kube-apiserver and the webhook server\'s limits', () => {
     };
     const { port } = await server.listening;
     const caBundle = Buffer.from(cert).toString('base64');
-    const [crd] = readCRDs([join(repoRoot, 'test', 'testdata', 'widgets-crd.yaml')]);
-    const spec = crd!.spec as { conversion: { webhook: { clientConfig: { url: string; caBundle?: string } } } };
-    spec.conversion.webhook.clientConfig = { url: `https://127.0.0.1:${port}/convert`, caBundle };
-    await applyCRDs(env.client, [crd!], ['test/testdata/widgets-crd.yaml']);
+    // A two-version CRD of this test's own: v1 (spec.count), v2 (spec.replicas, stored), converted by the server.
+    const version = (name: string, storage: boolean, field: string): Record<string, unknown> => ({
+      name, served: true, storage,
+      schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } } } },
+    });
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `widgets.${group}` },
+      spec: {
+        group, scope: 'Namespaced', names: { kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget' },
+        conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${port}/convert`, caBundle } } },
+        versions: [version('v1', false, 'count'), version('v2', true, 'replicas')],
+      },
+    } as unknown as CustomResourceDefinition;
+    await applyCRDs(env.client, [crd], ['(test/webhook-limits.test.ts)']);
     await env.client.json('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
       body: {
         apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'widgets' },
@@ -430,7 +445,7 @@ describe('kube-apiserver and the webhook server\'s limits', () => {
     assert.equal((await listV1()).items.length, 22);
     // The API server reuses a conversion it made for a watch event; a touched CRD rebuilds its storage and cache, and
     // the next list converts every object: 22 reviews of one object (two would pass the 1 100 bytes: 413).
-    const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.webhooktest.example.com';
+    const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`;
     const crd = await env.client.json<{ spec: { versions: Array<{ additionalPrinterColumns?: unknown[] }> } }>('GET', crdPath);
     crd.spec.versions[0]!.additionalPrinterColumns = [{ name: 'Count', type: 'integer', jsonPath: '.spec.count' }];
     await env.client.json('PUT', crdPath, { body: crd });
@@ -444,7 +459,7 @@ describe('kube-apiserver and the webhook server\'s limits', () => {
     await create('v2', 'large', { replicas: 5 }, { padding: 'x'.repeat(2048) }); // written as v2: stored as is
     await assert.rejects(env.client.json('GET', `${collection('v1')}/large`), (err: unknown) => {
       assert.ok(err instanceof ApiError, String(err));
-      assert.match(err.message, /conversion webhook for webhooktest\.example\.com\/v2, Kind=Widget failed: the server responded with the status code 413/);
+      assert.match(err.message, /conversion webhook for limits\.webhooktest\.example\.com\/v2, Kind=Widget failed: the server responded with the status code 413/);
       return true;
     });
     assert.ok(await refused('body_too_large') >= 1);
