@@ -29,7 +29,8 @@
  * Limits (the process shares its memory with the controllers; the port is open to every source):
  *  - A body is never buffered past its path's limit nor past `maxInFlightBytes` together with the others: bytes are
  *    counted as they arrive. Every refusal (413, 429, 408 above) is answered before the rest of the body is read, and
- *    the connection is closed (HTTP/2: only the stream is reset), so a refused client holds nothing.
+ *    the connection closed 500 ms later without reading more (lingeringClose; HTTP/2: only the stream is reset), so a
+ *    refused client holds no memory here.
  *  - `maxConnections` (256) TCP connections at once; one more is closed at accept, before TLS.
  *  - So the request bodies held at any moment are at most `maxInFlightBytes`, however many clients send, and however
  *    slowly; a slow one holds its bytes `requestTimeoutMs` at most.
