@@ -173,7 +173,8 @@ export function controllerTs(n: ApiNames): string {
   const c = n.camel;
   return `/**
  * The ${K} controller (${n.fullGroup}/${n.version}), scaffolded by \`ts-controller-manager create api\`: a working
- * starting point that shows the library's reconcile helpers — replace the ConfigMap with what your ${K} manages.
+ * starting point that shows the library's reconcile helpers — replace the ConfigMap with what your ${K} manages, and
+ * grow its unit test (${n.file}.test.ts) with it.
  *
  * For each ${K}:
  *  - a finalizer (finalizer()) is added before anything is created, and removed only after cleanup ran, so nothing
@@ -183,12 +184,14 @@ export function controllerTs(n: ApiNames): string {
  *    generation it reflects. A ConfigMap of that name that this ${K} does not control (someone else's) is never
  *    touched: Ready=False (ConfigMapExists) until it goes;
  *  - cleanup (the ${K} is being deleted): the ConfigMap is deleted — in a cluster its ownerReference would let the
- *    garbage collector do that too, but your own cleanup (outside the cluster) goes here.
+ *    garbage collector do that too, but your own cleanup (outside the cluster) goes here;
+ *  - Events (\`kubectl describe\` lists them): ConfigMapCreated, ConfigMapUpdated, ConfigMapDeleted, and the Warning
+ *    ConfigMapExists.
  * \`.owns(configMaps)\` requeues the ${K} whenever its ConfigMap changes, so a hand edit is undone.
  */
 import {
   controllerOf, coreResources, createOrPatch, finalizer, ignoreNotFound, setControllerReference, setStatusCondition,
-  type ControllerManager, type KubeObject, type Reconciler,
+  type ControllerManager, type KubeObject, type Reconciler, type ReconcilerHost,
 } from 'ts-controller-manager';
 import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
 
@@ -199,16 +202,21 @@ interface ConfigMap extends KubeObject {
 /** The finalizer this controller keeps on every ${K}. */
 export const ${c}Finalizer = '${n.fullGroup}/finalizer';
 
-/** Registers the ${K} controller with the manager (call before mgr.run/start). */
-export function setup${K}Controller(mgr: ControllerManager): void {
-  // Reads come from the shared informer caches; writes go through mgr.client (refused once leadership is lost).
-  const ${c}s = mgr.informer<${K}>(${c}Resource).lister();
-  const ${c}Api = mgr.client.resource<${K}>(${c}Resource);
-  const configMapApi = mgr.client.resource<ConfigMap>(coreResources.configMaps);
+/**
+ * The ${K} reconciler on any ReconcilerHost: the manager (setup${K}Controller below), or a FakeClient's host() in its
+ * unit test. Reads come from the host's shared caches; writes and Events go through the host.
+ */
+export function ${c}Reconciler(host: ReconcilerHost): Reconciler {
+  const ${c}s = host.informer<${K}>(${c}Resource).lister();
+  const ${c}Api = host.client.resource<${K}>(${c}Resource);
+  const configMapApi = host.client.resource<ConfigMap>(coreResources.configMaps);
+  const recorder = host.recorderFor('${n.file}-controller');
 
-  const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
+  return async ({ namespace, name }, signal, { log }) => {
     const current = ${c}s.get(namespace, name);
     if (!current) return; // deleted: its finalizer already cleaned up
+    // The ${K} as an owner and as the subject of Events: cached objects lack apiVersion and kind.
+    const self: ${K} = { ...current, apiVersion, kind: ${c}Kind };
     const api = ${c}Api.namespace(namespace);
     const configMaps = configMapApi.namespace(namespace);
 
@@ -224,9 +232,8 @@ export function setup${K}Controller(mgr: ControllerManager): void {
       apply: async (obj) => {
         // createOrPatch reads the ConfigMap from the API server and hands it (or a new one) to this function; only
         // what it changes is sent, fenced by the resourceVersion read: a change landing after the read (someone
-        // taking the ConfigMap over) fails the patch with 409 and the reconcile retries (ts-controller-manager's
-        // test/createorpatch-fence.test.ts). One that exists and that this ${K} does not control is left as it is
-        // (nothing changed: no request).
+        // taking the ConfigMap over) fails the patch with 409 and the reconcile retries. One that exists and that
+        // this ${K} does not control is left as it is (nothing changed: no request).
         let foreign = false;
         const { result } = await createOrPatch(configMaps, { metadata: { name } }, (cm) => {
           if (cm.metadata?.uid && controllerOf(cm)?.uid !== obj.metadata?.uid) {
@@ -234,10 +241,15 @@ export function setup${K}Controller(mgr: ControllerManager): void {
             return;
           }
           cm.data = { foo: obj.spec?.foo ?? '' };
-          setControllerReference({ ...obj, apiVersion, kind: ${c}Kind }, cm); // cached objects lack apiVersion/kind
+          setControllerReference(self, cm);
         }, { signal });
-        if (foreign) return setReady(obj, 'False', 'ConfigMapExists', \`ConfigMap \${name} exists and is not controlled by this ${K}\`);
-        if (result !== 'unchanged') log.info({ configMap: name, result }, 'ConfigMap reconciled');
+        if (foreign) {
+          const message = \`ConfigMap \${name} exists and is not controlled by this ${K}\`;
+          recorder.event(self, 'Warning', 'ConfigMapExists', message);
+          return setReady(obj, 'False', 'ConfigMapExists', message);
+        }
+        if (result === 'created') recorder.event(self, 'Normal', 'ConfigMapCreated', \`ConfigMap \${name} created\`);
+        else if (result !== 'unchanged') recorder.event(self, 'Normal', 'ConfigMapUpdated', \`ConfigMap \${name} updated\`);
         return setReady(obj, 'True', 'Reconciled', \`ConfigMap \${name} is up to date\`);
       },
       cleanup: async (obj) => {
@@ -245,16 +257,19 @@ export function setup${K}Controller(mgr: ControllerManager): void {
         const cm = await ignoreNotFound(configMaps.get(name, { signal }));
         if (cm && controllerOf(cm)?.uid === obj.metadata?.uid) {
           await ignoreNotFound(configMaps.delete(name, { preconditions: { uid: cm.metadata?.uid }, signal }));
-          log.info({ configMap: name }, 'ConfigMap deleted');
+          recorder.event(self, 'Normal', 'ConfigMapDeleted', \`ConfigMap \${name} deleted\`);
         }
       },
     }, { signal });
   };
+}
 
+/** Registers the ${K} controller with the manager (main.ts calls it before mgr.run()). */
+export function setup${K}Controller(mgr: ControllerManager): void {
   mgr.controller('${n.file}')
     .for<${K}>(${c}Resource)
     .owns(coreResources.configMaps) // a change to a ConfigMap it controls requeues its ${K}
-    .complete(reconcile);
+    .complete(${c}Reconciler(mgr));
 }
 `;
 }
@@ -262,95 +277,104 @@ export function setup${K}Controller(mgr: ControllerManager): void {
 export function controllerTestTs(n: ApiNames): string {
   const K = n.kind;
   const c = n.camel;
+  const a = /^[AEIOU]/.test(K) ? 'an' : 'a';
   return `/**
- * The ${K} controller against a real etcd + kube-apiserver (ts-controller-manager/testing, envtest-style) with this
- * project's CRDs installed; the manager runs in this process, everything is checked through the API. As in envtest,
- * no Kubernetes controllers run: nothing garbage-collects, so only the finalizer's cleanup can delete the ConfigMap.
+ * Unit tests of the ${K} reconciler: ${c}Reconciler (${n.file}.ts) called directly on a FakeClient from
+ * ts-controller-manager/testing — an in-memory API server serving this project's CRDs: no control plane, milliseconds
+ * per test. Each step reconciles once, as the manager does after a change, then checks what the API holds and which
+ * Events were recorded. Add a test for each behaviour you give the reconciler.
+ * What the fake does not do — webhooks, RBAC, garbage collection, the caches' lag — is checked on a real API server by
+ * main.test.ts (the manager as main.ts runs it) and the webhook tests; crashes and stale views by
+ * ${n.file}.explore.test.ts.
  *   npm test   (or: node --test ${n.testPath})
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { ControllerManager, coreResources, findStatusCondition, ignoreNotFound, silentLogger, type KubeObject } from 'ts-controller-manager';
-import { eventually, startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { test } from 'node:test';
+import { coreResources, findStatusCondition, ignoreNotFound, type KubeObject } from 'ts-controller-manager';
+import { FakeClient, reconcileContext } from 'ts-controller-manager/testing';
 import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
-import { ${c}Finalizer, setup${K}Controller } from './${n.file}.ts';
+import { ${c}Finalizer, ${c}Reconciler } from './${n.file}.ts';
 
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 
-let env: TestEnv;
-const stop = new AbortController();
-let manager: Promise<number> | undefined;
+/** A fresh fake API server with the CRDs and namespace \`demo\`, the reconciler on it, and the tests' shorthands. */
+async function setup() {
+  const fake = new FakeClient({ crdPaths: [join(import.meta.dirname, '..', 'config', 'crd', 'bases')] });
+  await fake.resource(coreResources.namespaces).create({ metadata: { name: 'demo' } });
+  const reconcile = ${c}Reconciler(fake.host());
+  return {
+    ${c}s: fake.resource<${K}>(${c}Resource).namespace('demo'),
+    configMaps: fake.resource<ConfigMap>(coreResources.configMaps).namespace('demo'),
+    /** One reconcile of demo/<name>, as the manager runs it after a change of that ${K} or of its ConfigMap. */
+    reconcile: (name: string) => reconcile({ namespace: 'demo', name }, AbortSignal.timeout(10_000), reconcileContext(\`demo/\${name}\`)),
+    /** The Events recorded so far, as "<type> <reason>". */
+    events: () => fake.objects<KubeObject & { type?: string; reason?: string }>(coreResources.events).map((e) => \`\${e.type} \${e.reason}\`),
+  };
+}
 
-before(async () => {
-  env = await startTestEnv({ crdPaths: [join(import.meta.dirname, '..', 'config', 'crd', 'bases')] });
-  console.log(\`control plane ready in \${(env.startMs / 1000).toFixed(1)} s\`);
-  const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: silentLogger });
-  setup${K}Controller(mgr);
-  manager = mgr.start(stop.signal);
-});
-
-after(async () => {
-  stop.abort();
-  await manager;
-  await env?.stop();
-});
-
-
-test('${/^[AEIOU]/.test(K) ? 'an' : 'a'} ${K} gets its ConfigMap and Ready=True; a spec change follows; deletion runs the finalizer', async () => {
-  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}' } });
-  const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('test-${n.file}');
-  const configMaps = env.client.resource<ConfigMap>(coreResources.configMaps).namespace('test-${n.file}');
+test('${a} ${K} gets its ConfigMap, the finalizer and Ready=True; a spec change and a hand edit are followed', async () => {
+  const { ${c}s, configMaps, reconcile, events } = await setup();
   const created = await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'sample' }, spec: { foo: 'bar' } });
+  await reconcile('sample');
 
-  // The ConfigMap appears with spec.foo, controlled by the ${K}; the ${K} carries the finalizer and is Ready.
-  const cm = await eventually(() => ignoreNotFound(configMaps.get('sample')), { message: 'the ConfigMap' });
+  const cm = await configMaps.get('sample');
   assert.deepEqual(cm.data, { foo: 'bar' });
   assert.deepEqual(cm.metadata?.ownerReferences, [{
     apiVersion, kind: ${c}Kind, name: 'sample', uid: created.metadata?.uid, controller: true, blockOwnerDeletion: true,
   }]);
-  const ready = await eventually(async () => findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready'), { message: 'Ready=True' });
-  assert.deepEqual([ready.status, ready.reason, ready.observedGeneration], ['True', 'Reconciled', 1]);
-  assert.deepEqual((await ${c}s.get('sample')).metadata?.finalizers, [${c}Finalizer]);
+  const stored = await ${c}s.get('sample');
+  assert.deepEqual(stored.metadata?.finalizers, [${c}Finalizer]);
+  const ready = findStatusCondition(stored.status?.conditions, 'Ready');
+  assert.deepEqual([ready?.status, ready?.reason, ready?.observedGeneration], ['True', 'Reconciled', 1]);
+  assert.deepEqual(events(), ['Normal ConfigMapCreated']);
 
   // A spec change reaches the ConfigMap, and Ready reports the new generation.
   await ${c}s.patch('sample', { merge: { spec: { foo: 'baz' } } });
-  await eventually(async () => (await configMaps.get('sample')).data?.['foo'] === 'baz', { message: 'the ConfigMap updated' });
-  await eventually(async () =>
-    findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready')?.observedGeneration === 2, { message: 'Ready for generation 2' });
+  await reconcile('sample');
+  assert.deepEqual((await configMaps.get('sample')).data, { foo: 'baz' });
+  assert.equal(findStatusCondition((await ${c}s.get('sample')).status?.conditions, 'Ready')?.observedGeneration, 2);
 
-  // A hand edit of the ConfigMap is undone (.owns requeues the ${K}).
+  // A hand edit of the ConfigMap is undone (in the manager its change requeues the ${K}: .owns in setup${K}Controller).
   await configMaps.patch('sample', { merge: { data: { foo: 'edited' } } });
-  await eventually(async () => (await configMaps.get('sample')).data?.['foo'] === 'baz', { message: 'the hand edit undone' });
+  await reconcile('sample');
+  assert.deepEqual((await configMaps.get('sample')).data, { foo: 'baz' });
+  assert.deepEqual(events(), ['Normal ConfigMapCreated', 'Normal ConfigMapUpdated']);
 
-  // Deleting the ${K}: cleanup deletes the ConfigMap, then the finalizer goes and with it the ${K}.
-  await ${c}s.delete('sample');
-  await eventually(async () =>
-    (await ignoreNotFound(${c}s.get('sample'))) === undefined && (await ignoreNotFound(configMaps.get('sample'))) === undefined, { message: '${K} and ConfigMap gone' });
+  // Nothing changed since: a further reconcile writes nothing.
+  const before = [(await ${c}s.get('sample')).metadata?.resourceVersion, (await configMaps.get('sample')).metadata?.resourceVersion];
+  await reconcile('sample');
+  assert.deepEqual([(await ${c}s.get('sample')).metadata?.resourceVersion, (await configMaps.get('sample')).metadata?.resourceVersion], before);
 });
 
-test('a ConfigMap of the same name that another owner controls is left alone: Ready=False ConfigMapExists', async () => {
-  await env.client.resource(coreResources.namespaces).create({ metadata: { name: 'test-${n.file}-foreign' } });
-  const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('test-${n.file}-foreign');
-  const configMaps = env.client.resource<ConfigMap>(coreResources.configMaps).namespace('test-${n.file}-foreign');
+test('deleting ${a} ${K}: cleanup deletes its ConfigMap, then the finalizer goes and with it the ${K}', async () => {
+  const { ${c}s, configMaps, reconcile, events } = await setup();
+  await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'sample' }, spec: { foo: 'bar' } });
+  await reconcile('sample');
+  await ${c}s.delete('sample'); // held by the finalizer: only deletionTimestamp is set
+  await reconcile('sample');
+  assert.equal(await ignoreNotFound(configMaps.get('sample')), undefined);
+  assert.equal(await ignoreNotFound(${c}s.get('sample')), undefined);
+  assert.deepEqual(events(), ['Normal ConfigMapCreated', 'Normal ConfigMapDeleted']);
+});
+
+test('a ConfigMap of the same name that another owner controls is left alone: Ready=False ConfigMapExists and a Warning', async () => {
+  const { ${c}s, configMaps, reconcile, events } = await setup();
   const foreignOwner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: '00000000-0000-0000-0000-000000000001', controller: true };
   await configMaps.create({ metadata: { name: 'taken', ownerReferences: [foreignOwner] }, data: { mine: 'yes' } });
   await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { name: 'taken' }, spec: { foo: 'bar' } });
-
-  const refused = await eventually(async () => findStatusCondition((await ${c}s.get('taken')).status?.conditions, 'Ready'), { message: 'Ready=False' });
-  assert.deepEqual([refused.status, refused.reason], ['False', 'ConfigMapExists']);
+  await reconcile('taken');
+  const refused = findStatusCondition((await ${c}s.get('taken')).status?.conditions, 'Ready');
+  assert.deepEqual([refused?.status, refused?.reason], ['False', 'ConfigMapExists']);
   assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'the foreign ConfigMap is untouched');
+  assert.deepEqual(events(), ['Warning ConfigMapExists']);
 
   await ${c}s.delete('taken');
-  await eventually(async () => (await ignoreNotFound(${c}s.get('taken'))) === undefined, { message: 'the ${K} gone' });
+  await reconcile('taken');
+  assert.equal(await ignoreNotFound(${c}s.get('taken')), undefined);
   assert.deepEqual((await configMaps.get('taken')).data, { mine: 'yes' }, 'cleanup left the foreign ConfigMap alone');
-});
-
-test('the manager shuts down cleanly (exit code 0) when its signal aborts', async () => {
-  stop.abort();
-  assert.equal(await manager, 0);
 });
 `;
 }

@@ -155,7 +155,15 @@ describe('create api', () => {
     assert.match(types, /import type \{ KubeObject, ResourceType \} from 'ts-controller-manager';/);
     const controller = read(dir, 'controllers/guestbook.ts');
     for (const helper of ['finalizer(', 'createOrPatch(', 'setStatusCondition(', 'setControllerReference(']) assert.ok(controller.includes(helper), helper);
-    assert.match(read(dir, 'controllers/guestbook.test.ts'), /startTestEnv\(/);
+    // The reconciler is a function of a ReconcilerHost (Events included); the manager is only where it is registered.
+    assert.match(controller, /^export function guestbookReconciler\(host: ReconcilerHost\): Reconciler \{$/m);
+    assert.match(controller, /^ {2}const recorder = host\.recorderFor\('guestbook-controller'\);$/m);
+    assert.match(controller, /^ {4}\.complete\(guestbookReconciler\(mgr\)\);$/m);
+    // Its unit test runs it on the fake: no control plane.
+    const unit = read(dir, 'controllers/guestbook.test.ts');
+    assert.match(unit, /new FakeClient\(\{ crdPaths: /);
+    assert.match(unit, /guestbookReconciler\(fake\.host\(\)\)/);
+    assert.doesNotMatch(unit, /startTestEnv|ControllerManager/);
     const exploreTest = read(dir, 'controllers/guestbook.explore.test.ts');
     assert.match(exploreTest, /from 'ts-controller-manager\/testing'/);
     assert.match(exploreTest, /setup: \(mgr\) => setupGuestbookController\(mgr\),/);
@@ -195,7 +203,9 @@ describe('create api', () => {
     writeFileSync(join(dir, 'controllers', 'shelf.ts'), '// mine\n');
     const before = ['main.ts', 'PROJECT', 'config/rbac/role.yaml', 'controllers/shelf.ts'].map((f) => read(dir, f));
     for (const [argv, message] of [
-      [['--group', 'webapp', '--version', 'v1alpha1', '--kind', 'Guestbook'], /^error: kind Guestbook already exists in group webapp\.example\.com/],
+      [['--group', 'webapp', '--version', 'v1alpha1', '--kind', 'Guestbook'], /^error: kind Guestbook already exists in group webapp\.example\.com \(v1\); a second version is not scaffolded/],
+      // The same version again is not about versions: the kind is there; it is changed by editing its files.
+      [['--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], /^error: kind Guestbook \(webapp\.example\.com\/v1\) already exists: create api makes a kind once; change it in config\/crd\/bases\/webapp\.example\.com_guestbooks\.yaml \(then npm run generate\) and controllers\/guestbook\.ts\n$/],
       [['--group', 'webapp', '--version', 'v1', '--kind', 'Guest_book'], /^error: invalid --kind "Guest_book"/],
       [['--group', 'webapp', '--version', '1', '--kind', 'Shelf'], /^error: invalid --version "1"/],
       [['--group', 'Web', '--version', 'v1', '--kind', 'Shelf'], /^error: invalid --group "Web"/],
@@ -243,7 +253,13 @@ describe('create webhook', () => {
     assert.match(ts, /mgr\.webhook<Guestbook>\(\{ group: 'webapp\.example\.com', version: 'v1', kind: guestbookKind \}\)/);
     for (const s of ['.withDefaulter(', '.withValidator(', 'denied(', '.complete()']) assert.ok(ts.includes(s), s);
     assert.ok(!ts.includes('withConversion'));
-    assert.match(read(dir, 'webhooks/guestbook_webhook.test.ts'), /startTestEnv\(/);
+    // Its test installs config/webhook as deployed (pointed at the test's process), not configurations of its own.
+    const webhookTest = read(dir, 'webhooks/guestbook_webhook.test.ts');
+    assert.match(webhookTest, /webhooks: \{ paths: \[join\(project, 'config', 'webhook'\)\] \}/);
+    assert.match(webhookTest, /await env\.waitForWebhooks\(\);/);
+    assert.doesNotMatch(webhookTest, /webhookconfigurations/);
+    // main.test.ts gains the test of main.ts without a serving certificate, once.
+    assert.equal(read(dir, 'main.test.ts').split("test('with webhooks and no serving certificate").length, 2);
     const main = read(dir, 'main.ts');
     assert.match(main, /^import \{ setupGuestbookWebhook \} from '\.\/webhooks\/guestbook_webhook\.ts';$/m);
     assert.match(main, /^if \(process\.env\['ENABLE_WEBHOOKS'\] !== 'false' && mgr\.webhooksEnabled\(\)\) \{\n {2}setupGuestbookWebhook\(mgr\);\n {2}\/\/ \+scaffold:webhooks\n\}$/m);
@@ -267,6 +283,7 @@ describe('create webhook', () => {
     const [m2, v2] = loadAll(read(dir, 'config/webhook/manifests.yaml')) as { webhooks: { name: string }[] }[];
     assert.deepEqual([m2?.webhooks.length, v2?.webhooks.map((w) => w.name)], [1, ['vguestbook-v1.webapp.example.com', 'vshelf-v1.webapp.example.com']]);
     assert.equal(read(dir, 'Dockerfile').split('COPY webhooks ./webhooks').length, 2);
+    assert.equal(read(dir, 'main.test.ts').split("test('with webhooks and no serving certificate").length, 2);
     assert.ok(!existsSync(join(dir, 'webhooks/shelf_webhook.ts')) || !read(dir, 'webhooks/shelf_webhook.ts').includes('withDefaulter'));
   });
 

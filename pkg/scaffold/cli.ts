@@ -16,7 +16,7 @@ import { parseCRDs, type CRDVersion } from '../codegen/crd.ts';
 import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/types.ts';
 import { apiNames, controllerExploreTestTs, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
 import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
-import { layout, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
+import { layout, mainCertTest, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
 import {
   conversionPatch, crdCaInjection, defaultInsertions, mainWebhookInsertions, webhookConfigFiles, webhookEntry, webhookMarkers,
   webhookConfiguration, webhookNames, webhookTestTs, webhookTs, type WebhookFlags,
@@ -236,6 +236,10 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
   const plural = str(flags, 'plural') ?? pluralize(kind);
   check(validatePlural(plural));
   for (const r of project.resources) {
+    if (r.group === group && r.kind === kind && r.version === version) {
+      const made = apiNames(r);
+      throw new ScaffoldUsageError(`kind ${kind} (${group}.${project.domain}/${version}) already exists: create api makes a kind once; change it in ${made.crdPath} (then npm run generate) and ${made.controllerPath}`);
+    }
     if (r.group === group && r.kind === kind) {
       throw new ScaffoldUsageError(`kind ${kind} already exists in group ${group}.${project.domain} (${r.version}); a second version is not scaffolded, add it to its CRD by hand`);
     }
@@ -340,6 +344,9 @@ function createWebhook(argv: readonly string[], io: ScaffoldIO): number {
   const main = mainWebhookInsertions(n);
   put('main.ts', insertAbove(insertAbove(current('main.ts'), markers.imports, main.imports, 'main.ts'), markers.webhooks, main.webhooks, 'main.ts'));
   put('Dockerfile', insertAbove(current('Dockerfile'), 'RUN npm run build', 'COPY webhooks ./webhooks', 'Dockerfile'));
+  // main.ts with webhooks and no certificate: its one-line error is tested (projects from an older init lack the marker).
+  const mainTest = existsSync(join(dir, 'main.test.ts')) ? current('main.test.ts') : '';
+  if (mainTest.split('\n').some((l) => l.trim() === markers.mainTests)) put('main.test.ts', insertAbove(mainTest, markers.mainTests, mainCertTest(), 'main.test.ts'));
   const manifests = 'config/webhook/manifests.yaml';
   for (const kind of [...(f.defaulting ? ['mutating' as const] : []), ...(f.validation ? ['validating' as const] : [])]) {
     // The configuration document comes with its first webhook (kustomize refuses one with no webhooks).

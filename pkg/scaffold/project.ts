@@ -13,6 +13,7 @@ export const markers = {
   rules: '# +scaffold:rules',
   webhooks: '// +scaffold:webhooks',
   crdWebhookPatches: '# +scaffold:crdkustomizewebhookpatch',
+  mainTests: '// +scaffold:maintests',
 } as const;
 
 export interface ProjectOptions {
@@ -298,8 +299,10 @@ function mainTs(o: ProjectOptions): string {
  * they are served on --webhook-bind-address with tls.crt/tls.key from --webhook-cert-path. Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 failure (lost
  * leadership, caches not synced in time, no credentials: one line), 2 bad flags.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ControllerManager, parseWatchNamespace } from 'ts-controller-manager';
+import { ControllerManager, newLogger, parseWatchNamespace } from 'ts-controller-manager';
 ${markers.imports}
 
 const usage = \`Usage: node main.ts [flags]
@@ -312,7 +315,9 @@ Flags:
   --leader-election-namespace=NS      Where the Lease lives. Default $POD_NAMESPACE (set by config/manager).
   --webhook-bind-address=ADDR         Serve the webhooks on ADDR; "0" turns them off. Default ":9443".
   --webhook-cert-path=DIR             The webhook server's tls.crt and tls.key (re-read when they change).
-                                      Default "/tmp/k8s-webhook-server/serving-certs".
+                                      Default "/tmp/k8s-webhook-server/serving-certs" ("ts-controller-manager dev"
+                                      writes one there for its local control plane).
+  --log-format=FORMAT                 text (one readable line per entry) or json. Default text on a terminal, else json.
 Environment: ENABLE_WEBHOOKS=false registers no webhook (and opens no webhook port).
   -h, --help                          This text.
 \`;
@@ -335,6 +340,7 @@ function parseFlags(argv: string[]) {
       'leader-election-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] ?? '' },
       'webhook-bind-address': { type: 'string', default: ':9443' },
       'webhook-cert-path': { type: 'string', default: '/tmp/k8s-webhook-server/serving-certs' },
+      'log-format': { type: 'string', default: process.stdout.isTTY ? 'text' : 'json' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }).values;
@@ -344,6 +350,7 @@ let flags: ReturnType<typeof parseFlags>;
 try {
   flags = parseFlags(process.argv.slice(2));
   if (flags['leader-elect'] && !flags['leader-election-namespace']) throw new Error('--leader-elect needs --leader-election-namespace or $POD_NAMESPACE');
+  if (flags['log-format'] !== 'text' && flags['log-format'] !== 'json') throw new Error(\`--log-format must be text or json, not \${JSON.stringify(flags['log-format'])}\`);
 } catch (err) {
   process.stderr.write(\`error: \${(err as Error).message}\\nRun with --help for the list of flags.\\n\`);
   process.exit(2);
@@ -356,6 +363,7 @@ if (flags.help) {
 let mgr: ControllerManager;
 try {
   mgr = new ControllerManager({
+    logger: newLogger({ format: flags['log-format'] === 'text' ? 'text' : 'json' }),
     namespaces: parseWatchNamespace(process.env['WATCH_NAMESPACE']),
     healthProbeBindAddress: flags['health-probe-bind-address'],
     metrics: { bindAddress: flags['metrics-bind-address'], secure: flags['metrics-secure'] },
@@ -377,37 +385,50 @@ if (process.env['ENABLE_WEBHOOKS'] !== 'false' && mgr.webhooksEnabled()) {
   ${markers.webhooks}
 }
 
+// The webhook server needs its certificate to start: without one, say what to do in one line instead of failing later.
+const certPath = flags['webhook-cert-path'];
+if (mgr.webhookServer && !existsSync(join(certPath, 'tls.crt'))) {
+  process.stderr.write(\`error: no webhook serving certificate in \${certPath} (tls.crt, tls.key): run \\\`npx ts-controller-manager dev\\\` \` +
+    '(a local control plane that writes one there), pass --webhook-cert-path=DIR, or set ENABLE_WEBHOOKS=false\\n');
+  process.exit(1);
+}
+
 process.exitCode = await mgr.run(); // until SIGTERM/SIGINT: graceful shutdown, then 0
 `;
 }
 
 function mainTestTs(): string {
   return `/**
- * main.ts's command line, without a cluster: --help answers at once, no credentials exit 1 and a bad flag exits 2, each
- * with one line. (Each controller's behaviour is tested in controllers/<kind>.test.ts on a real API server.)
+ * main.ts as a process. Without a cluster: --help answers at once, no credentials exit 1 and a bad flag exits 2, each
+ * with one line. On a real etcd + kube-apiserver (ts-controller-manager/testing): main.ts runs as \`npm start\` runs it
+ * — every controller and webhook it registers — with config/crd/bases installed and config/webhook's configurations
+ * pointed at it; each sample of config/samples must be admitted by the webhooks and become Ready, and SIGTERM must
+ * stop it with exit code 0. Each controller's own behaviour is unit-tested in controllers/<kind>.test.ts.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { eventually, startTestEnv } from 'ts-controller-manager/testing';
 
-const main = (...args: string[]) => spawnSync(process.execPath, ['main.ts', ...args], { cwd: import.meta.dirname, encoding: 'utf8' });
+const project = import.meta.dirname;
+const main = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
+  spawnSync(process.execPath, ['main.ts', ...args], { cwd: project, encoding: 'utf8', env });
 
 test('--help lists the flags and exits 0', () => {
-  const res = main('--help');
+  const res = main(['--help']);
   assert.equal(res.status, 0, res.stderr);
-  assert.match(res.stdout, /--metrics-bind-address/);
-  assert.match(res.stdout, /--leader-elect/);
-  assert.match(res.stdout, /--webhook-cert-path/);
+  for (const flag of ['--metrics-bind-address', '--leader-elect', '--webhook-cert-path', '--log-format']) assert.match(res.stdout, new RegExp(flag));
 });
 
 test('no credentials (no KUBECONFIG, no ServiceAccount, no ~/.kube/config): exits 1 with one line', () => {
   const home = mkdtempSync(join(tmpdir(), 'no-kube-')); // an empty HOME: no ~/.kube/config
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
   for (const k of ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT']) delete env[k];
-  const res = spawnSync(process.execPath, ['main.ts', '--health-probe-bind-address=0'], { cwd: import.meta.dirname, encoding: 'utf8', env });
+  const res = main(['--health-probe-bind-address=0'], env);
   rmSync(home, { recursive: true, force: true });
   assert.equal(res.status, 1, res.stderr);
   assert.match(res.stderr, /^error: no Kubernetes credentials: set KUBECONFIG .*\\n$/);
@@ -415,16 +436,95 @@ test('no credentials (no KUBECONFIG, no ServiceAccount, no ~/.kube/config): exit
 });
 
 test('a bad invocation exits 2 with one line', () => {
-  const unknown = main('--no-such-flag');
+  const unknown = main(['--no-such-flag']);
   assert.equal(unknown.status, 2);
   assert.match(unknown.stderr, /^error: .*no-such-flag/);
-  const leader = main('--leader-elect', '--leader-election-namespace=');
+  const leader = main(['--leader-elect', '--leader-election-namespace=']);
   assert.equal(leader.status, 2);
   assert.match(leader.stderr, /--leader-elect needs/);
+  const format = main(['--log-format=xml']);
+  assert.deepEqual([format.status, format.stderr.split('\\n')[0]], [2, 'error: --log-format must be text or json, not "xml"']);
 });
+
+${markers.mainTests}
+
+test('on a real control plane, as npm start runs it: every sample is admitted and becomes Ready; SIGTERM exits 0', async (t) => {
+  const manifests = join(project, 'config', 'webhook', 'manifests.yaml');
+  // create webhook writes a webhook configuration with the first defaulting or validating webhook.
+  const webhooks = existsSync(manifests) && /^kind: (Mutating|Validating)WebhookConfiguration$/m.test(readFileSync(manifests, 'utf8'));
+  const env = await startTestEnv({
+    crdPaths: [join(project, 'config', 'crd', 'bases')],
+    ...(webhooks ? { webhooks: { paths: [join(project, 'config', 'webhook')] } } : {}),
+  });
+  t.after(() => env.stop());
+  console.log(\`control plane ready in \${(env.startMs / 1000).toFixed(1)} s\`);
+  const kubectl = env.binaries.kubectl;
+  assert.ok(kubectl, \`kubectl beside etcd and kube-apiserver (\${env.binaries.source})\`);
+
+  const probes = await freePort();
+  const args = ['--metrics-bind-address=0', \`--health-probe-bind-address=127.0.0.1:\${probes}\`];
+  if (env.webhook) args.push(\`--webhook-bind-address=\${env.webhook.bindAddress}\`, \`--webhook-cert-path=\${env.webhook.certDir}\`);
+  const manager = spawn(process.execPath, ['main.ts', ...args], {
+    cwd: project, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, KUBECONFIG: env.kubeconfigPath, ...(env.webhook ? {} : { ENABLE_WEBHOOKS: 'false' }) },
+  });
+  let logs = '';
+  manager.stdout.on('data', (d: Buffer) => (logs += d.toString()));
+  manager.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+  const exited = new Promise<number | null>((resolve) => manager.on('exit', (code) => resolve(code)));
+  t.after(() => manager.kill('SIGKILL'));
+
+  // Ready: caches synced (every watched type installed and allowed) and the webhook server serving.
+  await eventually(async () => manager.exitCode === null && (await fetch(\`http://127.0.0.1:\${probes}/readyz\`).then((r) => r.ok, () => false)),
+    { timeoutMs: 60_000, message: () => \`main.ts ready; its output:\\n\${logs.slice(-3000)}\` });
+  if (env.webhook) await env.waitForWebhooks();
+
+  // The samples, as \`kubectl apply -k config/samples\` in a namespace of their own: through the webhooks, then Ready.
+  const run = (...a: string[]) => {
+    const res = spawnSync(kubectl, ['--kubeconfig', env.kubeconfigPath, ...a], { cwd: project, encoding: 'utf8' });
+    assert.equal(res.status, 0, \`kubectl \${a.join(' ')}: \${res.stderr}\`);
+    return res.stdout;
+  };
+  const samples = join(env.dir, 'samples.yaml');
+  writeFileSync(samples, run('kustomize', 'config/samples'));
+  run('create', 'namespace', 'samples');
+  if (readFileSync(samples, 'utf8').trim() !== '') {
+    run('apply', '-n', 'samples', '-f', samples);
+    const wait = spawnSync(kubectl, ['--kubeconfig', env.kubeconfigPath, 'wait', '-n', 'samples', '--for=condition=Ready', '--timeout=60s', '-f', samples], { encoding: 'utf8' });
+    assert.equal(wait.status, 0, \`every sample Ready: \${wait.stdout}\${wait.stderr}\\nmain.ts output:\\n\${logs.slice(-3000)}\`);
+  }
+  assert.doesNotMatch(logs, /forbidden/i, 'no request refused');
+
+  manager.kill('SIGTERM');
+  assert.equal(await exited, 0, \`graceful exit on SIGTERM; output:\\n\${logs.slice(-3000)}\`);
+});
+
+/** A TCP port free on 127.0.0.1 a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 `;
 }
 
+/** The test create webhook inserts into main.test.ts (once): main.ts with webhooks and no serving certificate. */
+export function mainCertTest(): string {
+  return `test('with webhooks and no serving certificate: one line saying what to do, exit 1', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-')); // credentials for a server nobody runs: main.ts stops before it connects
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, 'apiVersion: v1\\nkind: Config\\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\\n' +
+    'users: [{name: u, user: {token: t}}]\\ncontexts: [{name: c, context: {cluster: c, user: u}}]\\ncurrent-context: c\\n');
+  const res = main(['--health-probe-bind-address=0', \`--webhook-cert-path=\${join(dir, 'missing')}\`], { ...process.env, KUBECONFIG: kubeconfig });
+  rmSync(dir, { recursive: true, force: true });
+  assert.equal(res.status, 1, res.stderr);
+  assert.match(res.stderr, /^error: no webhook serving certificate in .*missing \\(tls\\.crt, tls\\.key\\): run \`npx ts-controller-manager dev\`/);
+  assert.equal(res.stderr.split('\\n').length, 2, res.stderr);
+});
+`;
+}
 function makefile(o: ProjectOptions): string {
   return `# ${o.repo} — \`make help\` lists the targets. Scaffolded by \`ts-controller-manager init\`.
 

@@ -407,26 +407,6 @@ export function webhookTestTs(n: ApiNames, f: WebhookFlags): string {
   const c = n.camel;
   const w = webhookNames(n);
   const ns = `test-${n.file}-webhook`;
-  const hooks: string[] = [];
-  if (f.defaulting) hooks.push(`  await env.client.json('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
-    body: {
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: '${n.file}-test' },
-      webhooks: [hook('${w.mutatingName}', '${w.mutatePath}')],
-    },
-  });`);
-  if (f.validation) hooks.push(`  await env.client.json('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
-    body: {
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: '${n.file}-test' },
-      webhooks: [hook('${w.validatingName}', '${w.validatePath}')],
-    },
-  });`);
-  // The probe: a dry-run create that each registered webhook answers visibly.
-  const probeChecks: string[] = [];
-  if (f.defaulting) probeChecks.push(`    const defaulted = await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { generateName: 'probe-' }, spec: {} }, { dryRun: true });
-    if (defaulted.spec?.foo !== ${c}DefaultFoo) return false;`);
-  if (f.validation) probeChecks.push(`    const refused = await ${c}s.create({ apiVersion, kind: ${c}Kind, metadata: { generateName: 'probe-' }, spec: { foo: 'Not_Valid' } }, { dryRun: true })
-      .then(() => false, (err: unknown) => /must consist of lower-case letters/.test(String(err)));
-    if (!refused) return false;`);
   const tests: string[] = [];
   if (f.defaulting) tests.push(`test('the defaulter fills an empty spec.foo, and leaves a set one alone', async () => {
   const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('${ns}');
@@ -450,17 +430,18 @@ export function webhookTestTs(n: ApiNames, f: WebhookFlags): string {
 });
 `);
   return `/**
- * The ${K} webhooks called by a real etcd + kube-apiserver (ts-controller-manager/testing): the manager serves them
- * in this process over HTTPS on 127.0.0.1 with a certificate generated here, and the test installs webhook
- * configurations pointing at it by url with that certificate as caBundle — the same webhook names, paths and rules as
- * config/webhook/manifests.yaml, which in a cluster reaches the manager through the webhook Service instead.
+ * The ${K} webhooks called by a real etcd + kube-apiserver (ts-controller-manager/testing): the environment installs
+ * config/webhook — the webhook configurations as they are deployed, their Service reference pointed at this process
+ * with the environment's CA as caBundle — and the manager serves the webhooks in this process on the address and
+ * certificate the environment made for it. Everything is checked through the API, as kubectl sees it. Add a case for
+ * each rule you give the webhooks.
  *   npm test   (or: node --test ${w.testPath})
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ControllerManager, coreResources, GeneratedCertificate, ignoreNotFound, silentLogger } from 'ts-controller-manager';
-import { eventually, startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { ControllerManager, coreResources, ignoreNotFound, silentLogger } from 'ts-controller-manager';
+import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 import { apiVersion, ${c}Kind, ${c}Resource, type ${K} } from '../${n.typesPath}';
 import { ${f.defaulting ? `${c}DefaultFoo, ` : ''}setup${K}Webhook } from './${n.file}_webhook.ts';
 
@@ -469,34 +450,22 @@ const stop = new AbortController();
 let manager: Promise<number> | undefined;
 
 before(async () => {
-  env = await startTestEnv({ crdPaths: [join(import.meta.dirname, '..', 'config', 'crd', 'bases')] });
+  const project = join(import.meta.dirname, '..');
+  env = await startTestEnv({
+    crdPaths: [join(project, 'config', 'crd', 'bases')],
+    webhooks: { paths: [join(project, 'config', 'webhook')] },
+  });
   console.log(\`control plane ready in \${(env.startMs / 1000).toFixed(1)} s\`);
-  // A self-signed serving certificate for 127.0.0.1: the webhook server presents it, the API server trusts it.
-  const tls = await new GeneratedCertificate({ commonName: '${n.file}-webhook-test', ips: ['127.0.0.1'] }).start(stop.signal, () => {});
+  const serving = env.webhook;
+  assert.ok(serving, 'the environment serves webhooks');
   const mgr = new ControllerManager({
-    kubeConfig: env.kubeConfig, logger: silentLogger,
-    webhook: { bindAddress: '127.0.0.1:0', tls: { start: () => Promise.resolve(tls) } },
+    kubeConfig: env.kubeConfig, logger: silentLogger, webhook: { bindAddress: serving.bindAddress, certDir: serving.certDir },
   });
   setup${K}Webhook(mgr);
   manager = mgr.start(stop.signal);
-  const server = mgr.webhookServer;
-  assert.ok(server, 'setup${K}Webhook registered a webhook');
-  const { port } = await server.listening;
-
-  const hook = (name: string, path: string) => ({
-    name, clientConfig: { url: \`https://127.0.0.1:\${port}\${path}\`, caBundle: tls.cert.toString('base64') },
-    rules: [{ apiGroups: ['${n.fullGroup}'], apiVersions: ['${n.version}'], operations: ['CREATE', 'UPDATE'], resources: ['${n.plural}'], scope: 'Namespaced' }],
-    admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail', timeoutSeconds: 15,
-  });
-${hooks.join('\n')}
+  // The API server loads webhook configurations asynchronously: from here on it calls this process's webhooks.
+  await env.waitForWebhooks();
   await env.client.resource(coreResources.namespaces).create({ metadata: { name: '${ns}' } });
-  // The API server picks up webhook configurations asynchronously: probe with dry-run creates (nothing is stored)
-  // until every webhook answers.
-  const ${c}s = env.client.resource<${K}>(${c}Resource).namespace('${ns}');
-  await eventually(async () => {
-${probeChecks.join('\n')}
-    return true;
-  }, { message: 'the webhooks active in the API server' });
 });
 
 after(async () => {
