@@ -166,7 +166,7 @@ async function main(): Promise<void> {
       h2Calls++;
       served.push({
         path: (headers[':path'] ?? '').split('?')[0] ?? '', ms: t1 - t0, ownMs: t1 - (bodyAt ?? t0),
-        code: Number(stream.sentHeaders[':status'] ?? 0), bytes: Number(headers['content-length'] ?? 0),
+        code: Number(stream.sentHeaders?.[':status'] ?? 0), bytes: Number(headers['content-length'] ?? 0),
       });
     });
   });
