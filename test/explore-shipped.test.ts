@@ -14,6 +14,8 @@ import type { Memcached } from '../examples/memcached/api/example/v1alpha1/zz_ge
 import type { ConfigMap, Namespace } from '../pkg/api/core/v1/zz_generated.types.ts';
 import type { Network } from '../pkg/apis/samplecrd/v1/types.ts';
 import type { Network as NetworkV2 } from '../pkg/apis/samplecrd/v2/types.ts';
+import type { KubeObject } from '../pkg/apimachinery/meta.ts';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { deploymentControllerSetup } from '../pkg/controllers/deployment/controller.ts';
 import { fooControllerSetup } from '../pkg/controllers/foo/controller.ts';
 import { networkControllerSetup } from '../pkg/controllers/network/controller.ts';
@@ -37,10 +39,13 @@ function expectClean(report: ExploreReport, atLeast: number, t?: TestContext): v
 
 const demo = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'demo' } };
 
+/**
+ * Occurrences of one write signature that get plans: `fallback` here (a bounded run for make test); `make explore` sets
+ * EXPLORE_OCCURRENCES (5) for the long run.
+ */
+const occurrences = (fallback: number): number => Number(process.env['EXPLORE_OCCURRENCES']) || fallback;
+
 // ---- Foo, Deployment -------------------------------------------------------------------------------------------------
-// RECONSTRUCTED: the lead's uncommitted version of this file was overwritten by mistake (05:01 UTC, by the Network
-// engineer); these two blocks are rebuilt from the lead's scratch runs (/tmp/ex/foo.ts, /tmp/ex/dep2.ts). Lead: check
-// them against yours.
 
 describe('explore: the Foo controller (no finding in any plan)', () => {
   test('create, scale, delete', async () => {
@@ -48,6 +53,7 @@ describe('explore: the Foo controller (no finding in any plan)', () => {
     expectClean(await explore({
       name: 'foo', crdPaths: ['config/crd/bases'], setup: (mgr) => fooControllerSetup.setup(mgr, {}), peers: [deploymentStatusPeer],
       workload: [create(demo), create(foo), settle(), patch(foo, { spec: { replicas: 3 } }), settle(), remove(foo)],
+      plans: { maxOccurrences: occurrences(3) },
     }), 30);
   });
 });
@@ -59,7 +65,15 @@ describe('explore: the Deployment controller (no finding in any plan)', () => {
       spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'web:1' }] } } },
     };
     expectClean(await explore({
-      name: 'deployment', crdPaths: ['config/crd/bases'], setup: (mgr) => deploymentControllerSetup.setup(mgr, {}), peers: [deploymentStatusPeer], plans: { events: true },
+      name: 'deployment', crdPaths: ['config/crd/bases'], setup: (mgr) => deploymentControllerSetup.setup(mgr, {}), peers: [deploymentStatusPeer],
+      // It writes nothing but Events (never compared: best effort, and a restart adopts rollouts silently by design):
+      // its Event writes are the plan points, and what must hold under every plan is that no rollout is reported
+      // stalled — none stalls here.
+      plans: { events: true, maxOccurrences: occurrences(3) },
+      invariants: [{
+        name: 'no Warning Event (no rollout stalled)',
+        check: (end) => end.objects<KubeObject & { type?: string; reason?: string }>(coreResources.events).filter((e) => e.type === 'Warning').map((e) => e.reason).join(', ') || undefined,
+      }],
       workload: [
         create(demo), create(web), settle(), patch(web, { spec: { template: { spec: { containers: [{ name: 'web', image: 'web:2' }] } } } }), settle(),
         patch(web, { spec: { replicas: 3 } }), settle(),
@@ -131,7 +145,7 @@ function exploreNetwork(version: 'v1' | 'v2', workload: Parameters<typeof explor
   return explore<NeutronDouble>({
     name: `network ${version} (concurrency ${concurrency})`,
     crdPaths: [version === 'v1' ? 'config/crd/bases' : 'config/crd/v2'],
-    world: () => new NeutronDouble(),
+    world: (points) => new NeutronDouble({ points }),
     externalState: inventoryWithoutUids,
     invariants: [neutronMatchesNetworks(version)],
     // createSettleMs: the sweep after a create runs within explore's horizon (1 s), so it is part of every fixpoint;
@@ -140,6 +154,9 @@ function exploreNetwork(version: 'v1' | 'v2', workload: Parameters<typeof explor
       concurrency, neutron: { cloudConfig: undefined, cloud: undefined, client: neutron, createSettleMs: 5, driftCheckMs: 60_000, networkVersion: version },
     }),
     workload,
+    // Neutron's writes are plan points too (the double routes them through explore's points): 2 occurrences of each
+    // write signature keep make test's run bounded.
+    plans: { maxOccurrences: occurrences(2) },
   });
 }
 
@@ -210,8 +227,8 @@ describe('explore: the examples (no finding in any plan)', () => {
       name: 'memcached', crdPaths: ['examples/memcached/crd.yaml'], setup: (mgr) => setupMemcached(mgr), peers: [deploymentStatusPeer],
       workload: [create(demo), create(memcached('sessions', 1)), create(memcached('cache', 2)), settle(), patch(memcached('sessions', 1), { spec: { size: 3 } }), remove(memcached('cache', 2)), settle()],
       // Every reconcile applies the Deployment again (a no-op apply when nothing changed): the apply that scales it is
-      // the 5th of its signature, the Ready status after it the 4th — beyond the default 3 occurrences.
-      plans: { maxOccurrences: 5 },
+      // the 5th of its signature, but the 2nd that changes something — within the cap (plans.ts counts both).
+      plans: { maxOccurrences: occurrences(3) },
     }), 150, t);
   });
 });

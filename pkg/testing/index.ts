@@ -8,7 +8,10 @@
  *
  * and `explore`, which checks controllers against crashes, stale views and missed events (explore/explore.ts).
  */
-export { startTestEnv, TestEnv, type TestEnvOptions } from './env.ts';
+export { startTestEnv, TestEnv, type TestEnvOptions, type ManagerConnection } from './env.ts';
+export { RbacRefusalError } from './refused.ts';
+export type { ServiceAccountIdentity } from './rbac.ts';
+export type { Refusal } from '../rbac/refusal.ts';
 export { findBinaries, cacheDir, type ControlPlaneBinaries } from './binaries.ts';
 export { installCRDs, readCRDs, type CustomResourceDefinition } from './crds.ts';
 export { FakeClient, FakeInformer, FakeUnsupportedError, type FakeClientOptions, type FakeResource } from './fakeclient.ts';
@@ -21,7 +24,7 @@ export {
 } from './webhooks.ts';
 export {
   explore, expectNoFindings, formatFindings, formatTrace, type ExploreOptions, type ExploreReport, type ExploreEndState, type Finding,
-  type Invariant, type Peer,
+  type Invariant, type Peer, type WorldPoints,
 } from './explore/explore.ts';
 export { create, patch, remove, settle, run, type Step, type ObjectRef } from './explore/workload.ts';
 export { planId, describePlan, type Plan, type PlanKind, type FindingClass, type WriteRef, type ChangeRef, type TraceEntry } from './explore/plans.ts';

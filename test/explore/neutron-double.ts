@@ -33,13 +33,23 @@
  */
 import type { NeutronNetworkAPI } from '../../pkg/controllers/network/controller.ts';
 import { formatIP, generatePools, overlaps, parseCIDR, parseIP, type IPRange } from '../../pkg/controllers/network/ipnet.ts';
+import type { WorldPoints } from '../../pkg/testing/index.ts';
 import {
-  errorForStatus, type CallOptions, type Network, type NetworkCreate, type NetworkFilter, type Subnet, type SubnetCreate,
+  errorForStatus, NeutronUnavailableError, type CallOptions, type Network, type NetworkCreate, type NetworkFilter, type Subnet, type SubnetCreate,
   type SubnetFilter, type SubnetUpdate, type TaggableResource, type UpdateOptions,
 } from '../../pkg/neutron/index.ts';
 
 /** The calls of NeutronNetworkAPI. */
 export type NeutronOp = keyof NeutronNetworkAPI;
+
+/** The calls that change Neutron (plan points under explore). */
+const writes: ReadonlySet<NeutronOp> = new Set<NeutronOp>(['createNetwork', 'deleteNetwork', 'addTag', 'createSubnet', 'updateSubnet', 'deleteSubnet']);
+
+/** What NeutronClient reports when a request's answer is lost: a 500, or its own per-request timeout. */
+const lostAnswer = {
+  error: (): Error => new NeutronUnavailableError({ status: 500, type: 'HTTP500', message: 'Internal Server Error (injected after the request was applied)' }),
+  timeout: (): Error => new NeutronUnavailableError({ status: 0, type: 'Timeout', message: 'request timed out (injected after the request was applied)' }),
+};
 
 /** Options of NeutronDouble. */
 export interface NeutronDoubleOptions {
@@ -47,6 +57,12 @@ export interface NeutronDoubleOptions {
   ids?: 'content' | 'sequence';
   /** Neutron's allow_overlapping_ips (default true, as test/helpers/neutron.ts; false is Neutron's own default). */
   overlappingIps?: boolean;
+  /**
+   * explore's plan points (ExploreOptions.world's argument): every write (create, delete, tag, update) goes through
+   * them, so explore crashes the manager right before or after it, or answers it 500 / with a timeout after it was
+   * applied (NeutronUnavailableError, as NeutronClient reports both).
+   */
+  points?: WorldPoints;
 }
 
 /** A subnet as inventory() shows it. */
@@ -93,10 +109,12 @@ export class NeutronDouble implements NeutronNetworkAPI {
   /** Creates per content key (ids: 'content'). */
   private readonly creates = new Map<string, number>();
   private readonly failures = new Map<NeutronOp, (Error | undefined)[]>();
+  private readonly points: WorldPoints | undefined;
 
   constructor(opts: NeutronDoubleOptions = {}) {
     this.idScheme = opts.ids ?? 'content';
     this.overlappingIps = opts.overlappingIps ?? true;
+    this.points = opts.points;
   }
 
   /** The next calls of `op` fail with these errors in order, changing nothing (undefined: that call succeeds). */
@@ -247,7 +265,8 @@ export class NeutronDouble implements NeutronNetworkAPI {
     try {
       const scripted = this.failures.get(op)?.shift();
       if (scripted) throw scripted;
-      outcome = { ok: apply() };
+      const points = this.points;
+      outcome = { ok: points && line !== undefined && writes.has(op) ? points.write(line, apply, lostAnswer) : apply() };
     } catch (err) {
       outcome = { err: err instanceof Error ? err : new Error(String(err)) };
     }

@@ -58,6 +58,17 @@ export interface Invariant<W> {
   check(state: ExploreEndState<W>): boolean | string | undefined | void;
 }
 
+/**
+ * What explore gives a world (ExploreOptions.world): `write` makes one of its writes a plan point. The world calls it
+ * with a signature that names the write across executions (e.g. `createNetwork demo-a`: no ids that differ between
+ * runs) and the function that applies it; explore applies it, or crashes the manager right before or after it
+ * (`apply` not called / called, then an Error is thrown at the caller, whose manager is already aborted), or applies it
+ * and throws the world's own error for a lost answer (`faults.error()` — a 5xx — or `faults.timeout()`).
+ */
+export interface WorldPoints {
+  write<T>(signature: string, apply: () => T, faults?: { error?: () => Error; timeout?: () => Error }): T;
+}
+
 /** A simulated controller of the cluster (ExploreOptions.peers): `act` reads and writes the store through `client`. */
 export interface Peer {
   /** Names the peer in traces. */
@@ -76,8 +87,12 @@ export interface ExploreOptions<W = undefined> {
   resources?: (ResourceType | FakeResource)[];
   /** Declares the controllers on a fresh manager — the code main.ts runs; `world` is the execution's external systems. */
   setup(mgr: ControllerManager, world: W): unknown;
-  /** Makes a fresh world (external systems, e.g. a cloud double) for every execution. */
-  world?: () => W;
+  /**
+   * Makes a fresh world (external systems, e.g. a cloud double) for every execution. A world that routes its writes
+   * through `points.write` makes them plan points too: crashes right before and after each, and a failure answered
+   * after it was applied (WorldPoints).
+   */
+  world?: (points: WorldPoints) => W;
   /** The world's state to compare (JSON; normalized like objects). */
   externalState?: (world: W) => unknown;
   /** The steps (workload.ts); an execution always ends with a settle. */
@@ -351,7 +366,7 @@ class Execution<W> {
         this.trace.push({ kind: 'perturb', what: `manager-${incarnationOf(r.connection)}'s watches of ${r.rid} end with 410 Gone: it relists` });
       }
     };
-    this.world = (opts.world?.() ?? undefined) as W;
+    this.world = (opts.world?.({ write: (signature, apply, faults) => this.worldWrite(signature, apply, faults) }) ?? undefined) as W;
     this.peers = [...(opts.garbageCollector === false ? [] : [garbageCollector(this.server)]), ...(opts.peers ?? [])];
   }
 
@@ -494,6 +509,56 @@ class Execution<W> {
     }
   }
 
+  /** A world's write (WorldPoints.write): counted, traced and perturbed like the managers' writes. */
+  private worldWrite<T>(name: string, apply: () => T, faults: { error?: () => Error; timeout?: () => Error } = {}): T {
+    const signature = `EXTERNAL ${name}`;
+    const occurrence = (this.occurrences.get(signature) ?? 0) + 1;
+    this.occurrences.set(signature, occurrence);
+    const inc = this.current;
+    const p = this.plan;
+    const hit = p && (p.kind === 'crash' || p.kind === 'fault') && !this.triggered && p.write.signature === signature && p.write.occurrence === occurrence;
+    const action: WriteAction = !hit ? 'apply' : p.kind === 'crash' ? (p.when === 'before' ? 'crash-before' : 'crash-after') : p.fault;
+    if (hit) {
+      this.triggered = true;
+      this.trace.push({ kind: 'perturb', what: `${action} on ${signature} #${occurrence}` });
+    }
+    const record = (status: number | 'reset' | 'timeout', changed: boolean): void => {
+      this.stepWrites++;
+      this.trace.push({
+        kind: 'write', incarnation: inc?.n ?? 0, signature, occurrence, status, changed, method: 'EXTERNAL', resource: 'external', subresource: undefined, action,
+      });
+    };
+    const crash = (): Error => {
+      inc?.conn.kill();
+      return new Error(`explore: the manager crashed ${action === 'crash-before' ? 'before' : 'after'} ${signature}`);
+    };
+    if (action === 'crash-before') {
+      record('reset', false);
+      throw crash();
+    }
+    let result: T;
+    try {
+      result = apply();
+    } catch (err) {
+      record(500, false);
+      throw err;
+    }
+    if (action === 'crash-after') {
+      record('reset', true);
+      throw crash();
+    }
+    if (action === 'error-after') {
+      record(500, true);
+      throw faults.error?.() ?? new Error(`explore: ${signature} failed after it was applied (injected)`);
+    }
+    if (action === 'timeout-after') {
+      record('timeout', true);
+      throw faults.timeout?.() ?? new DOMException(`explore: ${signature} timed out after it was applied (injected)`, 'TimeoutError');
+    }
+    record(200, true);
+    return result;
+  }
+
   private onChange(c: StoreChange, phase: 'before' | 'after'): void {
     const id = `${c.rid} ${c.key}`;
     const env = !c.by.startsWith('manager-');
@@ -632,6 +697,15 @@ class Execution<W> {
       if (busy) idle = 0;
       else if (due !== Infinity) {
         idle = 0;
+        // Only delayed work left (a backoff after a 409 against the lagging cache): the manager has acted on its stale
+        // view; a lag ends now instead of after every backoff (an unobserved gap keeps its own end).
+        if (inc.conn.lagging().length > 0 && !(this.plan?.kind === 'unobserved' && this.gapOpen)) {
+          for (const rid of inc.conn.lagging()) {
+            this.trace.push({ kind: 'perturb', what: `only delayed work left with ${rid} lagging: it catches up` });
+            inc.conn.release(rid);
+          }
+          continue;
+        }
         await new Promise((r) => setTimeout(r, due + 1));
         continue;
       } else if (++idle >= 8) {

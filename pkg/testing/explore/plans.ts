@@ -138,19 +138,26 @@ export function derivePlans(trace: readonly TraceEntry[], opts: PlanOptions = {}
   const plans: Plan[] = [];
   const watched = [...new Set(trace.flatMap((e) => (e.kind === 'deliver' ? [e.resource] : [])))].sort();
   const deletionsBefore = new Map<string, ChangeRef[]>();
+  /** Per signature, how many of its writes changed something so far: the cap counts those too (a write that changes
+   * something after many that did not — an idempotent apply — still gets its plans). */
+  const changing = new Map<string, number>();
   for (const e of trace) {
     if (e.kind === 'change' && e.type === 'DELETED') {
       deletionsBefore.set(e.resource, [...(deletionsBefore.get(e.resource) ?? []), { resource: e.resource, key: e.key, change: e.change }]);
     }
-    if (e.kind !== 'write' || e.occurrence > maxOcc) continue;
+    if (e.kind !== 'write') continue;
+    const nthChange = e.changed ? (changing.get(e.signature) ?? 0) + 1 : Infinity;
+    if (e.changed) changing.set(e.signature, nthChange);
+    if (e.occurrence > maxOcc && nthChange > maxOcc) continue;
     const write = { signature: e.signature, occurrence: e.occurrence };
     const ok = typeof e.status === 'number' && e.status < 300;
     if (kinds.has('crash')) plans.push({ kind: 'crash', when: 'before', write }, { kind: 'crash', when: 'after', write });
     if (kinds.has('fault')) {
       if (e.method === 'PUT' || e.method === 'PATCH') plans.push({ kind: 'fault', fault: 'conflict', write });
+      // (an external write — method EXTERNAL, a world's WorldPoints.write — has no 409 of Kubernetes' kind)
       if (ok) plans.push({ kind: 'fault', fault: 'error-after', write }, { kind: 'fault', fault: 'timeout-after', write });
     }
-    if (kinds.has('stale') && ok) {
+    if (kinds.has('stale') && ok && e.method !== 'EXTERNAL') {
       for (const resource of watched) {
         plans.push({ kind: 'stale', write, resource, restart: false }, { kind: 'stale', write, resource, restart: true });
         // Time travel to just before an object of this resource was deleted (the last two deletions before this

@@ -13,8 +13,9 @@
  *  - Objects made with generateName: their name becomes `<generateName>*` and they are compared as a multiset (an
  *    extra one is a difference; which suffix it got is not); the generated names are replaced where they appear in
  *    other strings too.
- *  - Any string equal to an object's uid becomes `uid:<kind>/<namespace>/<name>` (owner references, status fields
- *    that record a uid); an ownerReference uid that names no stored object becomes `uid:dangling`.
+ *  - An object's uid, as a whole string or inside one (owner references, status fields that record a uid, a tag
+ *    `k8s-uid:<uid>` in the external state), becomes `uid:<kind>/<namespace>/<name>`; an ownerReference uid that names
+ *    no stored object becomes `uid:dangling`.
  *  - Extra fields to drop: `ignore` paths (dotted, `*` for any key), e.g. 'status.lastSyncTime'.
  */
 import type { KubeObject } from '../../apimachinery/meta.ts';
@@ -159,6 +160,8 @@ function rewrite(v: unknown, uids: ReadonlyMap<string, string>, generated: Reado
     if (u) return u;
     let s = v;
     for (const [name, gen] of generated) if (s.includes(name)) s = s.split(name).join(gen);
+    // A uid inside a longer string (a tag `k8s-uid:<uid>`, a description naming it): the object it names.
+    if (s.length > 36) for (const [uid, ref] of uids) if (s.includes(uid)) s = s.split(uid).join(ref);
     return s;
   }
   if (Array.isArray(v)) return v.map((x) => rewrite(x, uids, generated));
