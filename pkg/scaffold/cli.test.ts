@@ -14,6 +14,7 @@ import { parseCRDs } from '../codegen/crd.ts';
 import { planTypes } from '../codegen/cli.ts';
 import { load, loadAll } from 'js-yaml';
 import { insertAbove } from './api.ts';
+import { librarySource } from './library.ts';
 import { parseFlags, scaffoldMain, ScaffoldUsageError, type ScaffoldIO } from './cli.ts';
 import { pluralize, validateGroup, validateKind, validateVersion } from './names.ts';
 
@@ -25,12 +26,21 @@ function io(cwd: string): { io: ScaffoldIO; out: string[]; err: string[] } {
 const read = (dir: string, f: string): string => readFileSync(join(dir, f), 'utf8');
 const ownVersion = (JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version;
 
-/** A fresh project from init in a new temporary directory. */
+/** A fresh project from init in a new temporary directory (the library from the registry unless `extra` says otherwise). */
 function initProject(...extra: string[]): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'scaffold-')), 'my-operator');
   const r = io(tmpdir());
-  assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', dir, ...extra], r.io), 0, r.err.join(''));
+  const library = extra.includes('--library') ? [] : ['--library', ownVersion];
+  assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', dir, ...library, ...extra], r.io), 0, r.err.join(''));
   return dir;
+}
+
+/** A stand-in of this package at `root`: its package.json, and its build when `built`. */
+function fakePackage(root: string, built: boolean): string {
+  mkdirSync(join(root, 'dist', 'pkg'), { recursive: true });
+  writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'ts-controller-manager', version: '7.7.7' }));
+  if (built) writeFileSync(join(root, 'dist', 'pkg', 'index.js'), '');
+  return root;
 }
 
 describe('names', () => {
@@ -118,6 +128,55 @@ describe('init', () => {
     assert.match(read(dir, '.dockerignore'), /^!vendor\/$/m);
   });
 
+  it('without --library: the package init runs from — a built directory is a file: dependency, an installed tarball is vendored, a registry install is its version', () => {
+    const base = mkdtempSync(join(tmpdir(), 'scaffold-lib-'));
+    const clone = fakePackage(join(base, 'clone'), true);
+    assert.deepEqual(librarySource(clone, '7.7.7'), { kind: 'directory', path: clone, built: true });
+    assert.deepEqual(librarySource(fakePackage(join(base, 'unbuilt'), false), '7.7.7'), { kind: 'directory', path: join(base, 'unbuilt'), built: false });
+    // An install (npx of a tarball, or a project that vendored one): the hidden lockfile says where it came from.
+    const installRoot = join(base, 'npx');
+    const installed = fakePackage(join(installRoot, 'node_modules', 'ts-controller-manager'), true);
+    mkdirSync(join(installRoot, 'vendor'));
+    writeFileSync(join(installRoot, 'vendor', 'ts-controller-manager-7.7.7.tgz'), 'a tarball');
+    const lock = (resolved: string | undefined) => writeFileSync(join(installRoot, 'node_modules', '.package-lock.json'),
+      JSON.stringify({ packages: { 'node_modules/ts-controller-manager': { version: '7.7.7', ...(resolved ? { resolved } : {}) } } }));
+    lock('file:vendor/ts-controller-manager-7.7.7.tgz');
+    assert.deepEqual(librarySource(installed, '7.7.7'), { kind: 'tarball', path: join(installRoot, 'vendor', 'ts-controller-manager-7.7.7.tgz') });
+    lock('file:vendor/gone-7.7.7.tgz');
+    assert.deepEqual(librarySource(installed, '7.7.7'), { kind: 'registry', version: '7.7.7' }, 'a tarball that is gone');
+    lock('https://registry.npmjs.org/ts-controller-manager/-/ts-controller-manager-7.7.7.tgz');
+    assert.deepEqual(librarySource(installed, '7.7.7'), { kind: 'registry', version: '7.7.7' });
+    lock(undefined);
+    assert.deepEqual(librarySource(installed, '7.7.7'), { kind: 'registry', version: '7.7.7' });
+
+    // init itself: the dependency, and how to switch to a registry release later.
+    const fromClone = join(base, 'p1');
+    const r1 = io(base);
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', fromClone], { ...r1.io, packageRoot: clone }), 0, r1.err.join(''));
+    assert.deepEqual((JSON.parse(read(fromClone, 'package.json')) as { dependencies: object }).dependencies, { 'ts-controller-manager': `file:${clone}` });
+    assert.match(r1.out.join(''), /^ts-controller-manager: file:.*clone \(the directory this init runs from/m);
+    assert.match(r1.out.join(''), /^To switch to a registry release later: npm install ts-controller-manager@7\.7\.7$/m);
+    lock('file:vendor/ts-controller-manager-7.7.7.tgz');
+    const fromTarball = join(base, 'p2');
+    const r2 = io(base);
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', fromTarball], { ...r2.io, packageRoot: installed }), 0, r2.err.join(''));
+    assert.deepEqual((JSON.parse(read(fromTarball, 'package.json')) as { dependencies: object }).dependencies, { 'ts-controller-manager': 'file:vendor/ts-controller-manager-7.7.7.tgz' });
+    assert.equal(read(fromTarball, 'vendor/ts-controller-manager-7.7.7.tgz'), 'a tarball');
+    assert.match(r2.out.join(''), /^To switch to a registry release later: npm install ts-controller-manager@7\.7\.7 \(and delete vendor\/\)$/m);
+    // No link to a package page that may not exist; the README says where the library comes from instead.
+    assert.doesNotMatch(read(fromTarball, 'README.md'), /npmjs\.com/);
+    assert.match(read(fromTarball, 'README.md'), /"ts-controller-manager": "file:vendor\/ts-controller-manager-7\.7\.7\.tgz"/);
+    // An unbuilt directory cannot be used: one line saying how to build it, nothing written.
+    const r3 = io(base);
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', join(base, 'p3')], { ...r3.io, packageRoot: join(base, 'unbuilt') }), 2);
+    assert.match(r3.err.join(''), /^error: .*unbuilt has no build \(dist\/pkg\/index\.js\): run `npm run build` there, or pass --library \(a tarball, a built directory or a registry version\)\n$/);
+    assert.equal(existsSync(join(base, 'p3')), false);
+    // --library may name a built directory too.
+    const withDir = join(base, 'p4');
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--dir', withDir, '--library', clone], io(base).io), 0);
+    assert.deepEqual((JSON.parse(read(withDir, 'package.json')) as { dependencies: object }).dependencies, { 'ts-controller-manager': `file:${clone}` });
+  });
+
   it('refuses a non-empty directory, a missing or bad --domain, a bad --repo, a missing tarball: exit 2, one line, nothing written', () => {
     const dir = mkdtempSync(join(tmpdir(), 'scaffold-full-'));
     writeFileSync(join(dir, 'notes.txt'), 'mine');
@@ -138,7 +197,7 @@ describe('init', () => {
     assert.equal(existsSync(join(dir, 'new')), false);
     const withGit = mkdtempSync(join(tmpdir(), 'scaffold-git-'));
     mkdirSync(join(withGit, '.git'));
-    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--repo', 'x', '--dir', withGit], io(withGit).io), 0, 'a .git directory alone is fine');
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--repo', 'x', '--library', ownVersion, '--dir', withGit], io(withGit).io), 0, 'a .git directory alone is fine');
   });
 });
 

