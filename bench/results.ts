@@ -13,7 +13,7 @@
  *    started) and `dirty` (tracked files that differed from it — the measured code was not exactly the commit);
  *  - `started` / `ended` (ISO UTC), `machine` (CPUs, their model, memory, Node, kernel);
  *  - `load`: the 1/5/15-min load averages at start and end, and the 1-min load sampled during the run
- *    (min / median / max, `sampleLoad()` wherever the bench measures a round);
+ *    (min / median / max over the start, each `sampleLoad()` — wherever the bench measures a round — and the end);
  *  - `anchor`: what the bench compares against, measured in the same run (`name`, `description`); a bench without one
  *    says why in `description` and sets `name` to null;
  *  - `results`: a tree whose leaves are `{ value, unit }` (units: s, ms, µs, min, MiB, KiB, GiB, ×, %, /s, CPU-s,
@@ -140,7 +140,8 @@ export class BenchResults {
   /** The file's contents now. */
   toJSON(): ResultsFile {
     const script = process.argv[1] ? relative(repo, process.argv[1]) : '?';
-    const loads = this.loads.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    // The samples taken at each round, the start (constructor) and now: `during` spans the whole run.
+    const loads = [...this.loads, loadavg()[0] ?? NaN].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
     const round2 = (x: number): number => Math.round(x * 100) / 100;
     return {
       schema: 1,
