@@ -63,8 +63,9 @@ export function refusalMessage(r: Refusal, role = 'config/rbac'): string {
   return `RBAC refused the manager (${r.user}): ${r.verb} ${r.resource} (API group ${JSON.stringify(r.group)}) ${where}, on ${r.request}.
 ${role} lacks the rule
 ${missingRule(r).trimEnd()}
-Declare it where the code makes that call — on the controller's builder: ${declarationOf(r)}
-(why: …) — and run \`npm run generate\` (ts-controller-manager gen rbac), which writes it into ${role}.
+Declare the call on the builder of the controller that makes it; \`npm run generate\` (ts-controller-manager gen rbac)
+then writes the rule into ${role}:
+  ${declarationOf(r)}
 The API server said: ${r.message}`;
 }
 

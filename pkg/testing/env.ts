@@ -14,6 +14,11 @@
  * Webhooks (option `webhooks`, webhooks.ts): the test serves them itself; the environment makes the certificate,
  * points the configurations at `env.webhook.bindAddress` and installs them; `env.waitForWebhooks()` once serving.
  *
+ * The manager as its ServiceAccount (option `rbacPaths`, rbac.ts): config/rbac is installed as it is, and
+ * `new ControllerManager({ ...env.managerConnection })` connects with a token of the ServiceAccount it binds, so RBAC
+ * refuses the manager what it would refuse the deployed Pod; each refusal is recorded (`env.refusals`), names the
+ * missing rule, and stops `eventually` and `startManager` at once. Without the option `managerConnection` is the admin.
+ *
  * Ownership and teardown: the process that called startTestEnv owns the environment. `stop()` kills kube-apiserver,
  * then etcd (each its own process group), closes `client` and removes the directory; it is idempotent. If the owner
  * dies without calling it (crash, SIGKILL, a runner's timeout, or exiting with the environment still up), a detached
@@ -23,11 +28,15 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
+import type { RequestTransport } from '../client/transport.ts';
+import type { Refusal } from '../rbac/refusal.ts';
+import { installRbac, readRbac, RefusalRecorder, type ServiceAccountIdentity } from './rbac.ts';
+import { unwatchRefusals, watchRefusals } from './refused.ts';
 import { adminKubeconfig, etcdCommand, kubeApiserverCommand, probe, type ComponentCommand } from './controlplane.ts';
 import { findBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { applyCRDs, readCRDs } from './crds.ts';
@@ -64,6 +73,23 @@ export interface TestEnvOptions {
    * installed. Serve them where `env.webhook` says, then `await env.waitForWebhooks()`.
    */
   webhooks?: WebhookInstallOptions;
+  /**
+   * The project's RBAC manifests (files or directories, e.g. config/rbac; rbac.ts says what is read), installed before
+   * startTestEnv resolves; `managerConnection` is then the ServiceAccount they bind (a TokenRequest token), and every
+   * request RBAC refuses it fails the test with the rule to add. Read and checked before anything starts.
+   */
+  rbacPaths?: string[];
+}
+
+/**
+ * What the manager under test connects with — spread it into ControllerManagerOptions:
+ * `new ControllerManager({ ...env.managerConnection, logger })`.
+ */
+export interface ManagerConnection {
+  /** The admin's kubeconfig, or with `rbacPaths` the ServiceAccount's. */
+  readonly kubeConfig: KubeConfig;
+  /** With `rbacPaths`: the ServiceAccount's connection, recording RBAC refusals (rbac.ts). */
+  readonly transport?: RequestTransport;
 }
 
 type Component = 'etcd' | 'kube-apiserver';
@@ -165,11 +191,20 @@ export class TestEnv {
   readonly webhook: WebhookServing | undefined;
   /** `<kind>/<name>` of the webhook configurations installed. */
   readonly webhookConfigurations: string[] = [];
+  /**
+   * With `rbacPaths`: the ServiceAccount the manager under test runs as (its kubeconfig for a manager run as a
+   * process); undefined without.
+   */
+  readonly serviceAccount: ServiceAccountIdentity | undefined;
+  /** What the manager under test connects with (see ManagerConnection): the ServiceAccount's with `rbacPaths`, else the admin's. */
+  readonly managerConnection: ManagerConnection;
   private readonly processes: Processes;
+  private readonly recorder: RefusalRecorder | undefined;
   private stopping: Promise<void> | undefined;
 
   private constructor(init: { server: string; kubeconfigPath: string; kubeConfig: KubeConfig; client: RestClient;
-    binaries: ControlPlaneBinaries; processes: Processes; startMs: number; webhook: WebhookServing | undefined }) {
+    binaries: ControlPlaneBinaries; processes: Processes; startMs: number; webhook: WebhookServing | undefined;
+    serviceAccount: ServiceAccountIdentity | undefined; recorder: RefusalRecorder | undefined }) {
     this.server = init.server;
     this.kubeconfigPath = init.kubeconfigPath;
     this.kubeConfig = init.kubeConfig;
@@ -179,6 +214,22 @@ export class TestEnv {
     this.dir = init.processes.dir;
     this.startMs = init.startMs;
     this.webhook = init.webhook;
+    this.serviceAccount = init.serviceAccount;
+    this.recorder = init.recorder;
+    this.managerConnection = init.serviceAccount && init.recorder
+      ? { kubeConfig: init.serviceAccount.kubeConfig, transport: init.recorder }
+      : { kubeConfig: init.kubeConfig };
+    if (init.recorder) watchRefusals(init.recorder);
+  }
+
+  /** With `rbacPaths`: what RBAC refused the manager so far, one per verb, resource and namespace (else none). */
+  get refusals(): readonly Refusal[] {
+    return this.recorder?.refusals ?? [];
+  }
+
+  /** Forgets the refusals so far, e.g. after a test removed a rule on purpose and restored it. */
+  clearRefusals(): void {
+    this.recorder?.clear();
   }
 
   /** Use startTestEnv(). */
@@ -194,11 +245,13 @@ export class TestEnv {
       ...(webhookOpts.paths && webhookOpts.paths.length > 0 ? readWebhookConfigurations(webhookOpts.paths) : []),
       ...(webhookOpts.mutatingWebhooks ?? []), ...(webhookOpts.validatingWebhooks ?? []),
     ] : [];
+    const rbac = opts.rbacPaths && opts.rbacPaths.length > 0 ? readRbac(opts.rbacPaths) : undefined;
     const binaries = findBinaries(opts.binaryAssetsDirectory);
     opts.signal?.throwIfAborted();
     const dir = mkdtempSync(join(tmpdir(), 'tscm-testenv-'));
     const processes = new Processes(dir, startReaper(dir));
     let client: RestClient | undefined;
+    let recorder: RefusalRecorder | undefined;
     try {
       const [etcdPort, etcdPeerPort, apiPort, webhookPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
       // etcd needs no certificates: start it first and make the PKI (openssl, about a second) while it boots.
@@ -223,12 +276,19 @@ export class TestEnv {
       client = new RestClient({ kubeConfig, registry: new Registry(), userAgent: 'ts-controller-manager-testing' });
       const crds = crdsToInstall.length > 0 ? await applyCRDs(client, crdsToInstall, crdPaths, { timeoutMs, signal: opts.signal }) : [];
       const installed = webhook ? await installWebhookConfigurations(client, webhook, webhookConfigs, opts.signal) : [];
-      const env = new TestEnv({ server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0, webhook });
+      const serviceAccount = rbac
+        ? await installRbac(client, kubeConfig, rbac, join(dir, 'manager.kubeconfig'), { timeoutMs, signal: opts.signal })
+        : undefined;
+      if (serviceAccount) recorder = new RefusalRecorder(serviceAccount.kubeConfig, (opts.rbacPaths ?? []).map(displayPath).join(', '));
+      const env = new TestEnv({
+        server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0, webhook, serviceAccount, recorder,
+      });
       env.crds.push(...crds);
       env.webhookConfigurations.push(...installed);
       log(`test environment ready in ${(env.startMs / 1000).toFixed(1)} s at ${env.server} (binaries: ${binaries.source})`);
       return env;
     } catch (err) {
+      recorder?.close();
       await client?.close();
       await processes.stop();
       throw err;
@@ -269,11 +329,19 @@ export class TestEnv {
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      if (this.recorder) unwatchRefusals(this.recorder);
+      this.recorder?.close();
       await this.client.close();
       await this.processes.stop();
     })();
     return this.stopping;
   }
+}
+
+/** `path` relative to the working directory when it is inside it (how a test's message names config/rbac). */
+function displayPath(path: string): string {
+  const r = relative(process.cwd(), path);
+  return r && !r.startsWith('..') && !isAbsolute(r) ? r : path;
 }
 
 /** Starts the reaper (reaper.ts) for `dir`; undefined if it could not be spawned (then only stop() cleans up). */

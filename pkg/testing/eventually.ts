@@ -9,8 +9,11 @@
  * two calls at once. A throw or rejection counts as "not yet" (it is remembered). After `timeoutMs` (default 30 s)
  * it rejects with an Error saying how long it waited and how many calls were made, with the last error's message (and
  * that error as `cause`) or the last value returned. When `signal` aborts it rejects with the signal's reason at once.
+ * When RBAC refused the manager under test (startTestEnv's `rbacPaths`: refused.ts) it rejects at once, before each
+ * call, with that refusal (an RbacRefusalError naming the rule to add): what it waits for cannot happen without it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pendingRefusal } from './refused.ts';
 
 /** Options of eventually: timeout, interval, cancellation, and what the timeout message names. */
 export interface EventuallyOptions {
@@ -27,7 +30,7 @@ export interface EventuallyOptions {
 /**
  * Calls `fn` until it returns something other than `undefined`, `null` or `false` and resolves with it (Gomega's
  * Eventually); a throw counts as "not yet". Never two calls at once; rejects after `timeoutMs` with the last error or
- * value, or with the signal's reason when it aborts.
+ * value, with the signal's reason when it aborts, or with an RbacRefusalError once RBAC refused the manager under test.
  */
 export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, undefined | null | false>> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
@@ -39,6 +42,8 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
   let lastValue: unknown;
   for (;;) {
     opts.signal?.throwIfAborted();
+    const refused = pendingRefusal();
+    if (refused) throw refused;
     attempts++;
     try {
       const v = await fn();

@@ -11,11 +11,17 @@
  * shutdown: in-flight reconciles finish) and resolves when `start` returned; it rejects if the manager exited
  * non-zero, with its failure. Idempotent. `exited` resolves with the exit code whenever the manager stops; aborting
  * `opts.signal` stops it too.
+ *
+ * As its ServiceAccount (a manager built on startTestEnv's `managerConnection` with `rbacPaths`): a refusal while
+ * starting rejects at once with the rule to add (an RbacRefusalError) instead of waiting for caches that cannot sync,
+ * and `stop()` rejects with the first refusal made while this manager ran (it cannot have done its job).
  */
 import type { ReconcileContext } from '../controller/controller.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import type { ControllerManager } from '../runtime/manager.ts';
 import { eventually } from './eventually.ts';
+import { RefusalRecorder } from './rbac.ts';
+import { RbacRefusalError } from './refused.ts';
 
 /**
  * A manager started by startManager: `stop()` shuts it down gracefully (rejects if it exited non-zero); `exited`
@@ -44,6 +50,8 @@ export interface StartManagerOptions {
  */
 export async function startManager(mgr: ControllerManager | (() => ControllerManager), opts: StartManagerOptions = {}): Promise<RunningManager> {
   const manager = typeof mgr === 'function' ? mgr() : mgr;
+  const recorder = manager.reader.transport instanceof RefusalRecorder ? manager.reader.transport : undefined;
+  const refusedBefore = recorder?.refusals.length ?? 0;
   const ac = new AbortController();
   const onAbort = (): void => ac.abort(opts.signal?.reason);
   if (opts.signal?.aborted) onAbort();
@@ -56,6 +64,8 @@ export async function startManager(mgr: ControllerManager | (() => ControllerMan
   const stop = (): Promise<void> => (stopping ??= (async () => {
     ac.abort(new Error('startManager: stop()'));
     const c = await exited;
+    const refused = recorder?.refusals[refusedBefore];
+    if (refused && recorder) throw new RbacRefusalError(refused, recorder.role);
     if (c !== 0) throw new Error(`the manager exited ${c}: ${manager.failure()?.message ?? 'no failure recorded'}`, { cause: manager.failure() });
   })());
   const waiting = new AbortController();
