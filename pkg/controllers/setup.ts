@@ -9,7 +9,7 @@
  */
 import type { Controller } from '../controller/controller.ts';
 import type { ControllerManager } from '../runtime/manager.ts';
-import type { NeutronNetworkAPI } from './network/controller.ts';
+import type { NeutronNetworkAPI } from './network/neutronapi.ts';
 import type { ControllerName } from './names.ts';
 
 export interface ControllerSettings {

@@ -57,14 +57,12 @@ import {
 } from './desired.ts';
 import { overlaps, parseCIDR, poolsForGatewayMove, sameCIDR, sameIP, type IPVersion } from './ipnet.ts';
 import { registerNetworksGauge } from './metrics.ts';
+import type { NeutronNetworkAPI } from './neutronapi.ts';
+
+export type { NeutronNetworkAPI } from './neutronapi.ts';
 
 export const networkControllerName = 'network';
 const mergePatch = 'application/merge-patch+json';
-
-/** The Neutron calls the controller makes (NeutronClient; a fake in unit tests). */
-export type NeutronNetworkAPI = Pick<NeutronClient,
-  'projectId' | 'getNetwork' | 'listNetworks' | 'createNetwork' | 'deleteNetwork' | 'addTag' | 'listSubnets' | 'createSubnet'
-  | 'updateSubnet' | 'deleteSubnet'>;
 
 /** Default: how long a create whose outcome is unknown (timeout, lost connection, 5xx) may still commit. */
 export const DEFAULT_CREATE_SETTLE_MS = 60_000;
