@@ -2,15 +2,22 @@
  * `ts-controller-manager dev` as a user runs it: the command prints `export KUBECONFIG=…` once the control plane is
  * up with the project's CRDs; kubectl with that kubeconfig lists the CRDs and their (empty) collections; Ctrl-C
  * (SIGINT) — and SIGTERM — stop it with exit 0 and leave no process and no directory behind. A bad flag exits 2.
+ * In a scaffolded project with webhooks, `dev` installs config/webhook pointed at the local process and writes the
+ * serving certificate where main.ts reads it, so `npm start` (main.ts) against it serves them: an invalid object is
+ * refused by the webhook, a valid one becomes Ready.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { scaffoldMain } from '../pkg/scaffold/cli.ts';
 import { findBinaries } from '../pkg/testing/index.ts';
+import { defaultWebhookCertDir } from '../pkg/webhook/server.ts';
 import { waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 
@@ -37,7 +44,7 @@ function processesNaming(dir: string): number[] {
  * with what it printed, the environment directory and how it exited.
  */
 async function devSession(signal: NodeJS.Signals): Promise<{ stderr: string; dir: string; code: number | null; exitSignal: string | null }> {
-  const child = spawn(node, [main, 'dev', '--crd', 'config/crd/bases'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(node, [main, 'dev', '--crd', 'config/crd/bases', '--no-webhooks'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise<[number | null, string | null]>((res) => child.once('exit', (code, sig) => res([code, sig])));
@@ -101,6 +108,82 @@ describe('ts-controller-manager dev', () => {
     assert.match(help.stdout, /^Usage: ts-controller-manager dev \[--crd PATH \.\.\.\]/);
   });
 
+  test('in a project with webhooks: config/webhook points at the local process and npm start serves it — an invalid object is refused, a valid one becomes Ready', async (t) => {
+    // A project as a newcomer has it after init, create api, create webhook (the library linked to this checkout).
+    const tmp = mkdtempSync(join(tmpdir(), 'tscm-dev-webhooks-'));
+    t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    const project = join(tmp, 'guestbook-operator');
+    const quiet = { cwd: tmp, stdout: () => {}, stderr: (s: string) => process.stderr.write(s) };
+    const version = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+    assert.equal(scaffoldMain(['init', '--domain', 'example.com', '--library', version, '--dir', project], quiet), 0);
+    const gvk = ['--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'];
+    assert.equal(scaffoldMain(['create', 'api', ...gvk], { ...quiet, cwd: project }), 0);
+    assert.equal(scaffoldMain(['create', 'webhook', ...gvk, '--defaulting', '--programmatic-validation'], { ...quiet, cwd: project }), 0);
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(repoRoot, join(project, 'node_modules', 'ts-controller-manager'));
+
+    // dev with its defaults but the port and certificate directory (this machine runs other tests at the same time).
+    const port = await freePort();
+    const certDir = join(tmp, 'serving-certs');
+    const dev = spawn(node, [main, 'dev', `--webhook-port=${port}`, `--webhook-cert-dir=${certDir}`], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    dev.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const devExited = new Promise<number | null>((res) => dev.once('exit', (code) => res(code)));
+    t.after(() => dev.kill('SIGKILL'));
+    const kubeconfig = await exportLine(dev, devExited, () => stderr);
+    assert.match(stderr, new RegExp(`^Webhooks \\(config/webhook\\): the API server calls https://127\\.0\\.0\\.1:${port} with the certificate in ${certDir.replaceAll('/', '\\/')}`, 'm'));
+    for (const f of ['tls.crt', 'tls.key']) assert.ok(existsSync(join(certDir, f)), f);
+
+    // npm start: main.ts on the printed kubeconfig, with the port and certificate directory dev used.
+    const manager = spawn(node, ['--conditions=ts-controller-manager-source', 'main.ts', '--health-probe-bind-address=0',
+      `--webhook-bind-address=127.0.0.1:${port}`, `--webhook-cert-path=${certDir}`], { cwd: project, env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    manager.stdout.setEncoding('utf8').on('data', (c: string) => (logs += c));
+    manager.stderr.setEncoding('utf8').on('data', (c: string) => (logs += c));
+    const managerExited = new Promise<number | null>((res) => manager.once('exit', (code) => res(code)));
+    t.after(() => manager.kill('SIGKILL'));
+
+    const kubectl = findBinaries().kubectl;
+    assert.ok(kubectl, 'kubectl is in the control plane cache');
+    const env = { ...process.env, KUBECONFIG: kubeconfig };
+    const apply = (name: string, foo: string, ...extra: string[]) => new Promise<{ code: number; out: string }>((res) => {
+      const child = spawn(kubectl, ['apply', '-n', 'default', ...extra, '-f', '-'], { env });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('exit', (code) => res({ code: code ?? -1, out }));
+      child.stdin.end(JSON.stringify({ apiVersion: 'webapp.example.com/v1', kind: 'Guestbook', metadata: { name }, spec: { foo } }));
+    });
+    // Refused by the validating webhook of config/webhook once main.ts serves it (dry-run probes until then).
+    await waitFor('the webhook served by main.ts', async () => {
+      const probe = await apply('probe', 'Not_Valid', '--dry-run=server');
+      return probe.code !== 0 && /denied the request: spec\.foo "Not_Valid"/.test(probe.out);
+    }, { timeoutMs: 60_000 }).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; main.ts output:\n${logs.slice(-3000)}`);
+    });
+    const bad = await apply('bad', 'Not_Valid');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.out, /admission webhook "vguestbook-v1\.webapp\.example\.com" denied the request: spec\.foo "Not_Valid" must consist of lower-case letters/);
+    // A valid one is admitted and reconciled by the controller.
+    assert.equal((await apply('good', 'good')).code, 0);
+    await waitFor('guestbook good Ready', async () => {
+      const { stdout } = await run(kubectl, ['get', 'guestbooks.webapp.example.com', 'good', '-n', 'default', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], { env });
+      return stdout === 'True';
+    }, { timeoutMs: 60_000 });
+
+    manager.kill('SIGINT');
+    assert.equal(await managerExited, 0, logs.slice(-3000));
+    dev.kill('SIGINT');
+    assert.equal(await devExited, 0, stderr);
+    assert.deepEqual(readdirSync(certDir), [], 'dev removed the certificate it wrote');
+  });
+
+  test("dev's webhook defaults are main.ts's: port 9443 and the certificate directory kubebuilder's main.go reads", () => {
+    const help = spawnSync(node, [main, 'dev', '--help'], { cwd: repoRoot, encoding: 'utf8' });
+    assert.match(help.stdout, /--webhook-port=PORT +.*Default 9443\./);
+    assert.match(help.stdout, new RegExp(`--webhook-cert-dir=DIR +.*Default ${defaultWebhookCertDir.replaceAll('/', '\\/')}\\.`));
+  });
+
   test('a CRD path that does not exist exits 1 naming it, before anything starts', () => {
     const r = spawnSync(node, [main, 'dev', '--crd', 'no/such/dir'], { cwd: repoRoot, encoding: 'utf8' });
     assert.equal(r.status, 1);
@@ -108,3 +191,28 @@ describe('ts-controller-manager dev', () => {
     assert.doesNotMatch(r.stdout, /export KUBECONFIG/);
   });
 });
+
+/** Resolves with the kubeconfig path of dev's `export KUBECONFIG=` line; rejects if dev exits first or after 90 s. */
+function exportLine(child: ReturnType<typeof spawn>, exited: Promise<number | null>, stderr: () => string): Promise<string> {
+  return new Promise<string>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`no export line within 90 s; stderr:\n${stderr()}`)), 90_000);
+    if (!child.stdout) throw new Error('dev was spawned without a stdout pipe');
+    createInterface({ input: child.stdout }).on('line', (l) => {
+      const m = /^export KUBECONFIG=(.+)$/.exec(l);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        res(m[1]);
+      }
+    });
+    void exited.then((code) => rej(new Error(`dev exited ${code} before printing the export line; stderr:\n${stderr()}`)));
+  });
+}
+
+/** A TCP port free on 127.0.0.1 a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((res) => server.close(res));
+  return port;
+}
