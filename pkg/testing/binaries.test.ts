@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { findBinaries } from './binaries.ts';
+import { findBinaries, listBinaries } from './binaries.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'tscm-binaries-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -34,7 +34,7 @@ describe('findBinaries', () => {
     fake(join(cache, 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
     fake(join(cache, 'bin', 'k8s-v1.36.3-bbbbbbbbbbbb'), 'kube-apiserver');
     assert.throws(() => findBinaries(undefined, { KUBEBUILDER_ASSETS: assets, TSCM_CACHE_DIR: cache }),
-      /KUBEBUILDER_ASSETS=.*half has no executable kube-apiserver: set KUBEBUILDER_ASSETS .*make tools/);
+      /KUBEBUILDER_ASSETS=.*half has no executable kube-apiserver: `npx ts-controller-manager envtest` .*set KUBEBUILDER_ASSETS .*make tools/);
   });
 
   test('the cache: highest version first, then the newest build of it; a build without the binary is skipped', () => {
@@ -46,17 +46,65 @@ describe('findBinaries', () => {
     fake(join(cache, 'bin', 'k8s-v1.37.0-444444444444'), 'kubectl'); // no kube-apiserver: not a candidate
     const k8s = fake(join(cache, 'bin', 'k8s-v1.36.3-555555555555'), 'kube-apiserver', 'kubectl');
     fake(join(cache, 'bin', 'kwok-v0.8.0-666666666666'), 'kwok');
-    const b = findBinaries(undefined, { TSCM_CACHE_DIR: cache });
+    const b = findBinaries(undefined, { TSCM_CACHE_DIR: cache, XDG_DATA_HOME: join(root, 'no-store') });
     assert.deepEqual(b, { etcd: join(newest, 'etcd'), kubeApiserver: join(k8s, 'kube-apiserver'), kubectl: join(k8s, 'kubectl'), source: cache });
   });
 
   test('nothing anywhere: the error says KUBEBUILDER_ASSETS is unset, where it looked, and how to get the binaries', () => {
     const cache = join(root, 'empty');
     fake(join(cache, 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
-    assert.throws(() => findBinaries(undefined, { TSCM_CACHE_DIR: cache }), (err: Error) => {
-      assert.match(err.message, /^no kube-apiserver binary: KUBEBUILDER_ASSETS is not set and .*empty\/bin holds no build of it/);
+    assert.throws(() => findBinaries(undefined, { TSCM_CACHE_DIR: cache, XDG_DATA_HOME: join(root, 'no-store') }), (err: Error) => {
+      assert.match(err.message, /^no kube-apiserver binary: KUBEBUILDER_ASSETS is not set, .* holds no version of setup-envtest's, and .*empty\/bin holds no build of it/);
       assert.match(err.message, /setup-envtest use -p path/);
       assert.match(err.message, /`make tools` in a clone of ts-controller-manager/);
+      return true;
+    });
+  });
+
+  test("setup-envtest's store (XDG_DATA_HOME/kubebuilder-envtest/k8s/<version>-<os>-<arch>) comes after KUBEBUILDER_ASSETS and before the cache; its highest complete version wins", () => {
+    const data = join(root, 'data');
+    const store = join(data, 'kubebuilder-envtest', 'k8s');
+    const platform = `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
+    fake(join(store, `1.30.0-${platform}`), 'etcd', 'kube-apiserver', 'kubectl');
+    const newest = fake(join(store, `1.33.2-${platform}`), 'etcd', 'kube-apiserver', 'kubectl');
+    fake(join(store, `1.40.0-${platform}`), 'etcd'); // incomplete: not a candidate
+    fake(join(store, '1.41.0-plan9-mips'), 'etcd', 'kube-apiserver'); // another platform
+    const cache = join(root, 'cache-store');
+    fake(join(cache, 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
+    fake(join(cache, 'bin', 'k8s-v1.36.3-bbbbbbbbbbbb'), 'kube-apiserver');
+    const fromStore = findBinaries(undefined, { XDG_DATA_HOME: data, TSCM_CACHE_DIR: cache });
+    assert.deepEqual(fromStore, {
+      etcd: join(newest, 'etcd'), kubeApiserver: join(newest, 'kube-apiserver'), kubectl: join(newest, 'kubectl'), source: `setup-envtest (${newest})`,
+    });
+    const assets = fake(join(root, 'assets-store'), 'etcd', 'kube-apiserver');
+    assert.equal(findBinaries(undefined, { XDG_DATA_HOME: data, TSCM_CACHE_DIR: cache, KUBEBUILDER_ASSETS: assets }).source, 'KUBEBUILDER_ASSETS');
+    // Without XDG_DATA_HOME: ~/.local/share, as setup-envtest on Linux.
+    const home = join(root, 'home');
+    fake(join(home, '.local', 'share', 'kubebuilder-envtest', 'k8s', `1.31.0-${platform}`), 'etcd', 'kube-apiserver');
+    assert.match(findBinaries(undefined, { HOME: home, TSCM_CACHE_DIR: cache }).source, /^setup-envtest \(.*home\/\.local\/share\/kubebuilder-envtest\/k8s\/1\.31\.0-/);
+    // Nothing in the store: the cache.
+    assert.equal(findBinaries(undefined, { XDG_DATA_HOME: join(root, 'no-data'), HOME: join(root, 'no-home'), TSCM_CACHE_DIR: cache }).source, cache);
+  });
+
+  test('listBinaries reports every set in lookup order, the one used first', () => {
+    const data = join(root, 'data-list');
+    const platform = `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
+    const store = fake(join(data, 'kubebuilder-envtest', 'k8s', `1.33.2-${platform}`), 'etcd', 'kube-apiserver', 'kubectl');
+    const cache = join(root, 'cache-list');
+    const e = fake(join(cache, 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
+    const k = fake(join(cache, 'bin', 'k8s-v1.36.3-bbbbbbbbbbbb'), 'kube-apiserver', 'kubectl');
+    const assets = fake(join(root, 'assets-list'), 'etcd');
+    assert.deepEqual(listBinaries({ XDG_DATA_HOME: data, TSCM_CACHE_DIR: cache, KUBEBUILDER_ASSETS: assets }), [
+      { source: 'KUBEBUILDER_ASSETS', version: undefined, dir: assets, complete: false },
+      { source: 'setup-envtest', version: '1.33.2', dir: store, complete: true },
+      { source: 'ts-controller-manager cache', version: '1.36.3', dir: k, etcdDir: e, complete: true },
+    ]);
+  });
+
+  test('nothing anywhere: the error names every place looked in and the envtest command', () => {
+    assert.throws(() => findBinaries(undefined, { XDG_DATA_HOME: join(root, 'none-data'), TSCM_CACHE_DIR: join(root, 'none-cache') }), (err: Error) => {
+      assert.match(err.message, /KUBEBUILDER_ASSETS is not set, .*none-data\/kubebuilder-envtest\/k8s holds no version .* and .*none-cache\/bin holds no build/);
+      assert.match(err.message, /ts-controller-manager envtest/);
       return true;
     });
   });
@@ -65,7 +113,7 @@ describe('findBinaries', () => {
     const xdg = join(root, 'xdg');
     const e = fake(join(xdg, 'ts-controller-manager', 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
     const k = fake(join(xdg, 'ts-controller-manager', 'bin', 'k8s-v1.36.3-bbbbbbbbbbbb'), 'kube-apiserver');
-    const b = findBinaries(undefined, { XDG_CACHE_HOME: xdg });
+    const b = findBinaries(undefined, { XDG_CACHE_HOME: xdg, XDG_DATA_HOME: join(root, 'no-store') });
     assert.equal(b.etcd, join(e, 'etcd'));
     assert.equal(b.kubeApiserver, join(k, 'kube-apiserver'));
     assert.equal(b.kubectl, undefined);

@@ -3,10 +3,15 @@
  * decides; nothing falls through past a directory that lacks a binary):
  *  1. `binaryAssetsDirectory` (an option), else `$KUBEBUILDER_ASSETS` — controller-runtime envtest's layout: one
  *     directory holding `etcd`, `kube-apiserver` and `kubectl` (what `setup-envtest use -p path` prints).
- *  2. ts-controller-manager's own build cache (`hack/build-tools.sh`, `make tools` in a clone of the repository):
+ *  2. setup-envtest's store, where Go users' `setup-envtest use` installs them: `<store>/k8s/<version>-<os>-<arch>/`
+ *     with `<store>` = `$XDG_DATA_HOME/kubebuilder-envtest` (default `~/.local/share/kubebuilder-envtest`; on macOS
+ *     `~/Library/Application Support/io.kubebuilder.envtest`), this machine's os and arch in Go's names
+ *     (linux-amd64); the highest version holding both etcd and kube-apiserver wins. `ts-controller-manager envtest
+ *     build` writes there too.
+ *  3. ts-controller-manager's own build cache (`hack/build-tools.sh`, `make tools` in a clone of the repository):
  *     `$TSCM_CACHE_DIR` (default `${XDG_CACHE_HOME:-~/.cache}/ts-controller-manager`)`/bin/etcd-<version>-<hash>/etcd`
  *     and `.../bin/k8s-<version>-<hash>/{kube-apiserver,kubectl}`; the highest version wins, then the newest build.
- *  3. Otherwise an error that says how to get them.
+ *  4. Otherwise an error that names every place looked in and says how to get them.
  * Only the file system is read; nothing is downloaded or built here.
  */
 import { accessSync, constants, readdirSync, statSync } from 'node:fs';
@@ -26,9 +31,10 @@ export interface ControlPlaneBinaries {
 }
 
 const howToGet =
-  'set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kubectl (controller-runtime\'s ' +
+  '`npx ts-controller-manager envtest` lists the versions installed and builds one from Go modules (needs Go >= 1.26); ' +
+  'or set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kubectl (controller-runtime\'s ' +
   '`setup-envtest use -p path` prints one), or build them once with `make tools` in a clone of ts-controller-manager ' +
-  '(needs Go >= 1.26; cached in ~/.cache/ts-controller-manager, or $TSCM_CACHE_DIR)';
+  '(cached in ~/.cache/ts-controller-manager, or $TSCM_CACHE_DIR)';
 
 function executable(file: string): boolean {
   try {
@@ -42,6 +48,52 @@ function executable(file: string): boolean {
 /** The build cache directory of hack/build-tools.sh for this environment. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env['TSCM_CACHE_DIR'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'ts-controller-manager');
+}
+
+/** This machine's `<os>-<arch>` in Go's names, as setup-envtest names its store's directories (linux-amd64). */
+export function envtestPlatform(): string {
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch === 'ia32' ? '386' : process.arch;
+  return `${process.platform === 'win32' ? 'windows' : process.platform}-${arch}`;
+}
+
+/** setup-envtest's store directory (it keeps the binaries under `k8s/<version>-<os>-<arch>/`). */
+export function envtestStoreDir(env: NodeJS.ProcessEnv = process.env): string {
+  const home = env['HOME'] || homedir();
+  if (process.platform === 'darwin') return join(home, 'Library', 'Application Support', 'io.kubebuilder.envtest');
+  return join(env['XDG_DATA_HOME'] || join(home, '.local', 'share'), 'kubebuilder-envtest');
+}
+
+/** One set of control plane binaries on this machine (listBinaries). */
+export interface InstalledBinaries {
+  /** "KUBEBUILDER_ASSETS", "setup-envtest" (its store) or "ts-controller-manager cache". */
+  source: 'KUBEBUILDER_ASSETS' | 'setup-envtest' | 'ts-controller-manager cache';
+  /** The Kubernetes version, when the layout names it (KUBEBUILDER_ASSETS does not). */
+  version: string | undefined;
+  /** The directory of kube-apiserver (and kubectl; for the store and KUBEBUILDER_ASSETS, of etcd too). */
+  dir: string;
+  /** The cache's etcd directory (the cache keeps etcd apart). */
+  etcdDir?: string;
+  /** Both etcd and kube-apiserver are there. */
+  complete: boolean;
+}
+
+/** The store's versions for this platform, highest first: `{ version, dir, complete }`. */
+function storeVersions(env: NodeJS.ProcessEnv): { version: string; dir: string; complete: boolean }[] {
+  const k8s = join(envtestStoreDir(env), 'k8s');
+  let entries: string[];
+  try {
+    entries = readdirSync(k8s);
+  } catch {
+    return [];
+  }
+  const suffix = `-${envtestPlatform()}`;
+  return entries
+    .filter((e) => e.endsWith(suffix))
+    .map((e) => {
+      const dir = join(k8s, e);
+      return { version: e.slice(0, -suffix.length), dir, complete: executable(join(dir, 'etcd')) && executable(join(dir, 'kube-apiserver')) };
+    })
+    .sort((x, y) => compareVersions(y.version, x.version));
 }
 
 /** Compares "v1.36.3"-style versions numerically (missing parts are 0). */
@@ -89,12 +141,38 @@ export function findBinaries(binaryAssetsDirectory?: string, env: NodeJS.Process
     const kubectl = join(assets, 'kubectl');
     return { etcd: join(assets, 'etcd'), kubeApiserver: join(assets, 'kube-apiserver'), kubectl: executable(kubectl) ? kubectl : undefined, source };
   }
+  const stored = storeVersions(env).find((v) => v.complete);
+  if (stored) {
+    const kubectl = join(stored.dir, 'kubectl');
+    return { etcd: join(stored.dir, 'etcd'), kubeApiserver: join(stored.dir, 'kube-apiserver'), kubectl: executable(kubectl) ? kubectl : undefined, source: `setup-envtest (${stored.dir})` };
+  }
   const cache = cacheDir(env);
   const etcdDir = newestCached(join(cache, 'bin'), 'etcd', 'etcd');
   const k8sDir = newestCached(join(cache, 'bin'), 'k8s', 'kube-apiserver');
   if (!etcdDir || !k8sDir) {
-    throw new Error(`no ${!etcdDir ? 'etcd' : 'kube-apiserver'} binary: KUBEBUILDER_ASSETS is not set and ${join(cache, 'bin')} holds no build of it; ${howToGet}`);
+    throw new Error(`no ${!etcdDir ? 'etcd' : 'kube-apiserver'} binary: KUBEBUILDER_ASSETS is not set, ${join(envtestStoreDir(env), 'k8s')} holds no ` +
+      `version of setup-envtest's, and ${join(cache, 'bin')} holds no build of it; ${howToGet}`);
   }
   const kubectl = join(k8sDir, 'kubectl');
   return { etcd: join(etcdDir, 'etcd'), kubeApiserver: join(k8sDir, 'kube-apiserver'), kubectl: executable(kubectl) ? kubectl : undefined, source: cache };
+}
+
+/**
+ * Every set of control plane binaries findBinaries would consider, in its order (the first complete one is what it
+ * uses, unless `binaryAssetsDirectory` is given): KUBEBUILDER_ASSETS if set, the store's versions (highest first),
+ * then the cache's newest k8s build with its newest etcd.
+ */
+export function listBinaries(env: NodeJS.ProcessEnv = process.env): InstalledBinaries[] {
+  const found: InstalledBinaries[] = [];
+  const assets = env['KUBEBUILDER_ASSETS'];
+  if (assets) found.push({ source: 'KUBEBUILDER_ASSETS', version: undefined, dir: assets, complete: executable(join(assets, 'etcd')) && executable(join(assets, 'kube-apiserver')) });
+  for (const v of storeVersions(env)) found.push({ source: 'setup-envtest', ...v });
+  const bin = join(cacheDir(env), 'bin');
+  const k8sDir = newestCached(bin, 'k8s', 'kube-apiserver');
+  const etcdDir = newestCached(bin, 'etcd', 'etcd');
+  if (k8sDir) {
+    const version = /-(v\d[^-]*)-[0-9a-f]+$/.exec(k8sDir)?.[1]?.replace(/^v/, '');
+    found.push({ source: 'ts-controller-manager cache', version, dir: k8sDir, ...(etcdDir ? { etcdDir } : {}), complete: etcdDir !== undefined });
+  }
+  return found;
 }
