@@ -49,7 +49,7 @@
 import { keyOf, metaNamespaceKey } from '../apimachinery/keys.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { controllerNameOf } from '../apimachinery/ownerref.ts';
-import { Controller, type Reconciler } from '../controller/controller.ts';
+import { Controller, type Reconciler, type Result } from '../controller/controller.ts';
 import { addPriority, PriorityNormal, updatePriority } from '../controller/priority.ts';
 import { requestKey, type Request } from '../controller/request.ts';
 import type { InformerForOptions } from '../informerfactory/factory.ts';
@@ -89,7 +89,10 @@ export interface ControllerHost {
   readonly shardName: string | undefined;
   readonly sharder: Pick<Sharder, 'register'> | undefined;
   /** The manager's defaults for every controller (a builder option overrides each). */
-  readonly opts: Readonly<{ maxQueueWaitMs?: number; reconcileTimeoutMs?: number; gracefulShutdownTimeoutMs?: number; priorityQueue?: boolean }>;
+  readonly opts: Readonly<{
+    maxQueueWaitMs?: number; reconcileTimeoutMs?: number; gracefulShutdownTimeoutMs?: number; priorityQueue?: boolean;
+    observeReconciles?: (e: ReconcileObservation) => void;
+  }>;
 }
 
 /** Maps an object of a watched type to the requests (or "namespace/name" keys) to reconcile. */
@@ -272,7 +275,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const shard = this.mgr.shardName;
     const controller = new Controller({
       name: this.name,
-      reconciler: shard === undefined ? reconcile : this.drainAware(reconcile, primary, shard),
+      reconciler: observed(this.name, shard === undefined ? reconcile : this.drainAware(reconcile, primary, shard), this.mgr.opts.observeReconciles),
       maxConcurrentReconciles: o.concurrency ?? 1,
       logger: this.mgr.logger,
       registry: this.mgr.registry,
@@ -367,6 +370,33 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     if (!s) this.sources.set(id, (s = { resource, metadataOnly, mappers: [] }));
     return s;
   }
+}
+
+/** One finished reconcile, as ControllerManagerOptions.observeReconciles sees it. */
+export interface ReconcileObservation {
+  controller: string;
+  /** "namespace/name". */
+  key: string;
+  /** What the reconciler returned, or undefined when it threw. */
+  result: Result | undefined;
+  /** What it threw, if it did. */
+  error: unknown;
+}
+
+/** `reconcile`, reporting each finished call to `observe` (unchanged without one). */
+function observed(controller: string, reconcile: Reconciler, observe: ((e: ReconcileObservation) => void) | undefined): Reconciler {
+  if (!observe) return reconcile;
+  return async (req, signal, ctx) => {
+    const key = req.namespace ? `${req.namespace}/${req.name}` : req.name;
+    try {
+      const result = await reconcile(req, signal, ctx);
+      observe({ controller, key, result: result ?? undefined, error: undefined });
+      return result;
+    } catch (error) {
+      observe({ controller, key, result: undefined, error });
+      throw error;
+    }
+  };
 }
 
 /** Whether an update changed this controller's shard or drain label. */

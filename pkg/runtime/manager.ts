@@ -33,6 +33,7 @@ import type { RequestTransport } from '../client/transport.ts';
 import type { Controller } from '../controller/controller.ts';
 import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
 import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
+import { describeInformers } from '../informerfactory/debug.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
 import type { ReflectorTuning, SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
@@ -48,7 +49,7 @@ import { installSignalHandlers } from '../manager/signals.ts';
 import { globalRegistry } from '../metrics/registry.ts';
 import { Sharder } from '../sharding/sharder.ts';
 import { labelledLeaseClient, shardLeaseName, shardNameOf } from '../sharding/shard.ts';
-import { ControllerBuilder, type ControllerHost } from './builder.ts';
+import { ControllerBuilder, type ControllerHost, type ReconcileObservation } from './builder.ts';
 import { recordPermission } from '../rbac/permission.ts';
 import { conversionWebhookUnreachable } from './conversionreach.ts';
 import type { TlsSource } from '../manager/httpserver.ts';
@@ -167,6 +168,11 @@ export interface ControllerManagerOptions {
    * a TimeoutError after this long. 0 or undefined = none (the default, as controller-runtime's ReconciliationTimeout).
    */
   reconcileTimeoutMs?: number;
+  /**
+   * Called after every reconcile of every controller with its key and outcome (tracing, tests: `explore` records
+   * them in its trace). Must not throw or block. Default: none.
+   */
+  observeReconciles?: (e: ReconcileObservation) => void;
   /** Default: info-level JSON logs on stdout. */
   logger?: Logger;
   /** Default: the process-wide registry (what the metrics server serves). */
@@ -339,6 +345,12 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
     const pprof = newPprofServer({
       bindAddress: opts.pprofBindAddress ?? '0', logger: log, reviewer: new KubeAccessReviewer(this.reader),
       ...(m?.certDir ? { certDir: m.certDir } : {}),
+      debugRoutes: {
+        '/debug/informers': {
+          description: 'what each informer cache holds: objects, resourceVersion, digest, lists and watches (JSON; ?keys=1: every key with its resourceVersion)',
+          handler: (q) => describeInformers(this.factory.informers(), { keys: q.get('keys') === '1' || q.get('keys') === 'true' }),
+        },
+      },
     });
     if (pprof) this.manager.add(pprof);
     if (this.sharder) this.manager.add(this.sharder);

@@ -10,7 +10,10 @@ import type { KubeObject } from '../../apimachinery/meta.ts';
 import { coreResources } from '../../apimachinery/resource.ts';
 import { RestClient } from '../../client/rest.ts';
 import { decodeWatchStream } from '../../informerfactory/watchdecoder.ts';
+import { fooControllerSetup } from '../../controllers/foo/controller.ts';
+import { explore } from './explore.ts';
 import { MemoryApiServer } from './memoryserver.ts';
+import { create, settle } from './workload.ts';
 import { derivePlans, planId, type TraceEntry } from './plans.ts';
 import { compare, normalize } from './state.ts';
 
@@ -174,5 +177,20 @@ describe('MemoryApiServer', () => {
     assert.deepEqual(server.store.objects(coreResources.configMaps).map((o) => o.metadata?.name), ['y'], 'applied before the crash');
     server.interceptWrite = undefined;
     await assert.rejects(client.json('GET', '/api/v1/namespaces/a/configmaps'), /ECONNRESET/, 'nothing more on a killed connection');
+  });
+});
+
+describe('explore', () => {
+  test('the reference trace records the steps, every write with its answer, every reconcile with its outcome, and what each informer saw', async () => {
+    const foo = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata: { namespace: 'demo', name: 'foo' }, spec: { deploymentName: 'web', replicas: 1 } };
+    const report = await explore({
+      crdPaths: [new URL('../../../config/crd/bases', import.meta.url).pathname], setup: (mgr) => { fooControllerSetup.setup(mgr, {}); },
+      workload: [create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'demo' } }), create(foo), settle()], plans: { kinds: [] },
+    });
+    const kinds = new Set(report.reference.map((e) => e.kind));
+    for (const k of ['step', 'start', 'write', 'change', 'deliver', 'reconcile', 'rest']) assert.ok(kinds.has(k as TraceEntry['kind']), `a ${k} entry`);
+    assert.ok(report.reference.some((e) => e.kind === 'reconcile' && e.controller === 'foo' && e.key === 'demo/foo' && e.outcome === 'done'));
+    assert.ok(report.reference.some((e) => e.kind === 'write' && e.signature === 'POST deployments.apps/v1 demo/web' && e.status === 201));
+    assert.equal(report.executed, 0);
   });
 });

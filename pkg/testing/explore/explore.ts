@@ -32,6 +32,7 @@ import type { KubeObject } from '../../apimachinery/meta.ts';
 import { resourceId, coreResources, type ResourceType } from '../../apimachinery/resource.ts';
 import { objectPath, collectionPath } from '../../apimachinery/paths.ts';
 import { silentLogger, type Logger } from '../../log/logger.ts';
+import type { ReconcileObservation } from '../../runtime/builder.ts';
 import { ControllerManager, type ControllerManagerOptions } from '../../runtime/manager.ts';
 import type { ApiClient } from '../../client/typed.ts';
 import type { FakeResource } from '../fakeclient.ts';
@@ -131,7 +132,7 @@ export interface ExploreOptions<W = undefined> {
    */
   cluster?: RealCluster;
   /** Extra options of every manager (namespaces, concurrency defaults…); transport, registry and logger are explore's. */
-  managerOptions?: Omit<ControllerManagerOptions, 'transport' | 'registry' | 'kubeConfig'>;
+  managerOptions?: Omit<ControllerManagerOptions, 'transport' | 'registry' | 'kubeConfig' | 'observeReconciles'>;
   /** The managers' logger (default silent). */
   logger?: Logger;
   /** Progress lines (default none). */
@@ -278,6 +279,7 @@ export function formatTrace(trace: readonly TraceEntry[]): string {
       case 'perturb': return `  ** ${e.what}`;
       case 'rest': return `  at rest after step ${e.step}: ${e.outcome}`;
       case 'peer': return `  peer ${e.name} wrote ${e.wrote} change(s)`;
+      case 'reconcile': return `  manager-${e.incarnation} reconciled ${e.controller} ${e.key}: ${e.outcome}`;
     }
   }).join('\n');
 }
@@ -600,6 +602,7 @@ class Execution<W> {
       ...this.opts.managerOptions,
       ...(this.server instanceof RealApiServer ? { namespaces: this.namespaces.map((ns) => (this.server as RealApiServer).ns(ns)) } : {}),
       transport: conn, registry: new Registry(), logger: this.opts.logger ?? silentLogger, identity: `explore-${n}`,
+      observeReconciles: (e) => this.trace.push({ kind: 'reconcile', incarnation: n, controller: e.controller, key: e.key, outcome: outcomeOf(e) }),
     });
     await this.opts.setup(mgr, this.world);
     const ac = new AbortController();
@@ -766,6 +769,14 @@ function workloadNamespaces(steps: readonly Step[]): string[] {
     else if (o.metadata?.namespace) out.add(o.metadata.namespace);
   }
   return [...out];
+}
+
+/** A reconcile's outcome in words (the trace). */
+function outcomeOf(e: ReconcileObservation): string {
+  if (e.error !== undefined) return `error: ${e.error instanceof Error ? e.error.message : JSON.stringify(e.error)}`.slice(0, 200);
+  if (e.result?.requeueAfter) return `requeue after ${e.result.requeueAfter} ms`;
+  if (e.result?.requeue) return 'requeue';
+  return 'done';
 }
 
 function incarnationOf(connection: string): number {

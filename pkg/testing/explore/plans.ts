@@ -71,6 +71,7 @@ export type TraceEntry =
     envChange?: number;
   }
   | { kind: 'peer'; name: string; wrote: number }
+  | { kind: 'reconcile'; incarnation: number; controller: string; key: string; outcome: string }
   | { kind: 'deliver'; incarnation: number; resource: string; type: string; key: string; rv: number }
   | { kind: 'perturb'; what: string }
   | { kind: 'rest'; step: number; outcome: string };
