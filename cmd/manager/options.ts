@@ -276,6 +276,7 @@ const specByName = new Map(flagSpecs.map((s) => [s.name, s]));
 export function helpText(): string {
   const lines = ['Usage: ts-controller-manager [flags]', '       ts-controller-manager gen types --help   (TypeScript types from CRDs)',
     '       ts-controller-manager dev --help         (a local control plane with your CRDs)',
+    '       ts-controller-manager envtest --help     (its binaries: which are installed, how to get one)',
     '       ts-controller-manager init --help        (a new controller project; then create api --help)', '', 'Flags:'];
   const label = (s: FlagSpec): string => (s.kind === 'bool' ? `--${s.name}` : `--${s.name}=${placeholder(s.kind)}`);
   const width = Math.max(...flagSpecs.map((s) => label(s).length), '-h, --help'.length) + 2;
