@@ -92,7 +92,9 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     const svc = byName(docs, 'Service', webhookService);
     assert.ok(svc, 'the webhook Service');
     assert.equal(svc.metadata.namespace, ns);
-    assert.deepEqual(svc.spec?.['ports'], [{ name: 'webhook', port: 443, protocol: 'TCP', targetPort: 9443 }]);
+    // The targetPort names the container port: only a Pod that serves the webhooks is an endpoint (a Pod without it,
+    // e.g. the one an upgrade turning the webhooks on replaces, is not; docs/helm.md).
+    assert.deepEqual(svc.spec?.['ports'], [{ name: 'webhook', port: 443, protocol: 'TCP', targetPort: 'webhook-server' }]);
     const dep = find(docs, 'Deployment');
     assert.ok(dep);
     const spec = dep.spec as unknown as DeploymentSpec;
@@ -216,8 +218,9 @@ describe('config/default optional sections (cert-manager, Prometheus, network po
     // The API server calls the webhooks through the webhook Service (→ its targetPort) from outside the Pod network
     // on most clusters: no namespace or Pod selector can name it. Without allow-webhook-traffic every Network write
     // failed once the metrics policy isolated the Pod (failurePolicy: Fail).
-    const webhookPort = (byName(docs, 'Service', webhookService)?.spec?.['ports'] as { targetPort: number }[] | undefined)?.[0]?.targetPort;
-    assert.equal(webhookPort, 9443);
+    const targetPort = (byName(docs, 'Service', webhookService)?.spec?.['ports'] as { targetPort: string }[] | undefined)?.[0]?.targetPort;
+    const webhookPort = container.ports.find((p) => p.name === targetPort)?.containerPort;
+    assert.equal(webhookPort, 9443, `the Service's targetPort ${targetPort ?? '?'} is the container's port 9443`);
     assert.equal(ingressAllowed(policies, podLabels, webhookPort, 'outside the Pod network'), true, 'the API server reaches the webhook port');
 
     // The API server accepts the built-in kinds as rendered (server-side dry run in a namespace that exists).
