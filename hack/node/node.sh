@@ -85,6 +85,12 @@ case "$cmd" in
     # where kube-proxy's rules forward it to the Pod. Gone with the veth on `down`.
     ip route add 10.0.0.0/24 via "$NODE_IP" dev "$HOST_IF"
     ip netns exec "$NETNS" sysctl -qw net.ipv4.ip_forward=1
+    # No ICMP redirects from the node: a packet the host sends to a ClusterIP kube-proxy does not DNAT (a Service
+    # without endpoints) goes back out eth0, so the node sent the host a redirect for each, and each redirect restarted
+    # the per-destination ICMP rate limit that kube-proxy's REJECT (port unreachable) goes through too (the node's
+    # OutRateLimitHost counted them): the API server's call to a Service without endpoints got no answer until its
+    # webhook timeout, where a cluster refuses it at once.
+    ip netns exec "$NETNS" sysctl -qw net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.eth0.send_redirects=0
     for h in $(hierarchies); do
       mkdir -p "$h/$CGROOT"
       if [ -e "$h/cpuset.cpus" ]; then
