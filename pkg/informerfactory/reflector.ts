@@ -19,6 +19,10 @@
  *  - `lastError()` is the most recent request failure (list, watch, storing a list) since the last list that reached
  *    the sink: what keeps an informer from syncing (a 404 for a CRD not installed, a 403 from RBAC, a dead
  *    connection), for the cache-sync timeout message and /readyz.
+ *  - `status()` counts what the reflector did since it started — lists begun (the first one and every relist: a
+ *    first page, the one unpaginated LIST after an expired continue token, or a streaming list) and watch streams
+ *    opened (the server answered 200) — and names its phase and since when (the informer debug endpoint,
+ *    informer_lists_total and informer_watches_total). `onList` / `onWatch` hooks see each as it happens.
  */
 import { ApiError } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
@@ -60,6 +64,25 @@ export interface ReflectorOptions {
   /** Uniform [0, 1) source for jitter and watch timeouts. */
   random?: () => number;
   watchTracker?: WatchTracker;
+  /** Called when a list begins (not for continue pages) and when a watch stream opens (metrics). */
+  onList?: () => void;
+  onWatch?: () => void;
+}
+
+/** What a reflector did and where it is now (`Reflector.status()`). */
+export interface ReflectorStatus {
+  /** The state machine's phase: Empty, Listing, WatchListing, Watching, Backoff or Stopped. */
+  phase: string;
+  /** For how long it has been in that phase (ms of its clock). */
+  phaseForMs: number;
+  /** The last resourceVersion seen ('' before the first list). */
+  resourceVersion: string;
+  /** Lists begun since start: the first and every relist. */
+  lists: number;
+  /** Watch streams opened since start (the server answered the WATCH). */
+  watches: number;
+  /** The most recent request failure since the last list reached the cache. */
+  lastError: RequestFailure | undefined;
 }
 
 /** At most one log line per this interval about skipped watch events of unknown types. */
@@ -103,6 +126,11 @@ export class Reflector {
   private unknownLoggedAt = -Infinity;
   private unknownSkipped = 0;
   private lastFailure: RequestFailure | undefined;
+  private phaseSince: number;
+  private lists = 0;
+  private watches = 0;
+  private readonly onList: (() => void) | undefined;
+  private readonly onWatch: (() => void) | undefined;
 
   constructor(opts: ReflectorOptions) {
     this.lw = opts.listWatcher;
@@ -115,6 +143,17 @@ export class Reflector {
     this.random = opts.random ?? Math.random;
     this.tracker = opts.watchTracker;
     this.state = initialReflectorState(this.cfg);
+    this.phaseSince = this.clock.now();
+    this.onList = opts.onList;
+    this.onWatch = opts.onWatch;
+  }
+
+  /** Counts and phase (see the module comment); a snapshot. */
+  status(): ReflectorStatus {
+    return {
+      phase: this.state.phase.name, phaseForMs: this.clock.now() - this.phaseSince, resourceVersion: this.state.resourceVersion,
+      lists: this.lists, watches: this.watches, lastError: this.lastFailure,
+    };
   }
 
   /** The last resourceVersion seen from a list, an event or a bookmark ('' before the first list). */
@@ -158,7 +197,9 @@ export class Reflector {
     try {
       for (let ev = this.mailbox.shift(); ev !== undefined; ev = this.mailbox.shift()) {
         this.noteFailure(ev);
-        const { state, actions } = reflectorStep(this.state, ev, { now: this.clock.now(), random: this.random() }, this.cfg);
+        const now = this.clock.now();
+        const { state, actions } = reflectorStep(this.state, ev, { now, random: this.random() }, this.cfg);
+        if (state.phase.name !== this.state.phase.name) this.phaseSince = now;
         this.state = state;
         for (const a of actions) {
           if (!this.executeGuarded(a)) break;
@@ -205,9 +246,17 @@ export class Reflector {
   private execute(a: ReflectorAction): void {
     switch (a.type) {
       case 'list':
+        if (a.continueToken === undefined) {
+          this.lists++;
+          this.onList?.();
+        }
         this.track(this.runList(this.newOp(), a.continueToken, a.limit));
         return;
       case 'watch':
+        if (a.sendInitialEvents) { // a streaming list: a list too
+          this.lists++;
+          this.onList?.();
+        }
         this.track(this.runWatch(this.newOp(), a));
         return;
       case 'cancelRequest':
@@ -317,6 +366,8 @@ export class Reflector {
     }
     op.lastDataAt = this.clock.now();
     this.tracker?.opened();
+    this.watches++;
+    this.onWatch?.();
     try {
       for await (const event of stream) {
         if (this.op !== op) break;

@@ -39,7 +39,8 @@ import { ProcessorListener, type Notification, type ResourceEventHandler } from 
 import { RestListWatcher, type ListWatcher } from './listwatch.ts';
 import { deepFreeze, deletionHandlingKey, stripManagedFields } from './object.ts';
 import { resourceVersionOf, type KubeObject } from '../apimachinery/meta.ts';
-import { Reflector, type ReflectorSink } from './reflector.ts';
+import { Reflector, type ReflectorSink, type ReflectorStatus } from './reflector.ts';
+import { reflectorCounters } from './reflectormetrics.ts';
 import type { ReflectorConfig, RequestFailure } from './reflectorstate.ts';
 import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import { waitForCacheSync, type WaitForSyncOptions } from './waitforsync.ts';
@@ -149,6 +150,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     this.queue = new DeltaQueue<T>({ knownObjects: this.indexer, scopes: this.scopes });
     this.listers = new Lister(this.indexer);
     const counter = opts.watchCounter ?? globalWatchCounter;
+    const counters = reflectorCounters(opts.registry ?? globalRegistry, name);
     const listWatcherFor =
       opts.listWatcherFor ??
       ((ns: string): ListWatcher => {
@@ -174,6 +176,7 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
           logger: opts.logger,
           random: opts.random,
           watchTracker: counter.tracker(opts.resource, ns),
+          ...counters,
         }),
     );
   }
@@ -266,6 +269,14 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
    */
   isWatching(): boolean {
     return this.reflectors.length > 0 && this.reflectors.every((r) => r.currentState().phase.name === 'Watching');
+  }
+
+  /**
+   * Each reflector's counts and phase (one per namespace of the scope, in `scopes` order): lists, watch streams
+   * opened, phase and since when (the informer debug endpoint).
+   */
+  reflectorStatus(): (ReflectorStatus & { namespace: string })[] {
+    return this.reflectors.map((r, i) => ({ namespace: this.scopes[i] ?? '', ...r.status() }));
   }
 
   /** Whether start() was called. */

@@ -312,3 +312,38 @@ test('a non-loopback address without an AccessReviewer is refused at constructio
   assert.throws(() => new PprofServer({ bindAddress: ':6060' }), /non-loopback address \(:6060\) needs an AccessReviewer/);
   assert.ok(new PprofServer({ bindAddress: '127.0.0.1:0' }), 'loopback needs none');
 });
+
+test('debug routes (e.g. /debug/informers): JSON from the handler with the query, listed in the index, reviewed like the profiles', async () => {
+  const seen: string[] = [];
+  const debugRoutes = {
+    '/debug/informers': { description: 'what each informer cache holds', handler: (q: URLSearchParams) => (seen.push(q.toString()), [{ objects: 2, keys: q.get('keys') }]) },
+  };
+  const loopback = new PprofServer({ bindAddress: '127.0.0.1:0', logger: silentLogger, debugRoutes });
+  const reviewer = new FakeReviewer();
+  const secure = new PprofServer({ bindAddress: '0.0.0.0:0', reviewer, logger: silentLogger, debugRoutes });
+  const ac = new AbortController();
+  const runs = [loopback.start(ac.signal), secure.start(ac.signal)];
+  try {
+    const plain = `http://127.0.0.1:${(await loopback.listening).port}`;
+    const res = await fetch(`${plain}/debug/informers?keys=1`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.deepEqual(await res.json(), [{ objects: 2, keys: '1' }]);
+    assert.deepEqual(seen, ['keys=1']);
+    assert.equal((await fetch(`${plain}/debug/informers`, { method: 'POST' })).status, 405);
+    assert.equal((await fetch(`${plain}/debug/other`)).status, 404);
+    assert.match(await (await fetch(`${plain}/debug/pprof/`)).text(), /\/debug\/informers +what each informer cache holds/);
+    // The secure server reviews the path like any other: FakeReviewer allows ops /debug/pprof/* only.
+    const { port } = await secure.listening;
+    assert.equal((await httpsGet(port, '/debug/informers')).status, 401);
+    const forbidden = await httpsGet(port, '/debug/informers', 'good');
+    assert.equal(forbidden.status, 403);
+    assert.deepEqual(reviewer.authz.at(-1), { path: '/debug/informers', verb: 'get' });
+    assert.equal(seen.length, 1, 'the handler never ran for a refused request');
+  } finally {
+    ac.abort();
+    await Promise.all(runs);
+  }
+  assert.throws(() => new PprofServer({ bindAddress: '127.0.0.1:0', debugRoutes: { '/metrics': debugRoutes['/debug/informers'] } }), /must be under \/debug\//);
+  assert.throws(() => new PprofServer({ bindAddress: '127.0.0.1:0', debugRoutes: { '/debug/pprof/x': debugRoutes['/debug/informers'] } }), /outside \/debug\/pprof\//);
+});

@@ -12,6 +12,8 @@
  *                                          process.memoryUsage + resourceUsage (JSON)
  *   GET /debug/pprof/heapsnapshot          full heap snapshot, streamed (`.heapsnapshot`); PAUSES the process while
  *                                          V8 walks the heap, and needs memory of the order of the heap itself
+ *   GET <path of `debugRoutes`>            JSON the composition root adds, e.g. /debug/informers (what each informer
+ *                                          cache holds: pkg/informerfactory/debug.ts); instant, read-only
  *
  * Invariants:
  *  - Off unless a bind address other than "0"/"" is given (newPprofServer returns undefined).
@@ -65,8 +67,21 @@ export interface PprofServerOptions {
   certDir?: string;
   /** Upper bound of `seconds` (default 300). */
   maxSeconds?: number;
+  /**
+   * More read-only JSON endpoints on the same server, under the same access rules, by path (outside /debug/pprof/,
+   * e.g. `/debug/informers`): each gets the query and returns what to send.
+   */
+  debugRoutes?: Record<string, DebugRoute>;
   logger?: Logger;
   shutdownTimeoutMs?: number;
+}
+
+/** A read-only JSON endpoint beside the profiles (PprofServerOptions.debugRoutes). */
+export interface DebugRoute {
+  /** One line for the index page. */
+  description: string;
+  /** What to send (as JSON) for this query; runs on the event loop, so keep it quick. */
+  handler: (query: URLSearchParams) => unknown;
 }
 
 type Kind = 'cpu' | 'heap' | 'snapshot';
@@ -90,6 +105,7 @@ export class PprofServer implements Runnable {
   private readonly filter: AuthFilter | undefined;
   private readonly log: Logger;
   private readonly maxSeconds: number;
+  private readonly debugRoutes: Record<string, DebugRoute>;
   private readonly busy = new Set<Kind>();
   /** Aborts with the server's start signal (manager shutdown). */
   private readonly stopping = new AbortController();
@@ -100,6 +116,10 @@ export class PprofServer implements Runnable {
     this.secure = !isLoopback(addr);
     this.log = (opts.logger ?? silentLogger).child({ component: 'pprof-server' });
     this.maxSeconds = opts.maxSeconds ?? defaultMaxProfileSeconds;
+    this.debugRoutes = { ...opts.debugRoutes };
+    for (const path of Object.keys(this.debugRoutes)) {
+      if (!path.startsWith('/debug/') || path.startsWith(pprofPathPrefix)) throw new Error(`pprof server: debug route ${path} must be under /debug/ and outside ${pprofPathPrefix}`);
+    }
     if (this.secure) {
       this.filter = opts.authFilter ?? (opts.reviewer ? new AuthFilter({ reviewer: opts.reviewer, logger: opts.logger }) : undefined);
       if (!this.filter) throw new Error(`pprof server: a non-loopback address (${opts.bindAddress}) needs an AccessReviewer (TokenReview/SubjectAccessReview)`);
@@ -147,7 +167,8 @@ export class PprofServer implements Runnable {
     const url = new URL(req.url ?? '/', 'http://localhost');
     let path = url.pathname;
     if (path === '/debug/pprof') path = pprofPathPrefix;
-    const route = routes[path];
+    const extra = Object.hasOwn(this.debugRoutes, path) ? this.debugRoutes[path] : undefined;
+    const route = extra ? 'extra' : routes[path];
     if (!route) return text(res, 404, 'not found\n');
     if (req.method !== 'GET') {
       res.setHeader('allow', 'GET');
@@ -164,9 +185,11 @@ export class PprofServer implements Runnable {
     try {
       switch (route) {
         case 'index':
-          return text(res, 200, indexText(this.secure, this.maxSeconds));
+          return text(res, 200, indexText(this.secure, this.maxSeconds, this.debugRoutes));
         case 'heapstats':
           return json(res, heapStats());
+        case 'extra':
+          return json(res, extra?.handler(url.searchParams));
         case 'profile':
         case 'heap': {
           const seconds = this.seconds(url);
@@ -288,7 +311,7 @@ export function heapStats(): Record<string, unknown> {
   };
 }
 
-function indexText(secure: boolean, maxSeconds: number): string {
+function indexText(secure: boolean, maxSeconds: number, extra: Record<string, DebugRoute>): string {
   return [
     'ts-controller-manager profiling endpoints (open the files in Chrome DevTools: Performance / Memory)',
     '',
@@ -296,6 +319,7 @@ function indexText(secure: boolean, maxSeconds: number): string {
     `${pprofPathPrefix}heap?seconds=N      sampling heap profile of the next N seconds (live at its end; &allocated=1: every allocation): .heapprofile`,
     `${pprofPathPrefix}heapstats           V8 heap and process memory statistics (JSON)`,
     `${pprofPathPrefix}heapsnapshot        full heap snapshot (.heapsnapshot); pauses the process while taken`,
+    ...Object.entries(extra).map(([path, r]) => `${path.padEnd(32)} ${r.description}`),
     '',
     secure ? 'Requests need a bearer token allowed to get these paths (TokenReview + SubjectAccessReview).' : 'Loopback only: no authentication.',
     '',

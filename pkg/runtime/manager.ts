@@ -33,6 +33,7 @@ import type { RequestTransport } from '../client/transport.ts';
 import type { Controller } from '../controller/controller.ts';
 import { EventBroadcaster, RestEventSink, type Recorder } from '../events/recorder.ts';
 import { SharedInformerFactory, type InformerForOptions } from '../informerfactory/factory.ts';
+import { describeInformers } from '../informerfactory/debug.ts';
 import type { ResourceType } from '../apimachinery/resource.ts';
 import type { ReflectorTuning, SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
 import { waitForCacheSync } from '../informerfactory/waitforsync.ts';
@@ -344,6 +345,12 @@ export class ControllerManager implements ControllerHost, ReconcilerHost {
     const pprof = newPprofServer({
       bindAddress: opts.pprofBindAddress ?? '0', logger: log, reviewer: new KubeAccessReviewer(this.reader),
       ...(m?.certDir ? { certDir: m.certDir } : {}),
+      debugRoutes: {
+        '/debug/informers': {
+          description: 'what each informer cache holds: objects, resourceVersion, digest, lists and watches (JSON; ?keys=1: every key with its resourceVersion)',
+          handler: (q) => describeInformers(this.factory.informers(), { keys: q.get('keys') === '1' || q.get('keys') === 'true' }),
+        },
+      },
     });
     if (pprof) this.manager.add(pprof);
     if (this.sharder) this.manager.add(this.sharder);
