@@ -10,10 +10,12 @@
  *    resource, its group, the rule's lines and the `.rbac(...)` declaration to add;
  *  - with a verb its informers need removed (`foos list`), `startManager` rejects the same way instead of waiting for
  *    caches that cannot sync;
- *  - a refused request's own error (the reconcile error a controller logs) names the rule too.
+ *  - a refused request's own error (the reconcile error a controller logs) names the rule too;
+ *  - a manager run as a process with the ServiceAccount's kubeconfig is caught too (the API server's audit log).
  * One private control plane for the file.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Registry } from 'prom-client';
@@ -140,5 +142,15 @@ describe('the manager under test runs as the ServiceAccount of config/rbac', () 
       env.clearRefusals();
       await client.close();
     }
+  });
+
+  test('a process with the ServiceAccount\'s kubeconfig (a manager run as main.ts is): its refusal is found in the audit log and stops eventually', async () => {
+    const kubectl = env.binaries.kubectl;
+    assert.ok(kubectl && env.serviceAccount);
+    const res = spawnSync(kubectl, ['--kubeconfig', env.serviceAccount.kubeconfigPath, 'get', 'secrets', '-n', 'kube-system'], { encoding: 'utf8' });
+    assert.notEqual(res.status, 0, 'refused');
+    await assert.rejects(eventually(() => false, { timeoutMs: 600_000 }), /^RbacRefusalError: RBAC refused the manager \(system:serviceaccount:default:controller-manager\): list secrets \(API group ""\) in namespace "kube-system", on list \/api\/v1\/namespaces\/kube-system\/secrets\./);
+    env.clearRefusals();
+    assert.deepEqual(env.refusals, []);
   });
 });

@@ -2,11 +2,13 @@
  * The scaffolding as a new user meets it (issue 33, docs/scaffolding.md): this repository's files as a fresh clone
  * has them are packed (`npm pack`: `prepack` builds dist/), the packed build's `ts-controller-manager init --library
  * <tarball>` and `create api` write a project into an empty directory, and in that project, with no edit:
- * `npm install` (the npm registry; npm's cache makes it quick when warm), `npm test` (main.test.ts, the kinds'
- * controller tests and the webhook test of `create webhook` on a control plane from the packed
- * `ts-controller-manager/testing`, i.e. the cached binaries in
- * ~/.cache/ts-controller-manager), `npm run typecheck`, `npm run build` (and the built manager answers --help),
- * the checked-in types equal what `npm run generate` makes, and `make docker-build CONTAINER_TOOL=podman` builds the
+ * `npm install` (the npm registry; npm's cache makes it quick when warm), `npm test` (after `npm run generate`: types,
+ * and config/rbac/role.yaml from what the controllers declare; main.test.ts — the manager as the ServiceAccount
+ * config/rbac binds —, the kinds' controller tests and the webhook test of `create webhook` on a control plane from the
+ * packed `ts-controller-manager/testing`, i.e. the cached binaries in ~/.cache/ts-controller-manager); with one verb
+ * taken out of a controller's `.rbac(...)`, main.test.ts fails at once naming the missing rule (issue 42);
+ * `npm run typecheck`, `npm run build` (and the built manager answers --help),
+ * the checked-in types and RBAC equal what `npm run generate` makes, and `make docker-build CONTAINER_TOOL=podman` builds the
  * image (the local Node base of hack/image passed by the Makefile's BUILD_ARGS, as there is no registry here; the
  * image answers --help and, with no cluster, exits 1 with one line; only its tag is removed afterwards). Each step's time is printed (the issue's goal, init →
  * green test in ≤ 5 min, is a bench figure, not asserted).
@@ -103,7 +105,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     await step(t, 'create api (2nd kind)', node, [bin, 'create', 'api', '--group', 'policy', '--version', 'v1alpha1', '--kind', 'AccessPolicy'], project);
     // Webhooks for the first kind: a defaulter and a validator, their test, config/webhook, config/certmanager.
     await step(t, 'create webhook', node, [bin, 'create', 'webhook', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook', '--defaulting', '--programmatic-validation'], project);
-    assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^ {2}setupGuestbookWebhook\(mgr\);$/m);
+    assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^ {4}setupGuestbookWebhook\(mgr\);$/m);
     const conversion = await runCmd(node, [bin, 'create', 'webhook', '--group', 'policy', '--version', 'v1alpha1', '--kind', 'AccessPolicy', '--conversion'], project);
     assert.deepEqual([conversion.code, conversion.out.trim().split('\n').length], [2, 1], conversion.out);
     assert.match(conversion.out, /^error: --conversion needs two or more versions of AccessPolicy/);
@@ -116,7 +118,7 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     for (const f of ['config/crd/bases/webapp.example.com_guestbooks.yaml', 'api/webapp/v1/zz_generated.types.ts', 'controllers/guestbook.ts', 'controllers/guestbook.test.ts', 'controllers/guestbook.explore.test.ts', 'config/samples/webapp_v1_guestbook.yaml']) {
       assert.ok(existsSync(join(project, f)), f);
     }
-    assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^setupGuestbookController\(mgr\);\nsetupAccessPolicyController\(mgr\);$/m);
+    assert.match(readFileSync(join(project, 'main.ts'), 'utf8'), /^ {2}setupGuestbookController\(mgr\);\n {2}setupAccessPolicyController\(mgr\);$/m);
     assert.ok(existsSync(join(project, 'api/policy/v1alpha1/zz_generated.types.ts')));
 
     const again = await runCmd(node, [bin, 'init', '--domain', 'example.com', '--dir', project], tmp);
@@ -134,6 +136,29 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     assert.match(res.out, /ℹ pass 13\n/, res.out.slice(-3000));
     assert.match(res.out, /✔ the Guestbook controller: no finding under crashes, stale views, unobserved states and write faults/);
     assert.match(res.out, /ℹ fail 0\n/);
+    // npm test ran npm run generate first: config/rbac/role.yaml holds what the controllers declare.
+    assert.match(readFileSync(join(project, 'config', 'rbac', 'role.yaml'), 'utf8'), /resources: \[guestbooks\/status\]\n {4}verbs: \[patch\]/);
+  });
+
+  test('one RBAC rule missing: main.test.ts (the manager as its ServiceAccount) fails at once with a message naming the rule', async (t) => {
+    // The Guestbook controller no longer declares that it creates ConfigMaps: the generated role lacks the rule.
+    const controller = join(project, 'controllers', 'guestbook.ts');
+    const source = readFileSync(controller, 'utf8');
+    const declared = "{ resource: coreResources.configMaps, verbs: ['get', 'create', 'patch', 'delete']";
+    assert.ok(source.includes(declared), 'the scaffolded declaration');
+    writeFileSync(controller, source.replace(declared, "{ resource: coreResources.configMaps, verbs: ['get', 'patch', 'delete']"));
+    t.after(async () => {
+      writeFileSync(controller, source);
+      await runCmd('npm', ['run', 'generate'], project);
+    });
+    await step(t, 'npm run generate (one verb less)', 'npm', ['run', 'generate'], project);
+    const res = await runCmd(join(project, 'node_modules', '.bin', 'node'), ['--test', '--test-reporter=spec', 'main.test.ts'], project);
+    times.push(['main.test.ts, a rule missing', res.ms]);
+    t.diagnostic(`main.test.ts with a rule missing: ${(res.ms / 1000).toFixed(1)} s`);
+    assert.notEqual(res.code, 0, res.out.slice(-3000));
+    assert.match(res.out, /RBAC refused the manager \(system:serviceaccount:system:controller-manager\): create configmaps \(API group ""\) in namespace "samples"/, res.out.slice(-3000));
+    assert.match(res.out, /\.rbac\(\{ group: '', resource: 'configmaps', verbs: \['create'\] \}\)/);
+    assert.doesNotMatch(res.out, /timed out/, 'it stopped at the refusal, not at a timeout');
   });
 
   test('the generated project type-checks, builds (the built manager answers --help), and its types are what npm run generate makes', async (t) => {
@@ -142,8 +167,9 @@ describe('scaffolding: init + create api → npm install → npm test, with no e
     const help = await runCmd(join(project, 'node_modules', '.bin', 'node'), ['dist/main.js', '--help'], project);
     assert.equal(help.code, 0, help.out);
     assert.match(help.out, /--leader-elect/);
-    // `npm run generate` with --check: the types create api wrote are the generator's (the packed bin's) own.
-    await step(t, 'gen types --check', 'npm', ['run', 'generate', '--', '--check'], project);
+    // `npm run generate` with --check: the types create api wrote, and config/rbac npm test generated, are the
+    // generators' (the packed bin's) own.
+    await step(t, 'gen types + rbac --check', 'npm', ['run', 'generate', '--', '--check'], project);
   });
 
   test(`make docker-build CONTAINER_TOOL=podman builds the image with no edit; it answers --help and, with no cluster, exits 1 with one line`, { skip: skipImage !== undefined && weakenedNote('TSCM_SKIP_IMAGE_TEST', skipImage, skipImageWhat) }, async (t) => {

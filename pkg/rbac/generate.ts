@@ -23,7 +23,7 @@ import type { RequestTransport } from '../client/transport.ts';
 import type { GeneratedFile } from '../codegen/types.ts';
 import { silentLogger } from '../log/logger.ts';
 import { ControllerManager } from '../runtime/manager.ts';
-import { informerVerbs, recordedPermissions, type Contribution } from './permission.ts';
+import { informerVerbs, leaderElectionContributions, recordedPermissions } from './permission.ts';
 import { mergeContributions, replaceRules, type RoleRule } from './role.ts';
 
 /** Bad invocation (exit 2). */
@@ -74,15 +74,6 @@ export function parseGenRbacArgs(argv: readonly string[]): GenRbacArgs {
   args.module = modules[0] ?? '';
   return args;
 }
-
-/**
- * What leader election calls (pkg/manager/leaderelection.ts, RestLeaseClient): GET the Lease, POST it once, PUT to
- * renew or take over, and a standby WATCHes it (field-selected, no list). test/deploy.test.ts proves each verb needed.
- */
-export const leaderElectionContributions: readonly Contribution[] = [{
-  who: 'leader election', why: 'its Lease: read, created once, renewed, watched by a standby', scope: 'manager',
-  group: 'coordination.k8s.io', resource: 'leases', resourceNames: [], verbs: ['get', 'create', 'update', 'watch'],
-}];
 
 /** A transport that sends nothing: a setup that makes a request fails, naming it. */
 const noRequests: RequestTransport = {

@@ -108,3 +108,12 @@ export function sortVerbs(verbs: Iterable<string>): string[] {
   };
   return [...new Set(verbs)].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
+
+/**
+ * What leader election calls (pkg/manager/leaderelection.ts, RestLeaseClient): GET the Lease, POST it once, PUT to
+ * renew or take over, and a standby WATCHes it (field-selected, no list). test/deploy.test.ts proves each verb needed.
+ */
+export const leaderElectionContributions: readonly Contribution[] = [{
+  who: 'leader election', why: 'its Lease: read, created once, renewed, watched by a standby', scope: 'manager',
+  group: 'coordination.k8s.io', resource: 'leases', resourceNames: [], verbs: ['get', 'create', 'update', 'watch'],
+}];

@@ -144,30 +144,6 @@ spec:
 `;
 }
 
-/**
- * The kind's blocks in config/rbac/role.yaml: what its controller does (test/scaffold.test.ts runs the built manager
- * as the ServiceAccount bound to them). The ConfigMap block is the same for
- * every scaffolded kind, so it is inserted once (insertAbove finds it already there for the next kind).
- */
-export function rbacRules(n: ApiNames): string[] {
-  return [`# ${n.kind} controller: informer (list, watch), finalizer add/remove (patch), status, blockOwnerDeletion on
-# what it owns (${n.plural}/finalizers).
-- apiGroups: [${n.fullGroup}]
-  resources: [${n.plural}]
-  verbs: [get, list, watch, patch]
-- apiGroups: [${n.fullGroup}]
-  resources: [${n.plural}/status]
-  verbs: [get, patch]
-- apiGroups: [${n.fullGroup}]
-  resources: [${n.plural}/finalizers]
-  verbs: [update]
-`, `# ConfigMaps the scaffolded controllers own: informer, createOrPatch (get, create, patch), cleanup (delete).
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, list, watch, create, patch, delete]
-`];
-}
-
 export function controllerTs(n: ApiNames): string {
   const K = n.kind;
   const c = n.camel;
@@ -264,11 +240,19 @@ export function ${c}Reconciler(host: ReconcilerHost): Reconciler {
   };
 }
 
-/** Registers the ${K} controller with the manager (main.ts calls it before mgr.run()). */
+/** Registers the ${K} controller with the manager (main.ts's setup calls it before mgr.run()). */
 export function setup${K}Controller(mgr: ControllerManager): void {
   mgr.controller('${n.file}')
     .for<${K}>(${c}Resource)
     .owns(coreResources.configMaps) // a change to a ConfigMap it controls requeues its ${K}
+    // What the reconciler calls beyond its informers (their list and watch, and the Events, need no line here):
+    // \`npm run generate\` writes config/rbac/role.yaml from it, and main.test.ts runs the manager with only that role —
+    // a call missing here fails it, naming the line to add.
+    .rbac(
+      { resource: ${c}Resource, verbs: ['get', 'patch'], why: 'finalizer add/remove (re-read when stale)' },
+      { resource: ${c}Resource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition' },
+      { resource: coreResources.configMaps, verbs: ['get', 'create', 'patch', 'delete'], why: 'createOrPatch, cleanup' },
+    )
     .complete(${c}Reconciler(mgr));
 }
 `;

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import { parseCRDs, type CRDVersion } from '../codegen/crd.ts';
 import { defaultRuntime, generateTypes, type GeneratedFile } from '../codegen/types.ts';
-import { apiNames, controllerExploreTestTs, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, rbacRules, sampleYaml } from './api.ts';
+import { apiNames, controllerExploreTestTs, controllerTestTs, controllerTs, crdYaml, insertAbove, mainInsertions, sampleYaml } from './api.ts';
 import { pluralize, validateDomain, validateGroup, validateKind, validatePlural, validateRepo, validateVersion } from './names.ts';
 import { librarySource, type LibrarySource } from './library.ts';
 import { layout, mainCertTest, markers, projectFiles, projectYaml, type ProjectFile } from './project.ts';
@@ -67,7 +67,8 @@ export const createApiUsage = `Usage: ts-controller-manager create api --group G
 Adds a namespaced kind to a project made by init (run it in the project, or pass --dir): its CRD with a status
 subresource (config/crd/bases), its TypeScript types (gen types into api/), a controller (controllers/<kind>.ts: a
 finalizer, an owned ConfigMap, a Ready condition) registered in main.ts, its test on a real API server
-(controllers/<kind>.test.ts), its RBAC rules (config/rbac/role.yaml) and a sample (config/samples).
+(controllers/<kind>.test.ts), the RBAC it needs declared on its builder (npm run generate writes
+config/rbac/role.yaml from it) and a sample (config/samples).
 
 Flags:
   --group=GROUP      The API group's first part (GROUP.DOMAIN), a DNS-1123 subdomain, e.g. webapp.
@@ -299,7 +300,6 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
     edit('main.ts', (t) => insertAbove(insertAbove(t, markers.imports, main.imports, 'main.ts'), markers.controllers, main.controllers, 'main.ts')),
     edit('config/crd/kustomization.yaml', (t) => insertAbove(t, markers.crdResources, `- bases/${basename(n.crdPath)}`, 'config/crd/kustomization.yaml')),
     edit('config/samples/kustomization.yaml', (t) => insertAbove(t, markers.samples, `- ${basename(n.samplePath)}`, 'config/samples/kustomization.yaml')),
-    edit('config/rbac/role.yaml', (t) => rbacRules(n).reduce((text, block) => insertAbove(text, markers.rules, block, 'config/rbac/role.yaml'), t)),
   ]);
   project.resources.push({ group, domain: project.domain, version, kind, plural });
   edited['PROJECT'] = projectYaml(project);
@@ -308,7 +308,7 @@ function createApi(argv: readonly string[], io: ScaffoldIO): number {
   writeAll(dir, created, io, 'wrote');
   writeAll(dir, edited, io, 'updated');
   writeAll(dir, Object.fromEntries(types.map((f) => [f.path, f.content])), io, 'generated');
-  io.stdout(`\nNext: edit ${n.crdPath} (then npm run generate) and ${n.controllerPath}; npm test\n`);
+  io.stdout(`\nNext: edit ${n.crdPath} and ${n.controllerPath}; npm test (npm run generate first: the types, and config/rbac/role.yaml from what the controllers declare)\n`);
   return 0;
 }
 

@@ -35,7 +35,7 @@ import { KubeConfig } from '../client/kubeconfig.ts';
 import { RestClient } from '../client/rest.ts';
 import type { RequestTransport } from '../client/transport.ts';
 import type { Refusal } from '../rbac/refusal.ts';
-import { installRbac, readRbac, RefusalRecorder, type ServiceAccountIdentity } from './rbac.ts';
+import { auditOf, installRbac, readRbac, RefusalRecorder, serviceAccountOf, type ServiceAccountIdentity } from './rbac.ts';
 import { unwatchRefusals, watchRefusals } from './refused.ts';
 import { adminKubeconfig, etcdCommand, kubeApiserverCommand, probe, type ComponentCommand } from './controlplane.ts';
 import { findBinaries, type ControlPlaneBinaries } from './binaries.ts';
@@ -265,6 +265,12 @@ export class TestEnv {
         : undefined;
       if (webhook) crdsToInstall = crdsToInstall.map((crd) => localConversion(crd, webhook.bindAddress, caBundleOf(webhook)));
       const apiserver = kubeApiserverCommand({ dir, bin: binaries.kubeApiserver, port: apiPort, etcdURL: etcd.url, pki });
+      // With rbacPaths: the ServiceAccount's requests in an audit log, where refusals of a manager process are found.
+      const audit = rbac ? auditOf(serviceAccountOf(rbac).user, dir) : undefined;
+      if (audit) {
+        writeFileSync(audit.policyFile, audit.policy);
+        apiserver.args.push(...audit.flags);
+      }
       apiserver.args.push(...(opts.apiServerFlags ?? []));
       const kubeconfigPath = join(dir, 'kubeconfig');
       writeFileSync(kubeconfigPath, adminKubeconfig(apiserver.server, pki), { mode: 0o600 });
@@ -279,7 +285,7 @@ export class TestEnv {
       const serviceAccount = rbac
         ? await installRbac(client, kubeConfig, rbac, join(dir, 'manager.kubeconfig'), { timeoutMs, signal: opts.signal })
         : undefined;
-      if (serviceAccount) recorder = new RefusalRecorder(serviceAccount.kubeConfig, (opts.rbacPaths ?? []).map(displayPath).join(', '));
+      if (serviceAccount) recorder = new RefusalRecorder(serviceAccount.kubeConfig, (opts.rbacPaths ?? []).map(displayPath).join(', '), audit?.log);
       const env = new TestEnv({
         server: apiserver.server, kubeconfigPath, kubeConfig, client, binaries, processes, startMs: Date.now() - t0, webhook, serviceAccount, recorder,
       });

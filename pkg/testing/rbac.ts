@@ -14,10 +14,12 @@
  *  - Ready: the environment resolves once the authorizer grants the ServiceAccount the first verb of every rule
  *    (SubjectAccessReview), as RBAC's caches follow new roles asynchronously.
  *  - Refusals: a 403 whose message is the authorizer's (refusal.ts; a webhook's denial is not one) is recorded once per
- *    (verb, group, resource, namespace), its Status message gets the missing rule appended (so the reconcile error a
- *    controller logs names it), and `eventually`/`startManager` stop at it (refused.ts).
+ *    (verb, group, resource, namespace), and `eventually`/`startManager` stop at it (refused.ts). Two sources: the
+ *    manager's connection in this process (its Status message also gets the missing rule appended, so the reconcile
+ *    error a controller logs names it), and the API server's audit log of the ServiceAccount's requests — so a manager
+ *    run as a process (KUBECONFIG=serviceAccount.kubeconfigPath) is caught too. The log is read when `refusals` is.
  */
-import { writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { readBody, type SendOptions, type WireResponse } from '../client/connection.ts';
@@ -67,6 +69,25 @@ export function readRbac(paths: string[]): RbacObject[] {
 /** The namespace of a namespaced manifest ("default" when it names none). */
 const nsOf = (o: KubeObject): string => o.metadata?.namespace || 'default';
 
+/** The ServiceAccount `objects` make the manager run as: the one they hold, else default/controller-manager. */
+export function serviceAccountOf(objects: readonly RbacObject[]): { namespace: string; name: string; user: string } {
+  const account = objects.find((o) => o.kind === 'ServiceAccount');
+  const namespace = account ? nsOf(account) : 'default';
+  const name = account?.metadata?.name ?? 'controller-manager';
+  return { namespace, name, user: `system:serviceaccount:${namespace}:${name}` };
+}
+
+/** The kube-apiserver flags and the audit policy (file content) that log every request of `user` with its answer. */
+export function auditOf(user: string, dir: string): { flags: string[]; policy: string; log: string; policyFile: string } {
+  const log = `${dir}/audit.log`;
+  const policyFile = `${dir}/audit-policy.yaml`;
+  return {
+    log, policyFile,
+    policy: `apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n  users: [${JSON.stringify(user)}]\n- level: None\n`,
+    flags: [`--audit-policy-file=${policyFile}`, `--audit-log-path=${log}`, '--audit-log-format=json', '--audit-log-mode=blocking'],
+  };
+}
+
 /** The ServiceAccount the environment's manager runs as. */
 export interface ServiceAccountIdentity {
   namespace: string;
@@ -85,11 +106,10 @@ export interface ServiceAccountIdentity {
  */
 export async function installRbac(client: RestClient, admin: KubeConfig, objects: readonly RbacObject[], kubeconfigPath: string,
   opts: { timeoutMs: number; signal?: AbortSignal | undefined }): Promise<ServiceAccountIdentity> {
-  const accounts = objects.filter((o) => o.kind === 'ServiceAccount');
-  const account = accounts[0] ?? { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'controller-manager', namespace: 'default' } };
-  const sa = { namespace: nsOf(account), name: account.metadata?.name ?? '' };
+  const sa = serviceAccountOf(objects);
+  const account: RbacObject = objects.find((o) => o.kind === 'ServiceAccount') ?? { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa.name, namespace: sa.namespace } };
   const toCreate: RbacObject[] = [...objects];
-  if (accounts.length === 0) {
+  if (account !== objects.find((o) => o.kind === 'ServiceAccount')) {
     // Roles only: bind each to the ServiceAccount made here.
     toCreate.unshift(account);
     for (const role of objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')) {
@@ -123,7 +143,7 @@ export async function installRbac(client: RestClient, admin: KubeConfig, objects
       throw new Error(`installing ${o.kind} ${o.metadata?.name} of the RBAC paths: ${(err as Error).message}`, { cause: err });
     }
   }
-  const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
+  const user = sa.user;
   await waitGranted(client, user, sa.namespace, toCreate, opts);
   const { status } = await client.json<{ status: { token: string } }>('POST', `/api/v1/namespaces/${sa.namespace}/serviceaccounts/${sa.name}/token`, {
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 24 * 3600 } }, signal: opts.signal,
@@ -138,7 +158,7 @@ export async function installRbac(client: RestClient, admin: KubeConfig, objects
   }, null, 2)}\n`, { mode: 0o600 });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
-  return { ...sa, user, kubeconfigPath, kubeConfig };
+  return { namespace: sa.namespace, name: sa.name, user, kubeconfigPath, kubeConfig };
 }
 
 /**
@@ -183,16 +203,62 @@ async function waitGranted(client: RestClient, user: string, namespace: string, 
  */
 export class RefusalRecorder implements RequestTransport, RefusalSource {
   readonly cluster: RequestTransport['cluster'];
-  /** Refused requests, first first, one per (verb, group, resource, namespace). */
-  readonly refusals: Refusal[] = [];
   readonly role: string;
   private readonly inner: Transport;
+  private readonly recorded: Refusal[] = [];
   private readonly seen = new Set<string>();
+  private readonly auditLog: string | undefined;
+  /** How far the audit log was read; a partial last line is read again next time. */
+  private auditOffset = 0;
 
-  constructor(kubeConfig: KubeConfig, role: string) {
+  /** `auditLog`: the API server's audit log of the ServiceAccount's requests (auditOf), read for refusals. */
+  constructor(kubeConfig: KubeConfig, role: string, auditLog?: string) {
     this.inner = new Transport(kubeConfig);
     this.cluster = this.inner.cluster;
     this.role = role;
+    this.auditLog = auditLog;
+  }
+
+  /** Refused requests, first first, one per (verb, group, resource, namespace): this connection's and the audit log's. */
+  get refusals(): readonly Refusal[] {
+    this.readAuditLog();
+    return this.recorded;
+  }
+
+  private record(refusal: Refusal): void {
+    const key = `${refusal.verb}|${refusal.group}|${refusal.resource}|${refusal.namespace ?? ''}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.recorded.push(refusal);
+  }
+
+  /** Records the 403s of the audit log's lines written since the last read. */
+  private readAuditLog(): void {
+    if (!this.auditLog) return;
+    let fd: number;
+    try {
+      fd = openSync(this.auditLog, 'r');
+    } catch {
+      return; // nothing logged yet
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.auditOffset) return;
+      const bytes = Buffer.alloc(size - this.auditOffset);
+      const n = readSync(fd, bytes, 0, bytes.length, this.auditOffset);
+      const complete = bytes.subarray(0, n).lastIndexOf(0x0a) + 1;
+      this.auditOffset += complete;
+      const text = bytes.subarray(0, complete).toString('utf8');
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        const e = JSON.parse(line) as { verb?: string; requestURI?: string; responseStatus?: { code?: number; message?: string } };
+        if (e.responseStatus?.code !== 403) continue;
+        const refusal = parseRefusal((e.verb ?? '').toUpperCase(), e.requestURI ?? '', { message: e.responseStatus.message ?? '' });
+        if (refusal) this.record({ ...refusal, request: `${e.verb ?? ''} ${(e.requestURI ?? '').split('?')[0] ?? ''}` });
+      }
+    } finally {
+      closeSync(fd);
+    }
   }
 
   headers(url: string): Promise<Record<string, string>> {
@@ -215,11 +281,7 @@ export class RefusalRecorder implements RequestTransport, RefusalSource {
     }
     const refusal = body && parseRefusal(opts.method, opts.path, body);
     if (!body || !refusal) return { ...res, body: Readable.from([]), bytes };
-    const key = `${refusal.verb}|${refusal.group}|${refusal.resource}|${refusal.namespace ?? ''}`;
-    if (!this.seen.has(key)) {
-      this.seen.add(key);
-      this.refusals.push(refusal);
-    }
+    this.record(refusal);
     const amended = Buffer.from(JSON.stringify({ ...body, message: `${body.message ?? ''} (${refusalHint(refusal)})` }));
     const headers = { ...res.headers };
     delete headers['content-length'];
@@ -228,7 +290,8 @@ export class RefusalRecorder implements RequestTransport, RefusalSource {
 
   /** Forgets the refusals so far (a test that removed a rule on purpose, then restored it). */
   clear(): void {
-    this.refusals.length = 0;
+    this.readAuditLog(); // what was logged so far is cleared too
+    this.recorded.length = 0;
     this.seen.clear();
   }
 
