@@ -51,6 +51,10 @@ export interface ObjectMeta {
   ownerReferences?: OwnerReference[];
   /** Server-side apply's field ownership, written by the server (informer caches drop it). */
   managedFields?: unknown[];
+  /** Set by the server with deletionTimestamp: the seconds the object (a Pod) is given to terminate gracefully. */
+  deletionGracePeriodSeconds?: number;
+  /** Deprecated and no longer set by the server; kept so this is the whole of the server's ObjectMeta. */
+  selfLink?: string;
 }
 
 /** Any Kubernetes object: typed API objects and informer cache entries. */

@@ -112,7 +112,7 @@ export function planTypes(args: GenTypesArgs, cwd: string): GeneratedFile[] {
   const outDir = toPosix(cwd, args.outDir);
   return [
     ...(versions.length > 0 ? generateTypes(versions, { outDir, runtime }) : []),
-    ...(documents.length > 0 ? generateBuiltinTypes(documents, { outDir }) : []),
+    ...(documents.length > 0 ? generateBuiltinTypes(documents, { outDir, runtime }) : []),
   ];
 }
 

@@ -5,7 +5,7 @@
  * checked in generated.test.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
@@ -28,6 +28,7 @@ const metaSchemas: Record<string, OpenAPISchema> = {
     },
   },
   [`${meta}.Status`]: { type: 'object', properties: { message: { type: 'string' } } },
+  [`${meta}.ManagedFieldsEntry`]: { type: 'object', properties: { time: { description: 'When.', default: {}, allOf: [ref(`${meta}.Time`)] } } },
   [`${meta}.DeleteOptions`]: {
     type: 'object', properties: { dryRun: { type: 'array', items: { type: 'string', default: '' } } },
     'x-kubernetes-group-version-kind': [{ group: '', version: 'v1', kind: 'DeleteOptions' }],
@@ -98,7 +99,8 @@ const fileOf = (files: { path: string; content: string }[], path: string): strin
 };
 
 describe('gen types: built-in types from OpenAPI v3', () => {
-  const files = generateBuiltinTypes([appsDoc, coreDoc], { outDir: 'api' });
+  // meta/v1's ObjectMeta comes from the runtime's sources (pkg/apimachinery/meta.ts, copied beside them to compile).
+  const files = generateBuiltinTypes([appsDoc, coreDoc], { outDir: 'api', runtime: { pkgDir: 'pkg' } });
   const corev1 = fileOf(files, 'api/core/v1/zz_generated.types.ts');
   const appsv1 = fileOf(files, 'api/apps/v1/zz_generated.types.ts');
   const metav1 = fileOf(files, 'api/meta/v1/zz_generated.types.ts');
@@ -112,7 +114,7 @@ describe('gen types: built-in types from OpenAPI v3', () => {
   });
 
   it('wire format: Time → string, IntOrString → number | string, Quantity → string, RawExtension → Record<string, unknown>, no type → unknown', () => {
-    assert.match(metav1, /\/\*\*\n {3}\* When\.\n {3}\*\n {3}\* @format date-time\n {3}\*\/\n {2}creationTimestamp\?: string;/);
+    assert.match(metav1, /\/\*\*\n {3}\* When\.\n {3}\*\n {3}\* @format date-time\n {3}\*\/\n {2}time\?: string;/);
     assert.match(corev1, / {2}port\?: number \| string;/);
     assert.match(corev1, / {2}limits\?: Record<string, string>;/);
     assert.match(corev1, / {2}raw\?: Record<string, unknown>;/);
@@ -138,7 +140,7 @@ describe('gen types: built-in types from OpenAPI v3', () => {
 
   it('type-only, and deterministic: the same documents in another order give the same files', () => {
     for (const f of files) assert.doesNotMatch(f.content, /^export (const|function|class|enum)/m, f.path);
-    assert.deepEqual(generateBuiltinTypes([coreDoc, appsDoc], { outDir: 'api' }), files);
+    assert.deepEqual(generateBuiltinTypes([coreDoc, appsDoc], { outDir: 'api', runtime: { pkgDir: 'pkg' } }), files);
     assert.match(metav1, /^\/\/ Source: api__v1_openapi\.json\n\/\/ Source: apis__apps__v1_openapi\.json\n/m);
     // DeleteOptions lists each document's own group/version/kind: the union is documented (core group first).
     assert.match(metav1, /\/\*\*\n \* apiVersion: v1, kind: DeleteOptions\n \* apiVersion: apps\/v1, kind: DeleteOptions\n \*\/\nexport interface DeleteOptions/);
@@ -159,6 +161,7 @@ describe('gen types: built-in types from OpenAPI v3', () => {
   it('compiles (strict), and a wrong value is rejected', () => {
     const dir = mkdtempSync(join(tmpdir(), 'codegen-openapi-'));
     const sources: Record<string, string> = Object.fromEntries(files.map((f) => [f.path, f.content]));
+    sources['pkg/apimachinery/meta.ts'] = readFileSync(resolve(import.meta.dirname, '../apimachinery/meta.ts'), 'utf8');
     sources['use.ts'] = [
       "import type { Deployment } from './api/apps/v1/zz_generated.types.ts';",
       "import type { Pod } from './api/core/v1/zz_generated.types.ts';",

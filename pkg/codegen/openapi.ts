@@ -9,8 +9,12 @@
  *
  * Invariants:
  *  - The files contain only `import type`, `export interface` and `export type`: they compile to an empty module
- *    (zero runtime cost) and import nothing outside `<outDir>` (no dependency on the runtime either; a kind is a
- *    `KubeObject` structurally: apiVersion?, kind?, metadata?: ObjectMeta).
+ *    (zero runtime cost); a kind is a `KubeObject` structurally (apiVersion?, kind?, metadata?: ObjectMeta).
+ *  - One definition of each core meta type: meta/v1's ObjectMeta, OwnerReference, LabelSelector,
+ *    LabelSelectorRequirement and Condition (runtimeMetaTypes) are not generated; meta/v1's file imports them from the
+ *    runtime (`runtime`: the package, or its sources' apimachinery/meta.ts) and re-exports them, so every package
+ *    uses the types the runtime's functions take (pkg/codegen/metatypes.test.ts). Nothing else is imported from
+ *    outside `<outDir>`.
  *  - Wire format, as the API server sends JSON: a schema whose own type is a primitive is inlined where it is
  *    used — meta/v1 Time and MicroTime → `string` (RFC 3339), intstr.IntOrString → `number | string`,
  *    resource.Quantity → `string` (the server always serializes a quantity as a string), runtime.RawExtension and
@@ -103,6 +107,21 @@ export function mergeSchemas(docs: readonly OpenAPIDocument[]): { schemas: Map<s
   }
   return { schemas, sources };
 }
+
+/**
+ * The meta/v1 schemas the runtime defines itself (pkg/apimachinery/meta.ts, with every field of the server's schema):
+ * re-exported by the generated meta/v1, never declared there (see the invariants).
+ */
+export const runtimeMetaTypes: Readonly<Record<string, string>> = {
+  'io.k8s.apimachinery.pkg.apis.meta.v1.Condition': 'Condition',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector': 'LabelSelector',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement': 'LabelSelectorRequirement',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': 'ObjectMeta',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference': 'OwnerReference',
+};
+
+/** Where the runtime's types come from: a package name, or the runtime's source directory (`pkg`, as types.ts). */
+export type BuiltinRuntime = { module: string } | { pkgDir: string };
 
 /** A named schema gets an interface when it is an object with properties; everything else is inlined. */
 const isDeclared = (s: OpenAPISchema): boolean => s.properties !== undefined && Object.keys(s.properties).length > 0;
@@ -204,12 +223,14 @@ class PackageRenderer {
   }
 }
 
-function renderPackage(pkg: string, names: readonly string[], merged: ReturnType<typeof mergeSchemas>, outDir: string): string {
+function renderPackage(pkg: string, names: readonly string[], merged: ReturnType<typeof mergeSchemas>, outDir: string, runtime: BuiltinRuntime): string {
   const { schemas, sources } = merged;
   const localNames = new Set(names.map(shortName));
   const r = new PackageRenderer(pkg, schemas, localNames);
+  const fromRuntime = names.filter((n) => runtimeMetaTypes[n] !== undefined).map((n) => runtimeMetaTypes[n] ?? '').sort();
   let body = '';
   for (const name of names) {
+    if (runtimeMetaTypes[name] !== undefined) continue;
     const s = schemas.get(name) ?? {};
     const doc = s.description ? s.description.trim().split('\n').map((l) => l.trimEnd()) : [];
     for (const gvk of s['x-kubernetes-group-version-kind'] ?? []) {
@@ -228,11 +249,25 @@ function renderPackage(pkg: string, names: readonly string[], merged: ReturnType
     const rel = posix.relative(dir, posix.join(outDir, other, generatedFileName));
     out += `import type { ${specs.join(', ')} } from '${rel.startsWith('.') ? rel : `./${rel}`}';\n`;
   }
+  if (fromRuntime.length > 0) {
+    let from: string;
+    if ('module' in runtime) {
+      from = runtime.module;
+    } else {
+      const rel = posix.relative(dir, posix.join(runtime.pkgDir, 'apimachinery', 'meta.ts'));
+      from = rel.startsWith('.') ? rel : `./${rel}`;
+    }
+    out += `import type { ${fromRuntime.join(', ')} } from '${from}';\nexport type { ${fromRuntime.join(', ')} };\n`;
+  }
   return out + body;
 }
 
-/** Generates one file per Go API package found in `docs` (see the file comment). */
-export function generateBuiltinTypes(docs: readonly OpenAPIDocument[], opts: { outDir: string }): GeneratedFile[] {
+/**
+ * Generates one file per Go API package found in `docs` (see the file comment); `runtime` (default the package
+ * ts-controller-manager) is where meta/v1 takes the runtime's meta types from.
+ */
+export function generateBuiltinTypes(docs: readonly OpenAPIDocument[], opts: { outDir: string; runtime?: BuiltinRuntime }): GeneratedFile[] {
+  const runtime = opts.runtime ?? { module: 'ts-controller-manager' };
   const merged = mergeSchemas(docs);
   const byPackage = new Map<string, string[]>();
   for (const [name, s] of merged.schemas) {
@@ -245,6 +280,6 @@ export function generateBuiltinTypes(docs: readonly OpenAPIDocument[], opts: { o
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([pkg, names]) => ({
       path: posix.join(opts.outDir, pkg, generatedFileName),
-      content: renderPackage(pkg, [...names].sort((a, b) => (shortName(a) < shortName(b) ? -1 : shortName(a) > shortName(b) ? 1 : 0)), merged, opts.outDir),
+      content: renderPackage(pkg, [...names].sort((a, b) => (shortName(a) < shortName(b) ? -1 : shortName(a) > shortName(b) ? 1 : 0)), merged, opts.outDir, runtime),
     }));
 }
