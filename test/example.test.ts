@@ -5,7 +5,8 @@
  * next to the example controller (examples/configmap-copier/main.ts and its own test main.test.ts, importing
  * `ts-controller-manager` and `ts-controller-manager/testing` by package name), type-checked there against the packed
  * .d.ts files, run as its own process against the real control plane, and its test run there with `node --test`
- * (a private control plane from `ts-controller-manager/testing`). The second example, examples/memcached (its own CRD
+ * (a private control plane from `ts-controller-manager/testing`, the controller as the ServiceAccount of its rbac/,
+ * which the packed `gen rbac --check` finds up to date with its declarations, as for memcached). The second example, examples/memcached (its own CRD
  * and types generated from it), goes into the same project: type-checked with the first, its generated types checked
  * up to date by the packed `ts-controller-manager gen types --check`, and its own test run there. The third,
  * examples/webhook (admission webhooks of its own CRD), likewise: type-checked, types checked, and its own test —
@@ -60,6 +61,7 @@ describe('the packed library and the example controller', () => {
     }));
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev'], { cwd: app, maxBuffer: 16 << 20 });
     for (const f of ['main.ts', 'main.test.ts']) copyFileSync(join(repoRoot, 'examples', 'configmap-copier', f), join(app, f));
+    cpSync(join(repoRoot, 'examples', 'configmap-copier', 'rbac'), join(app, 'rbac'), { recursive: true });
     cpSync(join(repoRoot, 'examples', 'memcached'), join(app, 'memcached'), { recursive: true });
     cpSync(join(repoRoot, 'examples', 'webhook'), join(app, 'webhook'), { recursive: true });
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
@@ -172,6 +174,16 @@ describe('the packed library and the example controller', () => {
       const res = await run('ts-controller-manager', ['gen', 'types', '--out', 'api', '--check', 'crd.yaml'], { cwd: join(app, example), env: { ...process.env, PATH: path } })
         .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
       assert.equal(res.code, 0, `gen types --check:\n${res.out}`);
+    });
+  }
+
+  for (const [example, setup] of [['configmap-copier', 'setupCopier'], ['memcached', 'setupMemcached']] as const) {
+    test(`${example}: its rbac/ is what the packed \`ts-controller-manager gen rbac\` derives from its declarations (its own test runs it as that ServiceAccount)`, async () => {
+      const path = `${join(app, 'node_modules', '.bin')}:${dirname(node)}:${process.env['PATH'] ?? ''}`;
+      const dir = example === 'configmap-copier' ? app : join(app, example);
+      const res = await run('ts-controller-manager', ['gen', 'rbac', '--check', '--out', 'rbac', '--setup', setup, 'main.ts'], { cwd: dir, env: { ...process.env, PATH: path } })
+        .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }));
+      assert.equal(res.code, 0, `gen rbac --check:\n${res.out}`);
     });
   }
 

@@ -7,20 +7,23 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { coreResources, ignoreNotFound } from 'ts-controller-manager';
 import type { ConfigMap, Namespace } from 'ts-controller-manager/api/core/v1';
-import { startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
+import { eventually, startTestEnv, type TestEnv } from 'ts-controller-manager/testing';
 
 let env: TestEnv;
 let controller: ChildProcess;
 let logs = '';
 
 before(async () => {
-  env = await startTestEnv();
+  // The controller runs as a ServiceAccount bound to rbac/ (what gen rbac derived from its declarations): a call it
+  // did not declare is refused as in a cluster, and every wait below stops there, naming the rule.
+  env = await startTestEnv({ rbacPaths: [join(import.meta.dirname, 'rbac')] });
   console.log(`control plane ready in ${(env.startMs / 1000).toFixed(1)} s`);
   controller = spawn(process.execPath, ['main.ts'], {
-    cwd: import.meta.dirname, env: { ...process.env, KUBECONFIG: env.kubeconfigPath, PROBE_ADDRESS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: import.meta.dirname, env: { ...process.env, KUBECONFIG: env.serviceAccount?.kubeconfigPath, PROBE_ADDRESS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   controller.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
   controller.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
@@ -37,12 +40,8 @@ const namespace = (name: string, on: boolean): Promise<unknown> => namespaces().
 const setReceive = (name: string, on: boolean): Promise<unknown> =>
   namespaces().patch(name, { merge: { metadata: { labels: { 'copier.example.com/receive': on ? 'true' : null } } } });
 const get = (ns: string, name: string): Promise<ConfigMap | undefined> => ignoreNotFound(configMaps(ns).get(name));
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 30_000; !(await check());) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; controller logs:\n${logs.slice(-2000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean>): Promise<unknown> =>
+  eventually(check, { message: () => `${what}; controller logs:\n${logs.slice(-2000)}` });
 
 test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and its copies go with it', async () => {
   await namespace('src', false);
@@ -50,24 +49,25 @@ test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and
   await namespace('b', true);
   await namespace('c', false);
   await configMaps('src').create({ metadata: { name: 'settings', labels: { 'copier.example.com/source': 'true' } }, data: { greeting: 'hello' } });
-  await eventually('copies in a and b', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'hello' &&
+  await waitFor('copies in a and b', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'hello' &&
     (await get('b', 'settings'))?.data?.['greeting'] === 'hello');
   assert.equal(await get('c', 'settings'), undefined, 'no copy in an unlabelled namespace');
 
   await configMaps('src').patch('settings', { merge: { data: { greeting: 'bonjour' } } });
-  await eventually('copies follow the source', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'bonjour' &&
+  await waitFor('copies follow the source', async () => (await get('a', 'settings'))?.data?.['greeting'] === 'bonjour' &&
     (await get('b', 'settings'))?.data?.['greeting'] === 'bonjour');
 
   await setReceive('b', false);
   await setReceive('c', true);
-  await eventually('the copy leaves b and arrives in c', async () => (await get('b', 'settings')) === undefined &&
+  await waitFor('the copy leaves b and arrives in c', async () => (await get('b', 'settings')) === undefined &&
     (await get('c', 'settings'))?.data?.['greeting'] === 'bonjour');
 
   await configMaps('src').delete('settings');
-  await eventually('source and copies gone', async () => (await get('src', 'settings')) === undefined &&
+  await waitFor('source and copies gone', async () => (await get('src', 'settings')) === undefined &&
     (await get('a', 'settings')) === undefined && (await get('c', 'settings')) === undefined);
 
   const exited = new Promise((resolve) => controller.once('exit', resolve));
   controller.kill('SIGTERM');
   assert.equal(await exited, 0, `graceful exit on SIGTERM; logs:\n${logs.slice(-2000)}`);
+  assert.deepEqual(env.refusals, [], 'nothing refused');
 });

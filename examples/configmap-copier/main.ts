@@ -3,6 +3,7 @@
  * `copier.example.com/receive=true`, keeps the copies in sync, and deletes them (then its finalizer) when the source
  * is deleted or unlabelled. Built only on the public entry point of ts-controller-manager.
  *   KUBECONFIG=… node main.ts      (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
+ *   ts-controller-manager gen rbac --out rbac --setup setupCopier main.ts   # rbac/: the RBAC it declares
  */
 import {
   ControllerManager, coreResources, ignoreNotFound, keyOf, parseWatchNamespace, selectorFromSet, type Reconciler,
@@ -60,6 +61,10 @@ export function setupCopier(mgr: ControllerManager): void {
     .for<ConfigMap>(configMaps)
     .watches<ConfigMap>(configMaps, (copy) => [copy.metadata?.annotations?.[sourceKey] ?? ''].filter((k) => k !== ''))
     .watches<Namespace>(namespaces, sources)
+    .rbac( // what the reconcile calls beyond its informers: gen rbac writes rbac/role.yaml from it
+      { resource: configMaps, verbs: ['create', 'update', 'delete'], why: 'its copies' },
+      { resource: configMaps, verbs: ['patch'], why: 'the finalizer on a source' },
+    )
     .complete(reconcile);
 }
 

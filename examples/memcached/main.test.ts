@@ -25,12 +25,14 @@ let controller: RunningManager;
 let logs = '';
 
 before(async () => {
-  env = await startTestEnv({ crdPaths: [join(import.meta.dirname, 'crd.yaml')] });
+  // The controller runs as a ServiceAccount bound to rbac/ (what gen rbac derived from its declarations): a call it
+  // did not declare is refused as in a cluster, and the test stops there, naming the rule.
+  env = await startTestEnv({ crdPaths: [join(import.meta.dirname, 'crd.yaml')], rbacPaths: [join(import.meta.dirname, 'rbac')] });
   console.log(`control plane ready in ${(env.startMs / 1000).toFixed(1)} s`);
   const out = new PassThrough();
   out.on('data', (d: Buffer) => (logs += d.toString()));
   controller = await startManager(() => {
-    const mgr = new ControllerManager({ kubeConfig: env.kubeConfig, logger: newLogger({ destination: out }) });
+    const mgr = new ControllerManager({ ...env.managerConnection, logger: newLogger({ destination: out }) });
     setupMemcached(mgr);
     return mgr;
   });

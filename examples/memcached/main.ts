@@ -4,6 +4,7 @@
  * says whether it is Ready (reason, message, observedGeneration); a finalizer deletes the Deployment before the
  * Memcached goes (so it is cleaned up even where no garbage collector runs). Built only on the public entry point.
  *   ts-controller-manager gen types --out api crd.yaml    # writes api/example/v1alpha1/zz_generated.types.ts
+ *   ts-controller-manager gen rbac --out rbac --setup setupMemcached main.ts   # rbac/: the RBAC it declares
  *   kubectl apply -f crd.yaml && KUBECONFIG=… node main.ts  (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  */
 import {
@@ -94,6 +95,11 @@ export function setupMemcached(mgr: ControllerManager): void {
     .for<Memcached>(memcachedResource)
     .owns(coreResources.deployments) // a change to an owned Deployment (drift, status) requeues its Memcached
     .watches<Deployment>(coreResources.deployments, (d) => [keyOf(d.metadata?.namespace, d.metadata?.name ?? '')]) // and a foreign one of its name
+    .rbac( // what the reconciler calls beyond its informers: gen rbac writes rbac/role.yaml from it
+      { resource: memcachedResource, verbs: ['get', 'patch'], why: 'finalizer add/remove (re-read when stale)' },
+      { resource: memcachedResource, subresource: 'status', verbs: ['patch'], why: 'status applied' },
+      { resource: coreResources.deployments, verbs: ['get', 'create', 'patch', 'delete'], why: 'server-side apply (create when absent), cleanup' },
+    )
     .complete(memcachedReconciler(mgr));
 }
 

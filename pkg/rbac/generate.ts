@@ -1,10 +1,10 @@
 /**
- * `ts-controller-manager gen rbac [--out DIR] [--check] MODULE` — the least-privilege RBAC of a manager, derived from
- * what its setup declares (permission.ts):
+ * `ts-controller-manager gen rbac [--out DIR] [--setup NAME] [--check] MODULE` — the least-privilege RBAC of a
+ * manager, derived from what its setup declares (permission.ts):
  *
- *   1. MODULE (e.g. the project's main.ts) is imported; it exports `setup(mgr)` (or a default function) that declares
- *      the controllers, as main.ts does before `mgr.run()` — its own start-up code must not run on import (guard it
- *      with `if (import.meta.main)`).
+ *   1. MODULE (e.g. the project's main.ts) is imported; it exports `setup(mgr)` (or the function `--setup` names, or a
+ *      default function) that declares the controllers, as main.ts does before `mgr.run()` — its own start-up code must
+ *      not run on import (guard it with `if (import.meta.main)`).
  *   2. setup runs on a ControllerManager that is never started and whose transport refuses every request (a setup
  *      only declares: an API call in it is an error naming the request) — no cluster, no credentials.
  *   3. What it recorded (the builder's sources, `.rbac()`, Event recorders) and every informer it created become the
@@ -35,6 +35,8 @@ export interface GenRbacArgs {
   check: boolean;
   /** The module exporting setup(mgr). */
   module: string;
+  /** The name of the exported setup function; undefined: `setup`, else the default export. */
+  setup: string | undefined;
 }
 
 export const defaultRbacDir = 'config/rbac';
@@ -50,23 +52,26 @@ beyond them. The rules go into DIR/role.yaml, leader election's into DIR/leader_
 
 Flags:
   --out=DIR     Where role.yaml and leader_election_role.yaml are (default "${defaultRbacDir}").
+  --setup=NAME  The exported function that declares the controllers (default: setup, else the default export).
   --check       Write nothing; exit 1 naming every file that is missing or differs.
   -h, --help    This text.
 `;
 
 /** Parses the arguments after `gen rbac`. Throws GenRbacUsageError (one line) on a bad invocation. */
 export function parseGenRbacArgs(argv: readonly string[]): GenRbacArgs {
-  const args: GenRbacArgs = { help: false, outDir: defaultRbacDir, check: false, module: '' };
+  const args: GenRbacArgs = { help: false, outDir: defaultRbacDir, check: false, module: '', setup: undefined };
   const modules: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] ?? '';
     if (a === '-h' || a === '--help') return { ...args, help: true };
     if (a === '--check' || a === '--check=true') args.check = true;
     else if (a === '--check=false') args.check = false;
-    else if (/^--out(=|$)/.test(a)) {
+    else if (/^--(out|setup)(=|$)/.test(a)) {
+      const flag = a.slice(2).split('=')[0] ?? '';
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      if (value === undefined || value.trim() === '') throw new GenRbacUsageError('flag --out needs a non-empty value');
-      args.outDir = value;
+      if (value === undefined || value.trim() === '') throw new GenRbacUsageError(`flag --${flag} needs a non-empty value`);
+      if (flag === 'out') args.outDir = value;
+      else args.setup = value;
     } else if (a.startsWith('-')) throw new GenRbacUsageError(`unknown flag ${JSON.stringify(a)}`);
     else modules.push(a);
   }
@@ -123,24 +128,28 @@ function toPosix(cwd: string, p: string): string {
   return (r === '' ? '.' : r).split(sep).join('/');
 }
 
-/** Loads MODULE's setup function. Throws GenRbacUsageError when it cannot be read or exports none. */
-async function loadSetup(module: string, cwd: string): Promise<(mgr: ControllerManager) => unknown> {
+/** Loads MODULE's setup function (`name`, else `setup`, else the default export). Throws GenRbacUsageError when it cannot be read or exports none. */
+async function loadSetup(module: string, name: string | undefined, cwd: string): Promise<(mgr: ControllerManager) => unknown> {
   const path = resolve(cwd, module);
   if (!existsSync(path)) throw new GenRbacUsageError(`cannot read ${module}: no such file`);
-  let mod: { setup?: unknown; default?: unknown };
+  let mod: Record<string, unknown>;
   try {
     mod = (await import(pathToFileURL(path).href)) as typeof mod;
   } catch (err) {
     throw new Error(`${module} failed to load: ${(err as Error).message}`, { cause: err });
   }
-  const setup = typeof mod.setup === 'function' ? mod.setup : typeof mod.default === 'function' ? mod.default : undefined;
-  if (!setup) throw new GenRbacUsageError(`${module} exports no setup(mgr) function (export the function main.ts calls to declare the controllers)`);
+  const setup = name !== undefined ? mod[name] : typeof mod['setup'] === 'function' ? mod['setup'] : mod['default'];
+  if (typeof setup !== 'function') {
+    throw new GenRbacUsageError(name !== undefined
+      ? `${module} exports no function ${name}`
+      : `${module} exports no setup(mgr) function (export the function main.ts calls to declare the controllers, or name it with --setup)`);
+  }
   return setup as (mgr: ControllerManager) => unknown;
 }
 
 /** Everything `gen rbac` would write for `args`, in memory (the unit tests and --check use this). */
 export async function planRbac(args: GenRbacArgs, cwd: string): Promise<GeneratedFile[]> {
-  const rules = await declaredRules(await loadSetup(args.module, cwd));
+  const rules = await declaredRules(await loadSetup(args.module, args.setup, cwd));
   return roleFiles(toPosix(cwd, args.outDir), rules).map(({ path, rules: r, header }) => {
     let text: string;
     try {

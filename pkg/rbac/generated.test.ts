@@ -3,10 +3,12 @@
  * arguments of package.json's "generate" script: a controller that declares a new call (`.rbac(...)`, a source)
  * without `npm run generate` fails this test, and so does a hand edit of the generated rules. What the generator
  * replaced — the hand-written role.yaml of before — granted the same rules (the finding is in the report of issue 42:
- * none differ); test/deploy.test.ts proves each of their verbs needed.
+ * none differ); test/deploy.test.ts proves each of their verbs needed. The examples' rbac/ likewise (their own tests
+ * run them as that ServiceAccount; test/example.test.ts checks the same with the packed bin).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { registerHooks } from 'node:module';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
@@ -42,4 +44,17 @@ describe('config/rbac is generated from what the controllers declare', () => {
       'samplecrd.k8s.io/networks:list', 'samplecrd.k8s.io/networks:patch', 'samplecrd.k8s.io/networks:watch',
     ]);
   });
+});
+
+describe('the examples\' rbac/ is generated from what they declare', () => {
+  // They import the package by its name: resolve it to this repository's sources, as test/explore-shipped.test.ts does.
+  registerHooks({ resolve: (specifier, context, next) => next(specifier, { ...context, conditions: [...context.conditions, 'ts-controller-manager-source'] }) });
+  for (const [example, setup] of [['configmap-copier', 'setupCopier'], ['memcached', 'setupMemcached']] as const) {
+    it(`examples/${example}/rbac (gen rbac --out rbac --setup ${setup} main.ts)`, async () => {
+      const dir = resolve(root, 'examples', example);
+      for (const f of await planRbac(parseGenRbacArgs(['--out', 'rbac', '--setup', setup, 'main.ts']), dir)) {
+        assert.equal(readFileSync(resolve(dir, f.path), 'utf8'), f.content, `examples/${example}/${f.path} is stale: run the command of its main.ts`);
+      }
+    });
+  }
 });
