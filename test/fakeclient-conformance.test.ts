@@ -16,8 +16,11 @@ import { FakeClient, FakeUnsupportedError, startTestEnv, testNamespace, type Tes
 import { memcachedResource, type Memcached } from '../examples/memcached/api/example/v1alpha1/zz_generated.types.ts';
 
 const root = join(import.meta.dirname, '..');
-const crdPaths = [join(root, 'examples/memcached/crd.yaml'), join(root, 'test/testdata/gadgets-crd.yaml')];
+const crdPaths = [join(root, 'examples/memcached/crd.yaml'), join(root, 'test/testdata/gadgets-crd.yaml'), join(root, 'test/testdata/samples-crd.yaml')];
 const gadgets: ResourceType = { group: 'conformance.ts-controller-manager.io', version: 'v1', resource: 'gadgets', kind: 'Gadget', namespaced: true };
+/** A custom resource whose schema has every OpenAPI rule the server validates, prunes and defaults by (test/testdata/samples-crd.yaml). */
+const samples: ResourceType = { group: 'conformance.ts-controller-manager.io', version: 'v1', resource: 'samples', kind: 'Sample', namespaced: true };
+const sampleKind = 'Sample.conformance.ts-controller-manager.io';
 interface Gadget extends KubeObject { spec?: Record<string, unknown>; status?: Record<string, unknown> }
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
 interface Deployment extends KubeObject { spec?: Record<string, unknown>; status?: Record<string, unknown> }
@@ -36,6 +39,57 @@ const apiError = (status: number, reason?: string) => (err: unknown): boolean =>
   return true;
 };
 
+interface StatusCause { reason?: string; message?: string; field?: string }
+
+/**
+ * A 422 Invalid answer for `<kind> "<name>"` whose causes are exactly `want` ("<reason> <field>: <message>"), and whose
+ * message is the server's aggregate of them: `<kind> "<name>" is invalid: <one>` or `… is invalid: [<a>, <b>]`. The order
+ * of errors of different fields is not compared: the server's follows Go map iteration and varies between requests.
+ */
+const invalidAs = (kind: string, name: string, want: string[]) => (err: unknown): boolean => {
+  assert.ok(err instanceof ApiError, `an ApiError, got ${String(err)}`);
+  assert.deepEqual([err.status, err.reason], [422, 'Invalid'], err.message);
+  const body = err.body as { message?: string; details?: { name?: string; kind?: string; causes?: StatusCause[] } };
+  const causes = (body.details?.causes ?? []).map((c) => `${c.reason ?? ''} ${c.field ?? ''}: ${c.message ?? ''}`);
+  assert.deepEqual([...causes].sort(), [...want].sort(), body.message);
+  const prefix = `${kind} "${name}" is invalid: `;
+  assert.ok(body.message?.startsWith(prefix), body.message);
+  const errors = [...new Set((body.details?.causes ?? []).map((c) => `${c.field ?? ''}: ${c.message ?? ''}`))];
+  const rest = (body.message ?? '').slice(prefix.length);
+  if (errors.length === 1) assert.equal(rest, errors[0]);
+  else {
+    assert.ok(rest.startsWith('[') && rest.endsWith(']'), rest);
+    assert.equal(rest.length, errors.reduce((n, e) => n + e.length, 0) + 2 * (errors.length - 1) + 2, rest);
+    for (const e of errors) assert.ok(rest.includes(e), `${e} in ${rest}`);
+  }
+  return true;
+};
+
+/** `o` without what differs between any two servers (uid, resourceVersion, timestamps, managedFields, namespace). */
+function comparable<T extends KubeObject>(o: T): T {
+  const c = JSON.parse(JSON.stringify(o)) as T & { metadata: Record<string, unknown> };
+  for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'namespace']) delete c.metadata[k];
+  return c;
+}
+
+/** A Service with its allocated cluster IP (10.0.0.0/24) and node ports (30000–32767) checked and replaced by placeholders. */
+function allocated<T extends KubeObject & { spec?: Record<string, unknown> }>(svc: T): T {
+  const c = comparable(svc);
+  const spec = (c.spec ?? {}) as { clusterIP?: string; clusterIPs?: string[]; healthCheckNodePort?: number; ports?: { nodePort?: number }[] };
+  if (spec.clusterIP && spec.clusterIP !== 'None') {
+    assert.match(spec.clusterIP, /^10\.0\.0\.\d{1,3}$/);
+    assert.deepEqual(spec.clusterIPs, [spec.clusterIP]);
+    spec.clusterIP = '<ip>';
+    spec.clusterIPs = ['<ip>'];
+  }
+  const ports = [...(spec.ports ?? []).map((p) => p.nodePort), spec.healthCheckNodePort].filter((n) => n !== undefined);
+  assert.equal(new Set(ports).size, ports.length, 'node ports are distinct');
+  for (const p of ports) assert.ok(p >= 30000 && p <= 32767, `node port ${p}`);
+  for (const p of spec.ports ?? []) if (p.nodePort !== undefined) (p as Record<string, unknown>)['nodePort'] = '<port>';
+  if (spec.healthCheckNodePort !== undefined) (spec as Record<string, unknown>)['healthCheckNodePort'] = '<port>';
+  return c;
+}
+
 const deployment = (name: string, replicas = 1): Deployment => ({
   apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name },
   spec: {
@@ -51,6 +105,8 @@ export function conformance(kit: () => ConformanceKit): void {
   const gds = (namespace: string) => kit().client.resource<Gadget>(gadgets).namespace(namespace);
   const cms = (namespace: string) => kit().client.resource<ConfigMap>(coreResources.configMaps).namespace(namespace);
   const deps = (namespace: string) => kit().client.resource<Deployment>(coreResources.deployments).namespace(namespace);
+  const sds = (namespace: string) => kit().client.resource<Gadget>(samples).namespace(namespace);
+  const sample = (name: string, spec: Record<string, unknown>): Gadget => ({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Sample', metadata: { name }, spec });
   /** The fake refuses `call` naming `feature`; the real server answers and `real` checks the answer. */
   const refusedByFake = async <T>(call: () => Promise<T>, feature: RegExp, real: (answer: T) => void | Promise<void>): Promise<void> => {
     if (kit().fake) {
@@ -279,6 +335,284 @@ export function conformance(kit: () => ConformanceKit): void {
     await refusedByFake(() => cms(n).patch('sm', { strategic: { data: { b: '2' } } }), /strategic merge patch/, (c) => {
       assert.deepEqual(c.data, { a: '1', b: '2' });
     });
+  });
+
+  test('CRD validation: a value above `maximum` is 422 Invalid with the server\'s message and details.causes (replicas: 50 against maximum: 10); nothing is stored', async (t) => {
+    const n = await ns(t);
+    const err = await sds(n).create(sample('w', { image: 'nginx', replicas: 50 })).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ApiError);
+    assert.equal((err.body as { message?: string }).message,
+      'Sample.conformance.ts-controller-manager.io "w" is invalid: spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 10');
+    assert.deepEqual((err.body as { details?: unknown }).details, {
+      name: 'w', group: 'conformance.ts-controller-manager.io', kind: 'Sample',
+      causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value: 50: spec.replicas in body should be less than or equal to 10', field: 'spec.replicas' }],
+    });
+    await assert.rejects(sds(n).get('w'), apiError(404));
+  });
+
+  test('CRD validation: type, required, minLength, pattern, enum (strings and numbers), exclusiveMinimum, multipleOf, minItems, maxProperties, additionalProperties', async (t) => {
+    const n = await ns(t);
+    await assert.rejects(sds(n).create(sample('t', { replicas: 'x', enabled: 'yes' })), invalidAs(sampleKind, 't', [
+      'FieldValueTypeInvalid spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"',
+      'FieldValueTypeInvalid spec.enabled: Invalid value: "string": spec.enabled in body must be of type boolean: "string"',
+      'FieldValueRequired spec.image: Required value',
+    ]));
+    await assert.rejects(sds(n).create(sample('s', { image: 'AB', mode: 'Slow', port: 81, ratio: 0.3, tags: [], labels: { a: '123456789', b: 'x', c: 'y' } })), invalidAs(sampleKind, 's', [
+      'FieldValueInvalid spec.image: Invalid value: "AB": spec.image in body should be at least 3 chars long',
+      'FieldValueNotSupported spec.mode: Unsupported value: "Slow": supported values: "Fast", "Safe"',
+      'FieldValueNotSupported spec.port: Unsupported value: 81: supported values: "80", "443"',
+      'FieldValueInvalid spec.ratio: Invalid value: 0.3: spec.ratio in body should be a multiple of 0.25',
+      'FieldValueInvalid spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items',
+      'FieldValueTooMany spec.labels: Too many: 3: must have at most 2 items',
+      'FieldValueTooLong spec.labels.a: Too long: may not be more than 8 bytes',
+    ]));
+    // The server's quirks, kept: an integer in a number field with a fractional multipleOf is checked in integer
+    // arithmetic (the factor truncated to 0); a pattern is checked only when the length is within bounds.
+    await assert.rejects(sds(n).create(sample('q', { image: 'Not Valid', ratio: 0 })), invalidAs(sampleKind, 'q', [
+      'FieldValueInvalid spec.image: Invalid value: "Not Valid": spec.image in body should match \'^[a-z0-9./:-]+$\'',
+      'FieldValueInvalid spec.ratio: Invalid value: 0: factor MultipleOf declared for spec.ratio must be positive: 0',
+      'FieldValueInvalid spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0',
+    ]));
+  });
+
+  test('CRD validation: maxItems, formats (uuid, date-time, email, duration; an unknown format is not checked), null and float items of an integer list, the int32 range', async (t) => {
+    const n = await ns(t);
+    await assert.rejects(sds(n).create(sample('f', {
+      image: 'nginx', tags: ['a', 'b', 'c', 'd'], id: 'x', since: 'yesterday', email: 'nope', timeout: '5 parsecs', unknownFormat: 'whatever', list: [1, null, 2.5],
+    })), invalidAs(sampleKind, 'f', [
+      'FieldValueTooMany spec.tags: Too many: 4: must have at most 3 items',
+      'FieldValueTypeInvalid spec.id: Invalid value: "x": spec.id in body must be of type uuid: "x"',
+      'FieldValueTypeInvalid spec.since: Invalid value: "yesterday": spec.since in body must be of type date-time: "yesterday"',
+      'FieldValueTypeInvalid spec.email: Invalid value: "nope": spec.email in body must be of type email: "nope"',
+      'FieldValueTypeInvalid spec.timeout: Invalid value: "5 parsecs": spec.timeout in body must be of type duration: "5 parsecs"',
+      'FieldValueTypeInvalid spec.list[1]: Invalid value: "null": spec.list[1] in body must be of type integer: "null"',
+      'FieldValueTypeInvalid spec.list[2]: Invalid value: "number": spec.list[2] in body must be of type integer: "number"',
+      'FieldValueInvalid <nil>: Invalid value: "": Checked value must be of type integer (default format) in spec.list[2]',
+    ]));
+    await assert.rejects(sds(n).create(sample('r', { image: 'nginx', replicas: 5000000000 })), invalidAs(sampleKind, 'r', [
+      'FieldValueInvalid <nil>: Invalid value: "": Checked value must be of type integer with format int32 in spec.replicas',
+      'FieldValueInvalid spec.replicas: Invalid value: 5000000000: spec.replicas in body should be less than or equal to 10',
+    ]));
+    const ok = await sds(n).create(sample('ok', {
+      image: 'nginx', id: '123e4567-e89b-12d3-a456-426614174000', since: '2026-11-28T05:31:00Z', email: 'a@example.com', timeout: '90s', unknownFormat: 'anything',
+    }));
+    assert.equal(ok.spec?.['timeout'], '90s');
+  });
+
+  test('CRD validation: x-kubernetes-list-type set and map refuse duplicates; int-or-string refuses a boolean (anyOf)', async (t) => {
+    const n = await ns(t);
+    await assert.rejects(sds(n).create(sample('d', { image: 'nginx', tags: ['a', 'a'], ports: [{ name: 'x' }, { name: 'x', port: 1 }] })), invalidAs(sampleKind, 'd', [
+      'FieldValueDuplicate spec.tags[1]: Duplicate value: "a"',
+      'FieldValueDuplicate spec.ports[1]: Duplicate value: {"name":"x"}',
+    ]));
+    await assert.rejects(sds(n).create(sample('i', { image: 'nginx', size: true })), invalidAs(sampleKind, 'i', [
+      'FieldValueTypeInvalid spec.size: Invalid value: "boolean": spec.size in body must be of type integer,string: "boolean"',
+      'FieldValueInvalid <nil>: Invalid value: "": "spec.size" must validate at least one schema (anyOf)',
+      'FieldValueTypeInvalid spec.size: Invalid value: "boolean": spec.size in body must be of type integer: "boolean"',
+    ]));
+  });
+
+  test('CRD pruning and defaulting: unknown fields dropped (kept under x-kubernetes-preserve-unknown-fields), nulls of non-nullable fields dropped or defaulted, nested defaults, map-list item defaults, int-or-string', async (t) => {
+    const n = await ns(t);
+    const w = await sds(n).create({
+      ...sample('p', {
+        image: 'nginx', mode: null, note: null, replicas: null, unknown: 1, size: '50%', nested: null,
+        extra: { known: 1, free: { x: 1 }, pruned: { kept: 'a', gone: 1 } },
+        ports: [{ name: 'http' }, { name: 'https', port: null }], labels: { a: null, b: 'x' },
+      }),
+      status: { phase: 'Ready' }, top: 1,
+    } as Gadget);
+    assert.deepEqual(w.spec, {
+      image: 'nginx', mode: 'Safe', note: null, replicas: 1, size: '50%', nested: { level: 3 },
+      extra: { known: 1, free: { x: 1 }, pruned: { kept: 'a' } },
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }, { name: 'https', port: 8080, protocol: 'TCP' }], labels: { b: 'x' },
+    });
+    assert.equal(w.status, undefined, 'status dropped on create (status subresource)');
+    assert.equal((w as Record<string, unknown>)['top'], undefined, 'an unknown top-level field is pruned');
+    assert.deepEqual(await sds(n).get('p').then((g) => g.spec), w.spec);
+  });
+
+  test('CRD validation on update, patch, apply and /status: the same rules; /status checks only status (paths under status., the message\'s path relative to it); nothing is written', async (t) => {
+    const n = await ns(t);
+    const w = await sds(n).create(sample('u', { image: 'nginx' }));
+    await assert.rejects(sds(n).patch('u', { merge: { spec: { replicas: 11 } } }), invalidAs(sampleKind, 'u', [
+      'FieldValueInvalid spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10',
+    ]));
+    await assert.rejects(sds(n).update({ ...w, spec: { image: 'x' } }), invalidAs(sampleKind, 'u', [
+      'FieldValueInvalid spec.image: Invalid value: "x": spec.image in body should be at least 3 chars long',
+    ]));
+    await assert.rejects(sds(n).apply({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Sample', metadata: { name: 'u' }, spec: { image: 'x y' } }, { fieldManager: 'ctl', force: true }),
+      invalidAs(sampleKind, 'u', ['FieldValueInvalid spec.image: Invalid value: "x y": spec.image in body should match \'^[a-z0-9./:-]+$\'']));
+    await assert.rejects(sds(n).status().patch('u', { merge: { status: { phase: 'Gone', observed: -1, conditions: [{ type: 'A', status: 'Maybe' }, { type: 'A', status: 'True' }] } } }),
+      invalidAs(sampleKind, 'u', [
+        'FieldValueNotSupported status.phase: Unsupported value: "Gone": supported values: "Pending", "Ready"',
+        'FieldValueNotSupported status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
+        'FieldValueInvalid status.observed: Invalid value: -1: observed in body should be greater than or equal to 0',
+        'FieldValueDuplicate status.conditions[1]: Duplicate value: {"type":"A"}',
+      ]));
+    await assert.rejects(sds(n).status().patch('u', { merge: { status: { conditions: [{ type: 'A' }] } } }),
+      invalidAs(sampleKind, 'u', ['FieldValueRequired status.conditions[0].status: Required value']));
+    // /status ignores an invalid spec (it is not written), and validates the status it writes.
+    const st = await sds(n).status().patch('u', { merge: { spec: { replicas: 11 }, status: { phase: 'Ready' } } });
+    assert.deepEqual([st.spec?.['replicas'], st.status?.['phase']], [1, 'Ready']);
+    const now = await sds(n).get('u');
+    assert.deepEqual([now.spec, now.metadata?.resourceVersion], [{ image: 'nginx', replicas: 1, mode: 'Safe', nested: { level: 3 } }, st.metadata?.resourceVersion]);
+  });
+
+  test('metadata validation (every kind): a name that is not a DNS subdomain, a Service name that is not a DNS label, invalid label keys and values', async (t) => {
+    const n = await ns(t);
+    const subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    await assert.rejects(sds(n).create(sample('Bad_Name', { image: 'nginx' })), invalidAs(sampleKind, 'Bad_Name', [`FieldValueInvalid metadata.name: Invalid value: "Bad_Name": ${subdomain}`]));
+    await assert.rejects(cms(n).create({ metadata: { name: 'Bad_Name' } }), invalidAs('ConfigMap', 'Bad_Name', [`FieldValueInvalid metadata.name: Invalid value: "Bad_Name": ${subdomain}`]));
+    const services = kit().client.resource<KubeObject & { spec?: Record<string, unknown> }>(coreResources.services).namespace(n);
+    await assert.rejects(services.create({ metadata: { name: 'web.v1' }, spec: { ports: [{ port: 80 }] } }), invalidAs('Service', 'web.v1', [
+      'FieldValueInvalid metadata.name: Invalid value: "web.v1": must not contain dots',
+    ]));
+    await assert.rejects(cms(n).create({ metadata: { name: 'lbl', labels: { 'a b': 'c', ok: 'x y' } } }), invalidAs('ConfigMap', 'lbl', [
+      "FieldValueInvalid metadata.labels: Invalid value: \"a b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+      "FieldValueInvalid metadata.labels: Invalid value: \"x y\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    ]));
+  });
+
+  test('built-in defaults: a Deployment (strategy, revisionHistoryLimit, progressDeadlineSeconds, status) and its Pod template (restartPolicy, dnsPolicy, containers, ports, env, probes, volumes, resources in canonical form), the whole object', async (t) => {
+    const n = await ns(t);
+    const d = await deps(n).create({
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', labels: { app: 'web' } },
+      spec: {
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: {
+            initContainers: [{ name: 'init', image: 'busybox:1.36' }],
+            containers: [
+              { name: 'app', image: 'registry.example.com:5000/app', ports: [{ containerPort: 8080 }, { containerPort: 53, protocol: 'UDP' }],
+                resources: { limits: { cpu: '0.5', memory: '1024Mi' }, requests: { cpu: 0.25, memory: '0.5Gi', 'ephemeral-storage': '1000M' } } },
+              { name: 'side', image: 'busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+                readinessProbe: { httpGet: { port: 8080 } }, livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 5 },
+                volumeMounts: [{ name: 'config', mountPath: '/etc/app' }] },
+            ],
+            volumes: [
+              { name: 'config', configMap: { name: 'app' } }, { name: 'creds', secret: { secretName: 'app' } },
+              { name: 'scratch', emptyDir: { sizeLimit: '1024Mi' } }, { name: 'host', hostPath: { path: '/tmp' } },
+              { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }, { downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }] } },
+            ],
+          },
+        },
+      },
+    });
+    const probeDefaults = { timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 };
+    const term = { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' };
+    assert.deepEqual(comparable(d), {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', labels: { app: 'web' }, generation: 1 },
+      spec: {
+        replicas: 1, selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: {
+            initContainers: [{ name: 'init', image: 'busybox:1.36', resources: {}, ...term, imagePullPolicy: 'IfNotPresent' }],
+            containers: [
+              { name: 'app', image: 'registry.example.com:5000/app', ports: [{ containerPort: 8080, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }],
+                resources: { limits: { cpu: '500m', memory: '1Gi' }, requests: { cpu: '250m', memory: '512Mi', 'ephemeral-storage': '1G' } }, ...term, imagePullPolicy: 'Always' },
+              { name: 'side', image: 'busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                env: [{ name: 'POD', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } }], resources: {},
+                volumeMounts: [{ name: 'config', mountPath: '/etc/app' }],
+                livenessProbe: { tcpSocket: { port: 8080 }, ...probeDefaults, periodSeconds: 5 },
+                readinessProbe: { httpGet: { path: '/', port: 8080, scheme: 'HTTP' }, ...probeDefaults, periodSeconds: 10 },
+                ...term, imagePullPolicy: 'IfNotPresent' },
+            ],
+            volumes: [
+              { name: 'config', configMap: { name: 'app', defaultMode: 420 } }, { name: 'creds', secret: { secretName: 'app', defaultMode: 420 } },
+              { name: 'scratch', emptyDir: { sizeLimit: '1Gi' } }, { name: 'host', hostPath: { path: '/tmp', type: '' } },
+              { name: 'token', projected: { sources: [{ serviceAccountToken: { expirationSeconds: 3600, path: 'token' } }, { downwardAPI: { items: [{ path: 'n', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } }] } }], defaultMode: 420 } },
+            ],
+            restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', securityContext: {}, schedulerName: 'default-scheduler',
+          },
+        },
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } },
+        revisionHistoryLimit: 10, progressDeadlineSeconds: 600,
+      },
+      status: {},
+    });
+    // An update that leaves the defaulted fields out gets them again (no spec change, no new generation); a Recreate
+    // strategy gets no rollingUpdate.
+    const again = await deps(n).update({ ...d, spec: { ...deployment('web').spec, selector: { matchLabels: { app: 'web' } }, template: (d.spec as { template: unknown }).template, replicas: 1 } });
+    assert.equal(again.metadata?.generation, 1);
+    assert.deepEqual(again.spec, d.spec);
+    const recreate = await deps(n).patch('web', { merge: { spec: { strategy: { type: 'Recreate', rollingUpdate: null } } } });
+    assert.deepEqual((recreate.spec as { strategy?: unknown }).strategy, { type: 'Recreate' });
+  });
+
+  test('built-in defaults: Services (type ClusterIP, protocol, targetPort, sessionAffinity, ipFamilies, internalTrafficPolicy; NodePort, LoadBalancer with Local traffic, headless, ExternalName) — the allocated cluster IP and node ports are the server\'s own, kept by an update that leaves them out', async (t) => {
+    const n = await ns(t);
+    type Svc = KubeObject & { spec?: Record<string, unknown>; status?: unknown };
+    const svcs = kit().client.resource<Svc>(coreResources.services).namespace(n);
+    const common = { sessionAffinity: 'None', ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack', internalTrafficPolicy: 'Cluster' };
+    const web = await svcs.create({ metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80 }, { name: 'dns', port: 53, protocol: 'UDP', targetPort: 'dns' }] } });
+    assert.deepEqual(allocated(web), {
+      apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' },
+      spec: { ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 80 }, { name: 'dns', protocol: 'UDP', port: 53, targetPort: 'dns' }],
+        selector: { app: 'web' }, clusterIP: '<ip>', clusterIPs: ['<ip>'], type: 'ClusterIP', ...common },
+      status: { loadBalancer: {} },
+    });
+    const np = await svcs.create({ metadata: { name: 'np' }, spec: { type: 'NodePort', ports: [{ name: 'a', port: 80 }, { name: 'b', port: 81 }] } });
+    assert.deepEqual(allocated(np).spec, {
+      ports: [{ name: 'a', protocol: 'TCP', port: 80, targetPort: 80, nodePort: '<port>' }, { name: 'b', protocol: 'TCP', port: 81, targetPort: 81, nodePort: '<port>' }],
+      clusterIP: '<ip>', clusterIPs: ['<ip>'], type: 'NodePort', externalTrafficPolicy: 'Cluster', ...common,
+    });
+    const lb = await svcs.create({ metadata: { name: 'lb' }, spec: { type: 'LoadBalancer', externalTrafficPolicy: 'Local', ports: [{ port: 443 }] } });
+    assert.deepEqual(allocated(lb).spec, {
+      ports: [{ protocol: 'TCP', port: 443, targetPort: 443, nodePort: '<port>' }], clusterIP: '<ip>', clusterIPs: ['<ip>'], type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local', healthCheckNodePort: '<port>', allocateLoadBalancerNodePorts: true, ...common,
+    });
+    const headless = await svcs.create({ metadata: { name: 'headless' }, spec: { clusterIP: 'None', selector: { app: 'web' }, ports: [{ port: 80 }] } });
+    assert.deepEqual(allocated(headless).spec, {
+      ports: [{ protocol: 'TCP', port: 80, targetPort: 80 }], selector: { app: 'web' }, clusterIP: 'None', clusterIPs: ['None'], type: 'ClusterIP', ...common,
+    });
+    const bare = await svcs.create({ metadata: { name: 'bare' }, spec: { clusterIP: 'None', ports: [{ port: 80 }] } });
+    assert.deepEqual([bare.spec?.['ipFamilies'], bare.spec?.['ipFamilyPolicy']], [['IPv4', 'IPv6'], 'RequireDualStack'], 'headless without a selector');
+    const ext = await svcs.create({ metadata: { name: 'ext' }, spec: { type: 'ExternalName', externalName: 'example.com' } });
+    assert.deepEqual(ext.spec, { type: 'ExternalName', sessionAffinity: 'None', externalName: 'example.com' });
+    // An update whose body leaves out the allocated values keeps them (the server's patchAllocatedValues).
+    const updated = await svcs.update({ metadata: { name: 'np', resourceVersion: np.metadata?.resourceVersion }, spec: { type: 'NodePort', ports: [{ name: 'a', port: 80 }, { name: 'b', port: 81 }] } });
+    assert.deepEqual([updated.spec?.['clusterIP'], (updated.spec?.['ports'] as unknown[]), updated.metadata?.resourceVersion], [np.spec?.['clusterIP'], np.spec?.['ports'], np.metadata?.resourceVersion]);
+  });
+
+  test('built-in defaults: a Secret (type Opaque, stringData merged into data as base64), a ConfigMap (nothing), a Namespace (the kubernetes.io/metadata.name label)', async (t) => {
+    const n = await ns(t);
+    type Sec = KubeObject & { type?: string; data?: Record<string, string>; stringData?: Record<string, string> };
+    const secrets = kit().client.resource<Sec>(coreResources.secrets).namespace(n);
+    const s = await secrets.create({ metadata: { name: 's' }, stringData: { user: 'ü', pass: 'x' }, data: { pass: 'eQ==', other: 'Mg==' } });
+    assert.deepEqual(comparable(s), { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { user: 'w7w=', pass: 'eA==', other: 'Mg==' }, type: 'Opaque' });
+    const u = await secrets.patch('s', { merge: { stringData: { pass: 'z' } } });
+    assert.deepEqual([u.data, u.stringData, u.type], [{ user: 'w7w=', pass: 'eg==', other: 'Mg==' }, undefined, 'Opaque']);
+    const c = await cms(n).create({ metadata: { name: 'c' } });
+    assert.deepEqual(comparable(c), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } });
+    const got = await kit().client.resource(coreResources.namespaces).get(n);
+    assert.equal(got.metadata?.labels?.['kubernetes.io/metadata.name'], n);
+  });
+
+  test('built-in defaults: a Pod (its spec as a template\'s, enableServiceLinks, requests from limits, the default admission plugins\' tolerations and priority, status Pending with its QoS class)', async (t) => {
+    const n = await ns(t);
+    type Pod = KubeObject & { spec?: Record<string, unknown>; status?: unknown };
+    const pods = kit().client.resource<Pod>(coreResources.pods).namespace(n);
+    const p = await pods.create({ metadata: { name: 'p' }, spec: {
+      containers: [{ name: 'c', image: 'r.io/x/busybox:1.2', resources: { limits: { cpu: '500m', memory: '128Mi' } } }],
+      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }],
+    } });
+    assert.deepEqual(comparable(p), {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', generation: 1 },
+      spec: {
+        containers: [{ name: 'c', image: 'r.io/x/busybox:1.2', resources: { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: '500m', memory: '128Mi' } },
+          terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: 'IfNotPresent' }],
+        restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', securityContext: {}, schedulerName: 'default-scheduler',
+        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }, { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+        priority: 0, enableServiceLinks: true, preemptionPolicy: 'PreemptLowerPriority',
+      },
+      status: { phase: 'Pending', qosClass: 'Guaranteed' },
+    });
+    const q = await pods.create({ metadata: { name: 'q' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    assert.deepEqual([(q.spec?.['tolerations'] as unknown[]).length, q.status], [2, { phase: 'Pending', qosClass: 'BestEffort' }]);
   });
 
   test('server-side apply: creates; the same configuration again writes nothing; force takes a changed field back; /status apply; maps merged, own lists replaced', async (t) => {

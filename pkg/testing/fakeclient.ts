@@ -62,6 +62,11 @@ import { Lister } from '../informerfactory/lister.ts';
 import { stripManagedFields } from '../informerfactory/object.ts';
 import type { ReconcilerHost } from '../runtime/manager.ts';
 import { readCRDs, type CustomResourceDefinition } from './crds.ts';
+import { invalidStatus, type FieldError } from '../codegen/fielderrors.ts';
+import type { ValidationSchema } from '../codegen/openapivalidate.ts';
+import { decode, validateSchema } from './validation/customresource.ts';
+import { validateObjectMeta, type NameRule } from './validation/objectmeta.ts';
+import { defaultBuiltin, type ServiceAllocator } from './validation/builtins.ts';
 import { FakeEvents } from './fakeevents.ts';
 
 /** Thrown for what the fake does not model: the message names the feature. Never an ApiError. */
@@ -71,14 +76,6 @@ export class FakeUnsupportedError extends Error {
     super(`FakeClient does not support ${feature}; test this against a real API server (startTestEnv)`);
     this.name = 'FakeUnsupportedError';
   }
-}
-
-/** JSON schema node (the parts defaulting reads). */
-interface SchemaNode {
-  type?: string;
-  default?: unknown;
-  properties?: Record<string, SchemaNode>;
-  items?: SchemaNode;
 }
 
 /** How the fake treats one resource type. */
@@ -93,8 +90,10 @@ export interface FakeResource {
   annotationsBumpGeneration?: boolean;
   /** A custom resource (CRD): unconditional update refused (422), strategic merge patch 415. */
   custom?: boolean;
-  /** openAPIV3Schema of a CRD version: its defaults are applied. */
-  schema?: SchemaNode;
+  /** How names are checked (422 on create and update): 'subdomain' (custom resources, most built-ins), 'label' (Namespace, Service); none if unset. */
+  nameRule?: NameRule;
+  /** openAPIV3Schema of a CRD version: bodies are pruned and defaulted by it, objects validated against it. */
+  schema?: ValidationSchema;
 }
 
 /** Options of `new FakeClient(opts)`: the resource types it serves (built-ins, extra types, CRDs), initial objects, clock. */
@@ -127,16 +126,16 @@ export interface FakeChange {
 
 /** Built-ins: status subresource and generation as kube-apiserver has them. */
 const builtins: FakeResource[] = [
-  { type: coreResources.namespaces, statusSubresource: true },
-  { type: coreResources.configMaps },
-  { type: coreResources.secrets },
-  { type: coreResources.events },
-  { type: coreResources.leases },
-  { type: coreResources.services, statusSubresource: true },
-  { type: coreResources.pods, statusSubresource: true, generation: true },
-  { type: coreResources.nodes, statusSubresource: true },
-  { type: coreResources.deployments, statusSubresource: true, generation: true, annotationsBumpGeneration: true },
-  { type: coreResources.replicaSets, statusSubresource: true, generation: true },
+  { type: coreResources.namespaces, statusSubresource: true, nameRule: 'label' },
+  { type: coreResources.configMaps, nameRule: 'subdomain' },
+  { type: coreResources.secrets, nameRule: 'subdomain' },
+  { type: coreResources.events, nameRule: 'subdomain' },
+  { type: coreResources.leases, nameRule: 'subdomain' },
+  { type: coreResources.services, statusSubresource: true, nameRule: 'label' },
+  { type: coreResources.pods, statusSubresource: true, generation: true, nameRule: 'subdomain' },
+  { type: coreResources.nodes, statusSubresource: true, nameRule: 'subdomain' },
+  { type: coreResources.deployments, statusSubresource: true, generation: true, annotationsBumpGeneration: true, nameRule: 'subdomain' },
+  { type: coreResources.replicaSets, statusSubresource: true, generation: true, nameRule: 'subdomain' },
 ];
 
 type Json = Record<string, unknown>;
@@ -224,7 +223,7 @@ export class FakeClient implements ApiClient {
         group: spec?.group ?? '', version: v.name, resource: spec?.names?.plural ?? '', kind: spec?.names?.kind ?? '', namespaced: spec?.scope !== 'Cluster',
       };
       this.types.set(resourceId(type), {
-        type, custom: true, generation: true, statusSubresource: v.subresources?.status !== undefined,
+        type, custom: true, generation: true, statusSubresource: v.subresources?.status !== undefined, nameRule: 'subdomain',
         ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
       });
     }
@@ -417,12 +416,14 @@ export class FakeClient implements ApiClient {
     delete m.resourceVersion; delete m.deletionTimestamp; delete m['deletionGracePeriodSeconds']; delete m.managedFields; delete m.generation;
     if (res.generation) m.generation = 1;
     obj.metadata = m;
+    if (res.custom) decode(obj, res.schema);
     if (res.statusSubresource) delete obj['status'];
     if (res.type === coreResources.namespaces || resourceId(res.type) === resourceId(coreResources.namespaces)) {
       obj['spec'] = { finalizers: ['kubernetes'] };
       obj['status'] = { phase: 'Active' };
     }
-    applyDefaults(obj, res.schema);
+    if (!res.custom) defaultBuiltin(resourceId(res.type), obj, undefined, this.allocator);
+    this.validate(method, path, res, name, this.errorsOf(res, obj, false));
     if (dryRun) return clone(obj);
     return clone(this.commit(res, key, obj));
   }
@@ -508,11 +509,20 @@ export class FakeClient implements ApiClient {
     return result;
   }
 
+  /**
+   * Remembers what `slot` applied: its configuration, with each list as the server stored it (defaults filled in), so
+   * that the next apply recognises the list as still its own.
+   */
   private remember(obj: KubeObject, slot: string, owned: Json): void {
     const uid = obj.metadata?.uid ?? '';
     let m = this.applied.get(uid);
     if (!m) this.applied.set(uid, (m = new Map<string, Json>()));
-    m.set(slot, clone(owned));
+    const config = clone(owned);
+    for (const p of leafPaths(config)) {
+      const parent = getPath(config, p.slice(0, -1));
+      if (Array.isArray(getPath(config, p)) && isObj(parent)) parent[p.at(-1) ?? ''] = clone(getPath(obj, p));
+    }
+    m.set(slot, config);
   }
 
   private delete(t: Target, opts: Json, dryRun: boolean, method: string, path: string): unknown {
@@ -559,6 +569,7 @@ export class FakeClient implements ApiClient {
       throw this.invalid(method, path, res, t.name ?? '', 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update');
     }
     let next: KubeObject & Json;
+    if (res.custom) decode(incoming, res.schema);
     if (t.sub === 'status') {
       next = clone(old);
       if (incoming['status'] === undefined) delete next['status']; else next['status'] = clone(incoming['status']);
@@ -574,7 +585,7 @@ export class FakeClient implements ApiClient {
       if (res.statusSubresource) {
         if (old['status'] === undefined) delete next['status']; else next['status'] = clone(old['status']);
       }
-      applyDefaults(next, res.schema);
+      if (!res.custom) defaultBuiltin(resourceId(res.type), next, old, this.allocator);
       if (om.deletionTimestamp) {
         const added = (m.finalizers ?? []).filter((f) => !(om.finalizers ?? []).includes(f));
         if (added.length) {
@@ -583,6 +594,7 @@ export class FakeClient implements ApiClient {
       }
       if (res.generation && specChanged(res, old, next)) m.generation = (om.generation ?? 0) + 1;
     }
+    this.validate(method, path, res, t.name ?? '', this.errorsOf(res, next, t.sub === 'status'));
     (next.metadata as ObjectMeta).resourceVersion = om.resourceVersion;
     if (jsonEqual(next, old)) return clone(old);
     const key = keyOf(t.namespace, t.name ?? '');
@@ -666,6 +678,49 @@ export class FakeClient implements ApiClient {
 
   private invalid(method: string, path: string, res: FakeResource, name: string, detail: string): ApiError {
     return this.error(method, path, 422, 'Invalid', `${res.type.kind}${res.type.group ? `.${res.type.group}` : ''} "${name}" is invalid: ${detail}`);
+  }
+
+  /**
+   * The Service registry's allocator: cluster IPs from 10.0.0.0/24 (.2–.254; .1 is the kubernetes Service's on a real
+   * cluster) and node ports from 30000–32767, each free in the stored Services, drawn from the random source.
+   */
+  private readonly allocator: ServiceAllocator = {
+    clusterIP: () => {
+      const used = new Set(this.storedServices().flatMap((s) => [s.spec?.clusterIP, ...(s.spec?.clusterIPs ?? [])]));
+      const free = Array.from({ length: 253 }, (_, i) => `10.0.0.${i + 2}`).filter((ip) => !used.has(ip));
+      const ip = free[Math.floor((this.random ?? Math.random)() * free.length)];
+      if (!ip) throw new ApiError(500, 'InternalError', 'failed to allocate a serviceIP: range is full', undefined);
+      return ip;
+    },
+    nodePort: (taken) => {
+      const used = new Set<unknown>(taken);
+      for (const n of this.storedServices().flatMap((s) => [s.spec?.healthCheckNodePort, ...(s.spec?.ports ?? []).map((p) => p.nodePort)])) used.add(n);
+      for (let i = 0; i < 10_000; i++) {
+        const port = 30000 + Math.floor((this.random ?? Math.random)() * 2768);
+        if (!used.has(port)) return port;
+      }
+      throw new ApiError(500, 'InternalError', 'failed to allocate a nodePort: range is full', undefined);
+    },
+  };
+
+  private storedServices(): { spec?: { clusterIP?: string; clusterIPs?: string[]; healthCheckNodePort?: number; ports?: { nodePort?: number }[] } }[] {
+    return [...(this.store.get(resourceId(coreResources.services))?.values() ?? [])].map((s) => s.obj as never);
+  }
+
+  /** The validation errors of `obj` about to be stored: metadata (by the type's name rule), then a custom resource's schema. */
+  private errorsOf(res: FakeResource, obj: Json, statusOnly: boolean): FieldError[] {
+    const meta = isObj(obj['metadata']) ? obj['metadata'] : {};
+    return [
+      ...(res.nameRule ? validateObjectMeta(meta, res.nameRule) : []),
+      ...(res.custom ? validateSchema(obj, res.schema, statusOnly) : []),
+    ];
+  }
+
+  /** Throws the server's 422 Invalid answer (message and details.causes) when `errs` is not empty. */
+  private validate(method: string, path: string, res: FakeResource, name: string, errs: FieldError[]): void {
+    if (errs.length === 0) return;
+    const body = invalidStatus(res.type.group, res.type.kind, name, errs);
+    throw new ApiError(422, 'Invalid', `${method} ${path}: HTTP 422 Invalid: ${String(body['message'])}`, body);
   }
 
   private conflict(method: string, path: string, t: Target): ApiError {
@@ -876,16 +931,5 @@ function mergeApplied(target: Json, config: Json, previous: unknown, force: bool
       throw new FakeUnsupportedError(`server-side apply without force that changes ${path.join('.')} (whether that is a 409 conflict depends on field ownership, i.e. managedFields)`);
     }
     target[k] = clone(v);
-  }
-}
-
-/** CRD structural defaults: a missing property with a `default` gets it; objects present are defaulted recursively. */
-function applyDefaults(obj: unknown, schema: SchemaNode | undefined): void {
-  if (!schema || !isObj(obj)) return;
-  for (const [k, s] of Object.entries(schema.properties ?? {})) {
-    if (k === 'metadata' || k === 'apiVersion' || k === 'kind') continue;
-    if (obj[k] === undefined && s.default !== undefined) obj[k] = clone(s.default);
-    if (isObj(obj[k])) applyDefaults(obj[k], s);
-    else if (Array.isArray(obj[k]) && s.items) for (const item of obj[k] as unknown[]) applyDefaults(item, s.items);
   }
 }

@@ -46,7 +46,7 @@ test('testNamespace: a unique DNS-safe name from the test, created, deleted afte
   const fake = new FakeClient();
   const ns = await testNamespace(fake, { t: { name: 'My Test: x_y', after: (fn) => t.after(fn) }, labels: { a: 'b' } });
   assert.match(ns.name, /^my-test-x-y-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
-  assert.deepEqual((await fake.resource(coreResources.namespaces).get(ns.name)).metadata?.labels, { a: 'b' });
+  assert.deepEqual((await fake.resource(coreResources.namespaces).get(ns.name)).metadata?.labels, { a: 'b', 'kubernetes.io/metadata.name': ns.name });
   const other = await testNamespace({ client: fake });
   assert.match(other.name, /^test-/);
   await other.delete();
