@@ -201,14 +201,16 @@ export async function explore<W = undefined>(opts: ExploreOptions<W>): Promise<E
   }
 }
 
-async function exploreAll<W>(opts: ExploreOptions<W>, name: string, seed: number, only: string | undefined, findings: Finding[], t0: number): Promise<ExploreReport> {
+async function exploreAll<W>(given: ExploreOptions<W>, name: string, seed: number, only: string | undefined, findings: Finding[], t0: number): Promise<ExploreReport> {
+  // A replay (EXPLORE_PLAN) prints both traces: on stderr unless the caller has its own log.
+  const opts = only !== undefined && !given.log ? { ...given, log: (l: string) => process.stderr.write(`${l}\n`) } : given;
   const ref = await new Execution(opts, undefined, seed).run();
   const replayOf = (id: string): string => `EXPLORE_PLAN='${id}' node --test ${process.argv[1] ?? '<test file>'}`;
   if (only !== undefined) opts.log?.(`[${name}] reference trace:\n${formatTrace(ref.trace)}`);
   if (ref.liveness || ref.broken.length > 0) {
     findings.push({
       kind: ref.liveness ? 'liveness' : 'safety', class: 'reference', plan: 'reference', perturbation: 'none (the unperturbed execution)', seed,
-      summary: ref.liveness ?? `invariants broken: ${ref.broken.join('; ')}`, details: ref.liveness ? ref.broken : ref.broken, replay: replayOf('reference'),
+      summary: ref.liveness ?? `invariants broken: ${ref.broken.join('; ')}`, details: ref.broken, replay: replayOf('reference'),
     });
     return { name, plans: 0, executed: 0, notTriggered: 0, inconclusive: [], findings, reference: ref.trace, durationMs: performance.now() - t0 };
   }
