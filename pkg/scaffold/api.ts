@@ -192,7 +192,7 @@ export function ${c}Reconciler(host: ReconcilerHost): Reconciler {
     const current = ${c}s.get(namespace, name);
     if (!current) return; // deleted: its finalizer already cleaned up
     // The ${K} as an owner and as the subject of Events: cached objects lack apiVersion and kind.
-    const self: ${K} = { ...current, apiVersion, kind: ${c}Kind };
+    const self = { ...current, apiVersion, kind: ${c}Kind };
     const api = ${c}Api.namespace(namespace);
     const configMaps = configMapApi.namespace(namespace);
 
