@@ -149,14 +149,14 @@ const processIO: GenIO = {
 
 /**
  * `ts-controller-manager gen <command> … [+ <command> …]`: resolves the exit code. `types` is here; `rbac` is
- * pkg/rbac/generate.ts (imported only then). Several commands joined by a `+` argument run in turn, and `--check` in
+ * rbac.ts (imported only then). Several commands joined by a `+` argument run in turn, and `--check` in
  * any of them checks them all — so one npm script (`generate`) regenerates types and RBAC, and
  * `npm run generate -- --check` checks both; the exit code is the worst of theirs.
  */
 export function genMain(argv: readonly string[], io: GenIO = processIO): number | Promise<number> {
   if (argv.includes('+')) return genAll(argv, io);
   const [command, ...rest] = argv;
-  if (command === 'rbac') return import('../rbac/generate.ts').then(({ genRbacMain }) => genRbacMain(rest, io));
+  if (command === 'rbac') return import('./rbac.ts').then(({ genRbacMain }) => genRbacMain(rest, io));
   if (command !== 'types') {
     io.stderr(`error: ${command === undefined ? 'gen needs a command' : `unknown gen command ${JSON.stringify(command)}`} (known: types, rbac)\n${genUsage}`);
     return 2;

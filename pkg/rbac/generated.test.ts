@@ -12,7 +12,7 @@ import { registerHooks } from 'node:module';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
-import { parseGenRbacArgs, planRbac } from './generate.ts';
+import { parseGenRbacArgs, planRbac } from '../codegen/rbac.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 

@@ -1,5 +1,5 @@
 /**
- * What a manager's code needs of RBAC, as its setup declares it — the input of `gen rbac` (generate.ts), which writes
+ * What a manager's code needs of RBAC, as its setup declares it — the input of `gen rbac` (pkg/codegen/rbac.ts), which writes
  * the least-privilege role from it (kubebuilder's `+kubebuilder:rbac` markers, but declared in the code that makes
  * the calls, through the builder):
  *

@@ -1,5 +1,5 @@
 /**
- * RBAC from declarations (permission.ts, role.ts, generate.ts) and refusals (refusal.ts), without a cluster: what the
+ * RBAC from declarations (permission.ts, role.ts, ../codegen/rbac.ts) and refusals (refusal.ts), without a cluster: what the
  * builder's sources, `.rbac()` and Event recorders record, how it merges and renders, the `gen rbac` command (write,
  * --check, exit codes), and the message a 403 turns into.
  */
@@ -13,7 +13,7 @@ import { crdManifest } from '../../test/helpers/crdmanifest.ts';
 import { coreResources, type ResourceType } from '../apimachinery/resource.ts';
 import { genMain } from '../codegen/cli.ts';
 import type { ControllerManager } from '../runtime/manager.ts';
-import { declaredRules, genRbacMain, parseGenRbacArgs, type GenRbacIO } from './generate.ts';
+import { declaredRules, genRbacMain, parseGenRbacArgs, type GenRbacIO } from '../codegen/rbac.ts';
 import { contributionOf } from './permission.ts';
 import { parseRefusal, refusalHint, refusalMessage } from './refusal.ts';
 import { mergeContributions, renderRules, replaceRules } from './role.ts';

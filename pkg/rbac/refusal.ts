@@ -15,6 +15,7 @@ import { renderRules } from './role.ts';
 export interface Refusal {
   /** The user the request authenticated as, e.g. system:serviceaccount:system:controller-manager. */
   user: string;
+  /** The verb the authorizer checked: get, list, watch, create, update, patch, delete, … */
   verb: string;
   /** The API group ("" = core). */
   group: string;

@@ -90,7 +90,9 @@ export function auditOf(user: string, dir: string): { flags: string[]; policy: s
 
 /** The ServiceAccount the environment's manager runs as. */
 export interface ServiceAccountIdentity {
+  /** Its namespace. */
   namespace: string;
+  /** Its name. */
   name: string;
   /** `system:serviceaccount:<namespace>:<name>`: the user RBAC sees. */
   user: string;

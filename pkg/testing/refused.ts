@@ -11,8 +11,10 @@ import { refusalMessage, type Refusal } from '../rbac/refusal.ts';
 
 /** The manager under test was refused by RBAC: `refusal` says what, the message which rule to add and where. */
 export class RbacRefusalError extends Error {
+  /** What was refused: the user, verb, group, resource, namespace, request and the API server's message. */
   readonly refusal: Refusal;
 
+  /** `role`: the role files the ServiceAccount is bound by, as the message names them (e.g. "config/rbac"). */
   constructor(refusal: Refusal, role: string) {
     super(refusalMessage(refusal, role));
     this.name = 'RbacRefusalError';

@@ -9,7 +9,7 @@
  *      only declares: an API call in it is an error naming the request) — no cluster, no credentials.
  *   3. What it recorded (the builder's sources, `.rbac()`, Event recorders) and every informer it created become the
  *      rules of DIR/role.yaml (the manager's ClusterRole, or Role); leader election's become those of
- *      DIR/leader_election_role.yaml. Only the `rules:` are written (role.ts): what is above them in a file stays.
+ *      DIR/leader_election_role.yaml. Only the `rules:` are written (pkg/rbac/role.ts): what is above them stays.
  *
  * `--check` writes nothing and exits 1 naming each file that is missing or differs (`npm run generate` fixes it).
  * Exit codes: 0 done (or up to date), 1 stale files, a setup that failed or made a request, a file whose rules cannot
@@ -20,11 +20,11 @@ import { relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Registry } from 'prom-client';
 import type { RequestTransport } from '../client/transport.ts';
-import type { GeneratedFile } from '../codegen/types.ts';
+import type { GeneratedFile } from './types.ts';
 import { silentLogger } from '../log/logger.ts';
 import { ControllerManager } from '../runtime/manager.ts';
-import { informerVerbs, leaderElectionContributions, recordedPermissions } from './permission.ts';
-import { mergeContributions, replaceRules, type RoleRule } from './role.ts';
+import { informerVerbs, leaderElectionContributions, recordedPermissions } from '../rbac/permission.ts';
+import { mergeContributions, replaceRules, type RoleRule } from '../rbac/role.ts';
 
 /** Bad invocation (exit 2). */
 export class GenRbacUsageError extends Error {}
