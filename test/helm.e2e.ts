@@ -27,14 +27,17 @@
  *    cert-manager's controller and CA injector (built from the pinned module, hack/tools/cert-manager*) as local
  *    processes against this control plane → the Issuer and both Certificates Ready, the CA injected by cert-manager into
  *    the ValidatingWebhookConfiguration and the Network CRD's conversion, the Pod Ready and the webhook Service
- *    serving the Secret's certificate (a TLS handshake from the node verified with that CA), a Network written as v1
- *    and read as v2 (the conversion webhook), and an invalid Network refused with the webhook's message. The v1-stored
- *    Network of the step before is deleted first (docs/helm.md: the deadlock it caused, fixed, and what is left).
+ *    serving the Secret's certificate (a TLS handshake from the node verified with that CA), the webhook Service's
+ *    EndpointSlices never offering the Pod it replaces (which serves no webhooks), a Network written as v1 at the first
+ *    attempt and read as v2 (the conversion webhook), and an invalid Network refused with the webhook's message. The
+ *    v1-stored Network of the step before is kept through the upgrade and read as v2 (docs/helm.md: the deadlock it
+ *    caused, and the hang that came after, both fixed).
  * Needs root, as test/node.e2e.ts (`make test-node` runs both); ~2–3 min warm.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -145,10 +148,67 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
       lastFailure = r.body.slice(0, 200);
       return undefined;
     }, { timeoutMs: 60_000, intervalMs: 250 });
+    assertDenied(res, message);
+    return `HTTP ${res.status} (${res.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`;
+  };
+  /** The webhook's denial: 403 Forbidden with validateNetwork's `message`. */
+  const assertDenied = (res: { status: number; body: string }, message: string): void => {
     assert.equal(res.status, 403, res.body); // an admission denial: Forbidden
     const got = (JSON.parse(res.body) as { message?: string }).message ?? '';
     assert.ok(got.includes(`admission webhook "vnetwork-v1.samplecrd.k8s.io" denied the request: ${message}`), res.body);
-    return `HTTP ${res.status} (${res.body.slice(0, 300)})${lastFailure ? `; before: ${lastFailure}` : ''}`;
+  };
+  /**
+   * Every address the EndpointSlices of Service `service` offer on its port `port` from now on (`addresses`), and each
+   * change with its time: a list, then a watch from the list's resourceVersion — no change missed, none sampled. A
+   * selected Pod without that port is listed in a slice without ports, which kube-proxy routes nothing to: shown in
+   * `changes` ("no port"), not counted. `stop()` (idempotent) ends the watch and returns the record, and whether the
+   * watch failed (then it is incomplete).
+   */
+  const watchEndpointAddresses = async (service: string, port: string): Promise<{ stop(): { addresses: string[]; changes: string[]; failed: boolean } }> => {
+    interface Slice { ports?: { name?: string; port?: number }[] | null; endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }
+    const path = `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${service}`)}`;
+    const t0 = Date.now();
+    const addresses: string[] = [];
+    const changes: string[] = [];
+    let failed = false;
+    let stopped = false;
+    const record = (type: string, slice: Slice): void => {
+      const routed = (slice.ports ?? []).find((p) => p.name === port)?.port;
+      const endpoints = (slice.endpoints ?? []).map((e) => {
+        if (routed !== undefined) addresses.push(...e.addresses);
+        return `${e.addresses.join(',')}:${routed ?? '(no port)'}${e.conditions?.ready === false ? ' (not ready)' : ''}`;
+      });
+      changes.push(`+${((Date.now() - t0) / 1000).toFixed(1)} s ${type} ${endpoints.join(' ') || '(no endpoint)'}`);
+    };
+    const list = expectStatus<{ metadata: { resourceVersion: string }; items: Slice[] }>(await env.cp.get(path), 200, 'EndpointSlices');
+    for (const slice of list.items) record('LISTED', slice);
+    const { pki, server } = env.cp.state;
+    const req = httpsRequest(new URL(`${path}&watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=600`, server), {
+      ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey), headers: { accept: 'application/json' },
+    }, (res) => {
+      let buf = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        buf += chunk;
+        for (let i = buf.indexOf('\n'); i >= 0 && !stopped; i = buf.indexOf('\n')) {
+          const event = JSON.parse(buf.slice(0, i)) as { type: string; object: Slice & { message?: string } };
+          buf = buf.slice(i + 1);
+          if (event.type === 'ERROR') {
+            failed = true;
+            changes.push(`watch ERROR ${event.object.message ?? ''}`);
+          } else record(event.type, event.object);
+        }
+      });
+      res.on('end', () => { if (!stopped) { failed = true; changes.push('watch ended early'); } });
+    });
+    req.on('error', (err) => { if (!stopped) { failed = true; changes.push(`watch failed: ${err.message}`); } });
+    req.end();
+    return {
+      stop: () => {
+        stopped = true;
+        req.destroy();
+        return { addresses, changes, failed };
+      },
+    };
   };
   /** The release's rendered objects (`helm get manifest`). */
   const manifestOf = async (): Promise<K8sObject[]> =>
@@ -367,7 +427,7 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     t.diagnostic(`invalid Network accepted, Ready=False InvalidSpec ${Date.now() - c0} ms later ("${ready.message ?? ''}")`);
   });
 
-  test('helm upgrade to webhooks.certificate=cert-manager (cert-manager\'s controller and CA injector as local processes): Certificates issued, the CA injected into the webhook configuration and the CRD conversion, the Pod serving that certificate through the Service, an invalid Network refused with the webhook\'s message', async (t) => {
+  test('helm upgrade to webhooks.certificate=cert-manager (cert-manager\'s controller and CA injector as local processes): Certificates issued, the CA injected into the webhook configuration and the CRD conversion, the Pod serving that certificate through the Service and the replaced webhooks-off Pod never offered by it; a Network written, the v1-stored one read as v2 and an invalid one refused, each at the first attempt', async (t) => {
     const cmBin = tools['CERT_MANAGER_BIN_DIR'] ?? '';
     const t0 = Date.now();
     await env.kubectl('apply', '--server-side', '--force-conflicts', '-f', join(cmBin, 'crds.yaml'));
@@ -379,15 +439,22 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
     }
     // cert-manager's own webhook is not run: it only validates and defaults cert-manager's objects (its CRDs convert
     // nothing), and nothing here writes one that the CRDs' schemas would not already refuse.
-    // Turning the webhooks on while a Network is stored as v1 (the step before's `invalid`) deadlocked the rollout in 2
-    // of 3 runs before the readiness fix (a cache failing on this process's own conversion does not hold /readyz;
-    // test/webhook-selfconversion.test.ts): the new manager's Network informer lists v2, which needs the conversion
-    // webhook served only by this Pod, no Service endpoint before it is Ready. With the fix and the Network kept, the
-    // Pod was Ready in 9 and 13 s in two runs — but the second then had the valid Network's create time out (10 s, a
-    // webhook call through the Service that hung; not explained yet: docs/helm.md). So, until that is understood, the
-    // v1-stored Network goes first, as in the runs that passed 3 of 3.
-    expectStatus(await env.cp.request('DELETE', `${networks}/invalid`), 200, 'the v1-stored Network deleted');
-    await waitFor('the v1-stored Network gone', async () => (await env.cp.get(`${networks}/invalid`)).status === 404, { timeoutMs: 30_000, intervalMs: 250 });
+    // The webhooks turned on while a Network is stored as v1 (the step before's `invalid`, kept): the CRD now serves
+    // v2, so the new manager's Network informer lists v2 (servedNetworkVersion) before it leads, which needs the
+    // conversion webhook for that object — served only by this Pod, no Service endpoint before it is Ready. Before the
+    // readiness fix (a cache failing on this process's own conversion does not hold /readyz;
+    // test/webhook-selfconversion.test.ts) this deadlocked in 2 of 3 runs. docs/helm.md.
+    // The webhook Service is new with this upgrade, and the Pod it replaces serves no webhooks: the Service's
+    // EndpointSlices must never offer that Pod on its port. With `targetPort: 9443` (a number, which the EndpointSlice
+    // controller does not check against the Pod's ports) they did, as long as that Pod was Ready: a call sent there was
+    // refused, and once its sandbox was gone, a connection kube-proxy still sent to it (lagging behind on a busy
+    // machine) stayed pinned to the dead address by conntrack until the webhook's timeout — the first write's "hang" of
+    // 27 Nov, reproduced with kube-proxy starved of CPU (docs/helm.md). `targetPort: webhook-server` names the port
+    // only a webhook-serving Pod has. Watched from before the upgrade until after the writes below.
+    const replaced = await leader();
+    assert.ok(replaced?.status.podIP, 'the webhooks-off Pod leading before the upgrade');
+    const slices = await watchEndpointAddresses(`${releaseName}-webhook-service`, 'webhook');
+    t.after(() => slices.stop());
     const cm = CertManager.start(t, cmBin, ns, env.cp);
     cm.startCAInjector(t, tools['CERT_MANAGER_CAINJECTOR_BIN_DIR'] ?? '');
     const u0 = Date.now();
@@ -434,23 +501,37 @@ describe('real node: helm install, upgrade (image, then namespaced RBAC) and uni
       return stdout.startsWith('ERR') ? undefined : stdout.trim();
     }, { timeoutMs: 60_000, intervalMs: 500 });
     assert.equal(served, servingCert.fingerprint256, 'the Service serves the Secret\'s certificate');
-    // The conversion webhook with cert-manager's CA: a Network written as v1 is stored as v2 (and answered as v1).
-    // The first write through the new Pod's webhooks once hung past the test's 10 s in 2 of 4 runs on a busy machine
-    // (27 Nov; not explained: docs/helm.md): the write is given the conversion webhook's own 30 s, and retried once
-    // past it (a 409 then means the first one was stored).
-    const net = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' } };
-    const written = await env.cp.request('POST', networks, net, { timeoutMs: 30_000 }).catch(async (err: unknown) => {
-      // Evidence for the next time it happens: what kube-apiserver logged about webhooks since the upgrade, and the Pods.
+    // The webhooks with cert-manager's CA, each call at its first attempt (no retry: a failure is the test's): a
+    // Network written as v1 (validation; conversion to the stored v2 and back for the answer), the v1-stored Network
+    // read as v2 (conversion), an invalid Network refused. 45 s: above the conversion webhook's 30 s, so a failure
+    // shows the API server's answer, with its webhook log lines and the Pods.
+    const evidence = async (what: string, res: { status: number; body: string }): Promise<string> => {
+      if (res.status < 300 || res.status === 403) return '';
       const apiLog = env.cp.state.components['kube-apiserver']?.log;
       const webhookLines = apiLog ? readFileSync(apiLog, 'utf8').split('\n').filter((l) => /webhook|conversion/i.test(l)).slice(-20).join('\n') : '(no log)';
-      t.diagnostic(`the first write through the webhooks failed (${String(err)}); retried. kube-apiserver on webhooks:\n${webhookLines}\n${await podsReport()}`);
-      return env.cp.request('POST', networks, net, { timeoutMs: 30_000 });
-    });
-    assert.ok(written.status === 201 || written.status === 409, `a valid Network through the webhooks: HTTP ${written.status} ${written.body.slice(0, 300)}`);
+      return `${what}: HTTP ${res.status} ${res.body.slice(0, 400)}\nEndpointSlice: ${slices.stop().changes.join('; ')}\nkube-apiserver on webhooks:\n${webhookLines}\n${await podsReport()}`;
+    };
+    const net = { apiVersion: 'samplecrd.k8s.io/v1', kind: 'Network', metadata: { name: 'net-cm', namespace: fooNs }, spec: { cidr: '192.168.8.0/24', gateway: '192.168.8.1' } };
+    const w0 = Date.now();
+    const written = await env.cp.request('POST', networks, net, { timeoutMs: 45_000 });
+    assert.equal(written.status, 201, await evidence('the first write through the new Pod\'s webhooks', written));
+    t.diagnostic(`a valid Network written through the webhooks at the first attempt in ${Date.now() - w0} ms, ${Date.now() - u0} ms after helm upgrade`);
     const v2 = expectStatus<{ spec: unknown }>(await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/net-cm`), 200, 'v2 read');
     assert.deepEqual(v2.spec, { subnets: [{ cidr: '192.168.8.0/24', gateway: '192.168.8.1' }] });
+    const kept = await env.cp.get(`/apis/samplecrd.k8s.io/v2/namespaces/${fooNs}/networks/invalid`);
+    assert.equal(kept.status, 200, await evidence('the v1-stored Network read as v2', kept));
+    assert.deepEqual((JSON.parse(kept.body) as { spec: unknown }).spec, { subnets: [{ cidr: '224.1.0.0/16' }] }, 'the v1-stored Network converted to v2');
     const { invalid, expected } = invalidNetwork('invalid-2');
-    const refusal = await refusedByWebhook(invalid, expected.message);
-    t.diagnostic(`invalid Network refused ${Date.now() - u0} ms after helm upgrade: ${refusal}`);
+    const refused = await env.cp.request('POST', networks, invalid, { timeoutMs: 45_000 });
+    assert.equal(refused.status, 403, await evidence('the invalid Network', refused));
+    assertDenied(refused, expected.message);
+    t.diagnostic(`invalid Network refused at the first attempt ${Date.now() - u0} ms after helm upgrade`);
+    // Every address the webhook Service's EndpointSlices offered on its port since before the upgrade: the new Pod's
+    // alone (the webhooks-off Pod is listed too, in a slice without ports: nothing is routed to it).
+    const listed = slices.stop();
+    t.diagnostic(`the webhook Service's EndpointSlice since before the upgrade: ${listed.changes.join('; ')}`);
+    assert.ok(!listed.failed, `the EndpointSlice watch saw every change: ${listed.changes.join('; ')}`);
+    assert.deepEqual([...new Set(listed.addresses)], [pod.status.podIP],
+      `the webhook Service offered only the new Pod ${pod.status.podIP ?? '?'}, never the webhooks-off Pod ${replaced.status.podIP} it replaced: ${listed.changes.join('; ')}`);
   });
 });
