@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -17,6 +16,7 @@ import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { scaffoldMain } from '../pkg/scaffold/cli.ts';
 import { findBinaries } from '../pkg/testing/index.ts';
+import { freePort } from '../pkg/testing/process.ts';
 import { defaultWebhookCertDir } from '../pkg/webhook/server.ts';
 import { waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
@@ -206,13 +206,4 @@ function exportLine(child: ReturnType<typeof spawn>, exited: Promise<number | nu
     });
     void exited.then((code) => rej(new Error(`dev exited ${code} before printing the export line; stderr:\n${stderr()}`)));
   });
-}
-
-/** A TCP port free on 127.0.0.1 a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((res) => server.close(res));
-  return port;
 }
