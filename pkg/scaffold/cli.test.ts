@@ -212,7 +212,7 @@ describe('init', () => {
 });
 
 describe('create api', () => {
-  it('writes CRD (status subresource), types, controller, test, sample; registers it in main.ts, kustomizations, RBAC, PROJECT', () => {
+  it('writes CRD (status subresource), types, controller (its RBAC declared on its builder), test, sample; registers it in main.ts, kustomizations, PROJECT', () => {
     const dir = initProject();
     const r = io(dir);
     assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], r.io), 0, r.err.join(''));
@@ -252,7 +252,7 @@ describe('create api', () => {
     assert.deepEqual(planned.map((f) => [f.path, f.content]), [['api/webapp/v1/zz_generated.types.ts', types]]);
   });
 
-  it('a second kind in the same group/version: both in one types file, both registered once, the shared ConfigMap rule once', () => {
+  it('a second kind in the same group/version: both in one types file, both registered once', () => {
     const dir = initProject();
     assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Guestbook'], io(dir).io), 0);
     assert.equal(scaffoldMain(['create', 'api', '--group', 'webapp', '--version', 'v1', '--kind', 'Policy'], io(dir).io), 0);

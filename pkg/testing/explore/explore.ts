@@ -67,6 +67,7 @@ export interface Invariant<W> {
  * and throws the world's own error for a lost answer (`faults.error()` — a 5xx — or `faults.timeout()`).
  */
 export interface WorldPoints {
+  /** Applies (or, under a plan, crashes around or faults) the world's write named `signature`; returns `apply`'s value. */
   write<T>(signature: string, apply: () => T, faults?: { error?: () => Error; timeout?: () => Error }): T;
 }
 
