@@ -83,13 +83,19 @@ describe('pprof endpoint on loopback (ControllerManager pprofBindAddress)', () =
     const t0 = performance.now();
     // Keep the CPU busy in this process so the profile has samples of a named function.
     const res = fetch(`${base}/profile?seconds=1`);
-    const spinUntil = performance.now() + 600;
+    let settled = false;
+    void res.then(() => { settled = true; }, () => { settled = true; });
     let x = 0;
+    // Bursts of 20 ms until the answer arrives, the event loop free between them (the server answering the profile
+    // request runs in this process): whenever the profiler starts, however late under load, it samples this function.
     const busyLoopForProfile = (): void => {
-      while (performance.now() < spinUntil) x += Math.sqrt(x + 1);
+      const until = performance.now() + 20;
+      while (performance.now() < until) x += Math.sqrt(x + 1);
     };
-    await new Promise((r) => setTimeout(r, 100));
-    busyLoopForProfile();
+    while (!settled) {
+      busyLoopForProfile();
+      await new Promise((r) => setImmediate(r));
+    }
     const r = await res;
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-disposition') ?? '', /filename="profile-.*\.cpuprofile"/);
