@@ -4,7 +4,8 @@ import { Registry } from 'prom-client';
 import { FakeRecorder } from '../../events/fake.ts';
 import { Indexer } from '../../informerfactory/indexer.ts';
 import { Lister } from '../../informerfactory/lister.ts';
-import { silentLogger } from '../../log/logger.ts';
+import { newLogger, silentLogger } from '../../log/logger.ts';
+import { Writable } from 'node:stream';
 import { rolloutObserver } from './controller.ts';
 import { revisionAnnotation, type Deployment } from './types.ts';
 
@@ -12,12 +13,24 @@ const ctx = { log: silentLogger, reconcileID: 'r', key: 'ns/web' };
 const req = { namespace: 'ns', name: 'web' };
 const signal = new AbortController().signal;
 
-function web(revision: string, ready: boolean, created = '2024-01-01T00:00:00Z'): Deployment {
+function web(revision: string, ready: boolean, created = '2024-01-01T00:00:00Z', replicas = 1): Deployment {
   return {
     metadata: { name: 'web', namespace: 'ns', uid: 'u1', generation: 1, creationTimestamp: created, annotations: { [revisionAnnotation]: revision } },
-    spec: { replicas: 1, selector: {}, template: {} },
+    spec: { replicas, selector: {}, template: {} },
     status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: ready ? 1 : 0 },
   };
+}
+
+/** A logger at `debug` whose JSON lines land in `lines` (level label and message). */
+function capturingLogger(): { log: ReturnType<typeof newLogger>; lines: { level: string; msg: string }[] } {
+  const lines: { level: string; msg: string }[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as { level: string; msg: string });
+      cb();
+    },
+  });
+  return { log: newLogger({ level: 'debug', destination }), lines };
 }
 
 async function stateGauge(registry: Registry): Promise<Record<string, number>> {
@@ -69,5 +82,34 @@ describe('rolloutObserver', () => {
     h2.cache.update(web('4', true));
     await h2.observer.reconcile(req, signal, ctx);
     assert.deepEqual(h2.recorder.events, ['Normal RolloutComplete Rollout of revision 4 complete']);
+  });
+
+  test('a scale-only change (same revision) logs its state changes at debug; a rollout\'s at info', async () => {
+    const h = harness(Date.parse('2024-01-01T00:00:00Z'));
+    const { log, lines } = capturingLogger();
+    const c = { ...ctx, log };
+    h.cache.add(web('1', false));
+    await h.observer.reconcile(req, signal, c);
+    h.cache.update(web('1', true));
+    await h.observer.reconcile(req, signal, c);
+    const infoBefore = lines.filter((l) => l.level === 'info' && l.msg === 'Rollout state changed').length;
+    assert.equal(infoBefore, 2, 'the first rollout: none → progressing → complete at info');
+
+    // Scaled to 3 (the revision stays 1): progressing while the new replicas come up, then complete again.
+    const scaled = web('1', true, '2024-01-01T00:00:00Z', 3);
+    h.cache.update(scaled);
+    await h.observer.reconcile(req, signal, c);
+    assert.equal(h.observer.records.get('ns/web')?.state, 'progressing');
+    h.cache.update({ ...scaled, status: { observedGeneration: 1, replicas: 3, updatedReplicas: 3, availableReplicas: 3 } });
+    await h.observer.reconcile(req, signal, c);
+    assert.equal(h.observer.records.get('ns/web')?.state, 'complete');
+    const changes = lines.filter((l) => l.msg === 'Rollout state changed').slice(2);
+    assert.deepEqual(changes.map((l) => l.level), ['debug', 'debug'], 'the scale-only transitions are debug lines');
+    assert.equal(h.recorder.events.length, 2, 'and announce nothing');
+
+    // A new revision is a rollout again: info.
+    h.cache.update({ ...web('2', false), spec: { replicas: 3, selector: {}, template: {} }, status: { observedGeneration: 1, replicas: 3, updatedReplicas: 1, availableReplicas: 1 } });
+    await h.observer.reconcile(req, signal, c);
+    assert.deepEqual(lines.filter((l) => l.msg === 'Rollout state changed').slice(4).map((l) => l.level), ['info']);
   });
 });

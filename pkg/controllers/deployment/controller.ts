@@ -52,7 +52,13 @@ export function rolloutObserver(deps: RolloutObserverDeps): { reconcile: Reconci
     records.set(key, s.record);
     metrics.setState(namespace, name, s.record.state);
     if (s.adopted) log.debug({ state: o.state, revision: o.revision }, 'Adopted the rollout state of an existing Deployment');
-    else if (s.from !== o.state) log.info({ from: s.from || 'none', to: o.state, revision: o.revision, detail: o.message }, 'Rollout state changed');
+    else if (s.from !== o.state) {
+      // A scale-only change (the completed revision, no rollout in flight, nothing announced) moves complete ↔
+      // progressing on every replicas edit: a debug line, or it drowns the log (issue 43: 66 % of a soak's lines).
+      const scaleOnly = s.announcements.length === 0 && s.record.rollout === undefined && o.revision !== '' &&
+        o.revision === s.record.completedRevision && (s.from === 'complete' || s.from === 'progressing') && (o.state === 'complete' || o.state === 'progressing');
+      (scaleOnly ? log.debug : log.info).call(log, { from: s.from || 'none', to: o.state, revision: o.revision, detail: o.message }, 'Rollout state changed');
+    }
     const ref = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: d.metadata };
     for (const a of s.announcements) {
       deps.recorder.event(ref, a.type, a.reason, a.message);
