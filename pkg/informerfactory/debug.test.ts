@@ -59,6 +59,10 @@ test('describeInformers: objects, resourceVersion, keys and digest follow the ca
   assert.equal(d.reflectors.length, 1);
   assert.deepEqual({ ...d.reflectors[0], phaseForMs: 0 }, { namespace: '', phase: 'Watching', phaseForMs: 0, resourceVersion: server.resourceVersion, lists: 1, watches: 1 });
   assert.equal(describeInformers([informer])[0]?.keys, undefined, 'keys only when asked');
+  assert.equal(d.labelSelector, undefined);
+  const selected = new SharedIndexInformer({ resource, client: restClientFor(server.url), registry, labelSelector: 'app=x', fieldSelector: 'metadata.name=a' });
+  assert.deepEqual([describeInformers([selected])[0]?.labelSelector, describeInformers([selected])[0]?.fieldSelector], ['app=x', 'metadata.name=a'],
+    'the selectors: its cache holds the matching objects only');
 
   // An update changes the digest (same keys, another resourceVersion).
   server.update({ metadata: { name: 'a', namespace: 'default' }, data: { x: '1' } });

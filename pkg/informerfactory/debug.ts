@@ -1,8 +1,8 @@
 /**
  * What a running process's informer caches hold, for the debug endpoint `/debug/informers` (pkg/manager/pprof.ts
- * serves it beside the profiles, with the same access rules): per informer its resource and scope, whether it synced,
- * how many objects it caches, the resourceVersion it reflects, a digest of its contents, and each reflector's phase
- * and counts (lists begun, watch streams opened, the last failure). With `keys` it also lists every cached key with
+ * serves it beside the profiles, with the same access rules): per informer its resource, scope and selectors,
+ * whether it synced, how many objects it caches, the resourceVersion it reflects, a digest of its contents, and each
+ * reflector's phase and counts (lists begun, watch streams opened, the last failure). With `keys` it also lists every cached key with
  * its resourceVersion — what a benchmark or an operator compares with a LIST from the API server to prove the cache
  * equals the server's state.
  *
@@ -38,6 +38,9 @@ export interface InformerDebug {
   /** The namespaces it lists and watches ([] = all, or cluster-scoped). */
   namespaces: string[];
   metadataOnly: boolean;
+  /** The selectors of its lists and watches, when it has them: the cache holds the matching objects only. */
+  labelSelector?: string;
+  fieldSelector?: string;
   synced: boolean;
   objects: number;
   /** The resourceVersion the cache reflects ('' before the first list). */
@@ -67,6 +70,8 @@ export function describeInformers(informers: readonly SharedIndexInformer<KubeOb
       kind: i.resource.kind,
       namespaces: i.scopes.filter((s) => s !== ''),
       metadataOnly: i.metadataOnly,
+      ...(i.labelSelector ? { labelSelector: i.labelSelector } : {}),
+      ...(i.fieldSelector ? { fieldSelector: i.fieldSelector } : {}),
       synced: i.hasSynced(),
       objects: sorted.length,
       resourceVersion: i.lastSyncResourceVersion(),

@@ -115,6 +115,9 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   readonly scopes: readonly string[];
   /** True when it lists and watches metadata only (the cache holds `{ apiVersion, kind, metadata }`). */
   readonly metadataOnly: boolean;
+  /** The label and field selectors sent with its lists and watches (undefined: none). */
+  readonly labelSelector: string | undefined;
+  readonly fieldSelector: string | undefined;
   private readonly indexer: Indexer<T>;
   private readonly queue: DeltaQueue<T>;
   private readonly reflectors: Reflector[];
@@ -137,6 +140,8 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
     const nsList = opts.resource.namespaced ? [...new Set((opts.namespaces ?? []).filter((n) => n !== ''))] : [];
     this.scopes = nsList.length > 0 ? nsList : [''];
     this.metadataOnly = opts.metadataOnly ?? false;
+    this.labelSelector = opts.labelSelector || undefined;
+    this.fieldSelector = opts.fieldSelector || undefined;
     this.clock = opts.clock ?? realClock;
     const name = resourceId(opts.resource);
     this.log = (opts.logger ?? silentLogger).child({ informer: this.metadataOnly ? `${name} (metadata)` : name });

@@ -60,6 +60,11 @@ export interface StartOptions {
   cgroup?: MemoryCgroup;
   /** Collect stdout log lines (default true); false sends them to /dev/null (benchmarks). */
   collectLogs?: boolean;
+  /**
+   * Hand each stdout log line to this instead of keeping it in `logs` (a long run that only counts them: bench/soak).
+   * Wins over `collectLogs`.
+   */
+  onLog?: (line: LogLine, raw: string) => void;
   /** Run "in-cluster style": the ServiceAccount directory is read under this root (test entry point). */
   inClusterRoot?: string;
 }
@@ -73,7 +78,7 @@ export class ManagerProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
 
-  private constructor(proc: ChildProcess, healthPort: number, metricsPort: number | undefined) {
+  private constructor(proc: ChildProcess, healthPort: number, metricsPort: number | undefined, onLog?: (line: LogLine, raw: string) => void) {
     this.proc = proc;
     this.healthPort = healthPort;
     this.metricsPort = metricsPort;
@@ -84,11 +89,14 @@ export class ManagerProcess {
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
+        let parsed: LogLine;
         try {
-          this.logs.push(JSON.parse(line) as LogLine);
+          parsed = JSON.parse(line) as LogLine;
         } catch {
-          this.logs.push({ msg: line });
+          parsed = { msg: line };
         }
+        if (onLog) onLog(parsed, line);
+        else this.logs.push(parsed);
       }
     });
     proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => this.stderr.push(chunk));
@@ -119,9 +127,9 @@ export class ManagerProcess {
         PATH: process.env['PATH'], HOME: process.env['HOME'], ...opts.env,
         ...(opts.inClusterRoot !== undefined ? { TSCM_TEST_IN_CLUSTER_ROOT: opts.inClusterRoot } : {}),
       },
-      stdio: ['ignore', opts.collectLogs === false ? 'ignore' : 'pipe', 'pipe'],
+      stdio: ['ignore', opts.collectLogs === false && !opts.onLog ? 'ignore' : 'pipe', 'pipe'],
     });
-    return new ManagerProcess(proc, healthPort, metricsPort);
+    return new ManagerProcess(proc, healthPort, metricsPort, opts.onLog);
   }
 
   get running(): boolean {
