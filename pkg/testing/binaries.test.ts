@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { findBinaries, listBinaries } from './binaries.ts';
+import { defaultKubernetesMinor, findBinaries, listBinaries } from './binaries.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'tscm-binaries-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -117,5 +117,94 @@ describe('findBinaries', () => {
     assert.equal(b.etcd, join(e, 'etcd'));
     assert.equal(b.kubeApiserver, join(k, 'kube-apiserver'));
     assert.equal(b.kubectl, undefined);
+  });
+});
+
+describe('findBinaries with a Kubernetes version (the version matrix)', () => {
+  /** A cache holding two releases, each k8s build with the `etcd` link hack/build-tools.sh makes to its release's etcd. */
+  function matrixCache(name: string): { cache: string; etcd36: string; etcd37: string; k34: string; k37: string } {
+    const cache = join(root, name);
+    const etcd36 = fake(join(cache, 'bin', 'etcd-v3.6.16-aaaaaaaaaaaa'), 'etcd');
+    const etcd37 = fake(join(cache, 'bin', 'etcd-v3.7.3-bbbbbbbbbbbb'), 'etcd');
+    const k34 = fake(join(cache, 'bin', 'k8s-v1.34.4-cccccccccccc'), 'kube-apiserver');
+    symlinkSync(join(etcd36, 'etcd'), join(k34, 'etcd'));
+    const k37 = fake(join(cache, 'bin', 'k8s-v1.37.2-dddddddddddd'), 'kube-apiserver', 'kubectl');
+    symlinkSync(join(etcd37, 'etcd'), join(k37, 'etcd'));
+    return { cache, etcd36, etcd37, k34, k37 };
+  }
+  const noStore = { XDG_DATA_HOME: join(root, 'no-store-m'), HOME: join(root, 'no-home-m') };
+
+  test('"1.34", "v1.34" and "v1.34.4" select that release from the cache, with the etcd it links — not the newest etcd', () => {
+    const m = matrixCache('matrix1');
+    for (const v of ['1.34', 'v1.34', 'v1.34.4', '1.34.4']) {
+      const b = findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }, v);
+      assert.equal(b.kubeApiserver, join(m.k34, 'kube-apiserver'), v);
+      assert.equal(b.etcd, join(m.k34, 'etcd'), v);
+      assert.equal(realpathSync(b.etcd), realpathSync(join(m.etcd36, 'etcd')), `${v} runs etcd 3.6`);
+    }
+    // No version, and no default-minor build: the newest release, and its own etcd (3.7).
+    const newest = findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache });
+    assert.equal(newest.kubeApiserver, join(m.k37, 'kube-apiserver'));
+    assert.equal(realpathSync(newest.etcd), realpathSync(join(m.etcd37, 'etcd')));
+  });
+
+  test(`no version asked for: the default minor (${defaultKubernetesMinor}) wins over a newer release in the cache and in the store, and listBinaries lists it first`, () => {
+    const m = matrixCache('matrix-default');
+    const kDefault = fake(join(m.cache, 'bin', `k8s-v${defaultKubernetesMinor}.3-eeeeeeeeeeee`), 'kube-apiserver');
+    symlinkSync(join(m.etcd36, 'etcd'), join(kDefault, 'etcd'));
+    assert.equal(findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }).kubeApiserver, join(kDefault, 'kube-apiserver'));
+    assert.deepEqual(listBinaries({ ...noStore, TSCM_CACHE_DIR: m.cache }).map((s) => s.version), [`${defaultKubernetesMinor}.3`, '1.37.2', '1.34.4']);
+    const data = join(root, 'data-default');
+    const platform = `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
+    fake(join(data, 'kubebuilder-envtest', 'k8s', `1.99.0-${platform}`), 'etcd', 'kube-apiserver');
+    const dflt = fake(join(data, 'kubebuilder-envtest', 'k8s', `${defaultKubernetesMinor}.0-${platform}`), 'etcd', 'kube-apiserver');
+    assert.equal(findBinaries(undefined, { XDG_DATA_HOME: data, TSCM_CACHE_DIR: m.cache }).kubeApiserver, join(dflt, 'kube-apiserver'));
+  });
+
+  test('the default minor is the one hack/tools/k8s/go.mod pins (what hack/build-tools.sh builds without KUBERNETES_VERSION)', () => {
+    const pinned = /^\s+k8s\.io\/kubernetes v(\d+\.\d+)\./m.exec(readFileSync(new URL('../../hack/tools/k8s/go.mod', import.meta.url), 'utf8'))?.[1];
+    assert.equal(defaultKubernetesMinor, pinned);
+  });
+
+  test('a version the cache lacks, another patch of a cached minor, or a malformed version is an error naming it', () => {
+    const m = matrixCache('matrix2');
+    assert.throws(() => findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }, '1.35'), /^Error: no kube-apiserver 1\.35 binary:/);
+    assert.throws(() => findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }, 'v1.34.3'), /no kube-apiserver 1\.34\.3 binary/);
+    // "1.3" must not match 1.34 (a prefix of the minor is not the minor).
+    assert.throws(() => findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }, '1.3'), /no kube-apiserver 1\.3 binary/);
+    assert.throws(() => findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }, 'latest'), /kubernetesVersion "latest": expected a Kubernetes release/);
+  });
+
+  test("setup-envtest's store is narrowed to the version too", () => {
+    const data = join(root, 'data-matrix');
+    const platform = `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
+    const v34 = fake(join(data, 'kubebuilder-envtest', 'k8s', `1.34.1-${platform}`), 'etcd', 'kube-apiserver');
+    fake(join(data, 'kubebuilder-envtest', 'k8s', `1.36.0-${platform}`), 'etcd', 'kube-apiserver');
+    const m = matrixCache('matrix3');
+    assert.equal(findBinaries(undefined, { XDG_DATA_HOME: data, TSCM_CACHE_DIR: m.cache }, '1.34').kubeApiserver, join(v34, 'kube-apiserver'));
+    // 1.37 is not in the store: the cache has it.
+    assert.equal(findBinaries(undefined, { XDG_DATA_HOME: data, TSCM_CACHE_DIR: m.cache }, 'v1.37').kubeApiserver, join(m.k37, 'kube-apiserver'));
+  });
+
+  test('KUBEBUILDER_ASSETS of another version than the one asked for is an error (checked with kube-apiserver --version), never silently used', () => {
+    const dir = join(root, 'assets-version');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'kube-apiserver'), '#!/bin/sh\necho "Kubernetes v1.36.3"\n');
+    writeFileSync(join(dir, 'etcd'), '#!/bin/sh\n');
+    chmodSync(join(dir, 'kube-apiserver'), 0o755);
+    chmodSync(join(dir, 'etcd'), 0o755);
+    assert.equal(findBinaries(undefined, { KUBEBUILDER_ASSETS: dir }, 'v1.36').kubeApiserver, join(dir, 'kube-apiserver'));
+    assert.throws(() => findBinaries(undefined, { KUBEBUILDER_ASSETS: dir }, '1.34'),
+      /KUBEBUILDER_ASSETS=.*assets-version holds kube-apiserver v1\.36\.3, not the 1\.34 asked for/);
+    assert.throws(() => findBinaries(dir, {}, '1.34'), /binaryAssetsDirectory=.*holds kube-apiserver v1\.36\.3/);
+  });
+
+  test('listBinaries lists every cached release, each with the etcd it runs with', () => {
+    const m = matrixCache('matrix4');
+    const cached = listBinaries({ ...noStore, TSCM_CACHE_DIR: m.cache }).filter((s) => s.source === 'ts-controller-manager cache');
+    assert.deepEqual(cached.map((s) => [s.version, s.dir, s.etcdDir]), [
+      ['1.37.2', m.k37, realpathSync(m.etcd37)],
+      ['1.34.4', m.k34, realpathSync(m.etcd36)],
+    ]);
   });
 });

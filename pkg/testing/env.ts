@@ -56,6 +56,13 @@ export interface TestEnvOptions {
   crdPaths?: string[];
   /** Directory holding etcd and kube-apiserver; default $KUBEBUILDER_ASSETS, then the ts-controller-manager cache. */
   binaryAssetsDirectory?: string;
+  /**
+   * The Kubernetes release to run ("1.34", "v1.34" or "v1.34.4"; a minor means any of its patches), default
+   * $KUBERNETES_VERSION, else the default release if installed, else the newest one found. Looked up as binaries.ts
+   * says; a set of another version is an error, never a silent substitute. In a clone of this repository
+   * `KUBERNETES_VERSION=1.34 bash hack/build-tools.sh --envtest` builds one into the cache (docs/compatibility.md).
+   */
+  kubernetesVersion?: string;
   /** Extra kube-apiserver flags (appended; a later flag wins), e.g. ['--watch-cache=false']. */
   apiServerFlags?: string[];
   /** Extra etcd flags (appended). */
@@ -246,7 +253,7 @@ export class TestEnv {
       ...(webhookOpts.mutatingWebhooks ?? []), ...(webhookOpts.validatingWebhooks ?? []),
     ] : [];
     const rbac = opts.rbacPaths && opts.rbacPaths.length > 0 ? readRbac(opts.rbacPaths) : undefined;
-    const binaries = findBinaries(opts.binaryAssetsDirectory);
+    const binaries = findBinaries(opts.binaryAssetsDirectory, process.env, opts.kubernetesVersion ?? (process.env['KUBERNETES_VERSION'] || undefined));
     opts.signal?.throwIfAborted();
     const dir = mkdtempSync(join(tmpdir(), 'tscm-testenv-'));
     const processes = new Processes(dir, startReaper(dir));
