@@ -138,7 +138,12 @@ bench: deps tools ## Benchmarks on private control planes (+ local neutron-serve
 	$(NODE) bench/sharding.ts $(if $(QUICK),--foos 1000,)
 	$(NODE) bench/webhook.ts $(if $(QUICK),--quick,)
 	$(NODE) bench/explore.ts $(if $(QUICK),--rounds 1,)
+	$(MAKE) soak $(if $(QUICK),SOAK_MINUTES=5,)
 	$(MAKE) bench-vs-cr
+
+.PHONY: soak
+soak: require-root deps tools ## Endurance bench (issue 43): every controller, 2 replicas with leader election, ≥ 20 changes/s, faults on a schedule, checkpoints; SOAK_MINUTES (default 60).
+	SOAK_MINUTES=$${SOAK_MINUTES:-60} $(NODE) bench/soak.ts
 
 .PHONY: bench-vs-cr
 bench-vs-cr: deps ## This manager vs the controller-runtime Foo controller and raw writes, ABBA, fresh control planes, N=1000,10000, unlimited and 256 MiB (root; QUICK=1: N=1000, 1 round; ~2 h in full).
