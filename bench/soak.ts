@@ -103,7 +103,8 @@ try {
   res.sampleLoad();
   const file = res.write();
   process.stdout.write(`\n# Endurance: ${(minutes).toFixed(0)} min, results ${file}\n\n`);
-  for (const g of rep.goals) process.stdout.write(`- ${g.verdict === 'missed' ? 'goal missed' : g.verdict}: ${g.name} — ${g.detail}\n`);
+  process.stdout.write('| goal (issue 43) | measured | verdict |\n|---|---|---|\n');
+  for (const g of rep.goals) process.stdout.write(`| ${g.name} | ${g.detail.replaceAll('|', '/')} | ${g.verdict === 'missed' ? 'goal missed' : g.verdict} |\n`);
   process.stdout.write(`\n${rep.lines.join('\n')}\n`);
   clean = !ac.signal.aborted;
 } finally {

@@ -126,12 +126,12 @@ export class SoakEnv {
     }
   }
 
-  /** Stops the proxies, neutron-server and the control plane (state removed). */
-  async stop(): Promise<void> {
+  /** Stops the proxies, neutron-server and the control plane (its state and logs removed unless `keepState`). */
+  async stop(keepState = false): Promise<void> {
     await this.rest.close().catch(() => {});
     await this.neutronProxy.close().catch(() => {});
     await this.apiProxy.close().catch(() => {});
     await this.neutron.stop().catch(() => {});
-    await this.cp.stop();
+    await this.cp.stop({ removeState: !keepState });
   }
 }

@@ -187,6 +187,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     stop.abort();
     await Promise.allSettled(background);
     await Promise.allSettled(replicas.map((r) => r.stop()));
-    await env.stop().catch((err: unknown) => o.log(`stopping the environment: ${String(err)}`));
+    // A checkpoint that found something keeps the control plane's logs (kube-controller-manager, kwok …) to look at.
+    await env.stop(checkpoints.some((c) => !c.converged || !c.cachesEqual)).catch((err: unknown) => o.log(`stopping the environment: ${String(err)}`));
   }
 }
