@@ -115,8 +115,9 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
   readonly scopes: readonly string[];
   /** True when it lists and watches metadata only (the cache holds `{ apiVersion, kind, metadata }`). */
   readonly metadataOnly: boolean;
-  /** The label and field selectors sent with its lists and watches (undefined: none). */
+  /** The label selector sent with its lists and watches (undefined: none): the cache holds the matching objects only. */
   readonly labelSelector: string | undefined;
+  /** The field selector sent with its lists and watches (undefined: none). */
   readonly fieldSelector: string | undefined;
   private readonly indexer: Indexer<T>;
   private readonly queue: DeltaQueue<T>;
