@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { ApiError, coreResources, type ApiClient, type KubeObject, type ResourceType } from '../pkg/index.ts';
-import { FakeClient, FakeUnsupportedError, startTestEnv, testNamespace, type TestEnv } from '../pkg/testing/index.ts';
+import { FakeClient, FakeUnsupportedError, startTestEnv, testNamespace, type CustomResourceDefinition, type TestEnv } from '../pkg/testing/index.ts';
 import { memcachedResource, type Memcached } from '../examples/memcached/api/example/v1alpha1/zz_generated.types.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -25,6 +25,18 @@ interface Gadget extends KubeObject { spec?: Record<string, unknown>; status?: R
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
 interface Deployment extends KubeObject { spec?: Record<string, unknown>; status?: Record<string, unknown> }
 const mcApiVersion = 'example.ts-controller-manager.io/v1alpha1';
+
+const crdResource: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
+/** A CRD `<plural>.conformance.ts-controller-manager.io` with one version per schema (v1, v2, …; undefined: none). */
+function badCRD(plural: string, schemas: (Record<string, unknown> | undefined)[], status = false): CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `${plural}.conformance.ts-controller-manager.io` },
+    spec: {
+      group: 'conformance.ts-controller-manager.io', scope: 'Namespaced', names: { kind: plural, plural, singular: plural, listKind: `${plural}List` },
+      versions: schemas.map((s, i) => ({ name: `v${i + 1}`, served: true, storage: i === 0, ...(status ? { subresources: { status: {} } } : {}), ...(s ? { schema: { openAPIV3Schema: s } } : {}) })),
+    },
+  } as CustomResourceDefinition;
+}
 
 /** What a case needs: the client under test and whether it is the fake. */
 export interface ConformanceKit {
@@ -114,6 +126,12 @@ export function conformance(kit: () => ConformanceKit): void {
     } else {
       await real(await call());
     }
+  };
+
+  /** Installs a CRD: addCRD on the fake, a create of the CustomResourceDefinition on the server. */
+  const installCRD = async (crd: CustomResourceDefinition): Promise<void> => {
+    if (kit().fake) (kit().client as FakeClient).addCRD(crd);
+    else await kit().client.resource<CustomResourceDefinition>(crdResource).create(crd);
   };
 
   test('create: uid, resourceVersion, generation 1, creationTimestamp; get; 404 NotFound; 409 AlreadyExists; a missing namespace is 404', async (t) => {
@@ -334,6 +352,42 @@ export function conformance(kit: () => ConformanceKit): void {
     await cms(n).create({ metadata: { name: 'sm' }, data: { a: '1' } });
     await refusedByFake(() => cms(n).patch('sm', { strategic: { data: { b: '2' } } }), /strategic merge patch/, (c) => {
       assert.deepEqual(c.data, { a: '1', b: '2' });
+    });
+  });
+
+  test('CRD install: a CRD kube-apiserver refuses (type int, an array without items, a pattern RE2 cannot parse; a default above its maximum, a version without a schema) is refused by addCRD with the server\'s 422 message and causes', async () => {
+    const root = (spec: Record<string, unknown>): Record<string, unknown> => ({ type: 'object', properties: { spec: { type: 'object', properties: spec } } });
+    const bad1 = badCRD('refusedones', [root({ size: { type: 'int' }, list: { type: 'array' }, name: { type: 'string', pattern: '[a-' } })]);
+    await assert.rejects(installCRD(bad1), invalidAs('CustomResourceDefinition.apiextensions.k8s.io', 'refusedones.conformance.ts-controller-manager.io', [
+      'FieldValueNotSupported spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Unsupported value: "int": supported values: "array", "boolean", "integer", "number", "object", "string"',
+      'FieldValueRequired spec.validation.openAPIV3Schema.properties[spec].properties[list].items: Required value: must be specified',
+      'FieldValueInvalid spec.validation.openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: "[a-": must be a valid regular expression, but isn\'t: error parsing regexp: missing closing ]: `[a-`',
+    ]));
+    // The default is checked once the schema is structural; each version apart when their schemas differ.
+    const bad2 = badCRD('refusedtwos', [root({ replicas: { type: 'integer', maximum: 10, default: 50 }, opts: { type: 'object', properties: { a: { type: 'string' } }, default: { a: 'x', b: 1 } } }), undefined]);
+    await assert.rejects(installCRD(bad2), invalidAs('CustomResourceDefinition.apiextensions.k8s.io', 'refusedtwos.conformance.ts-controller-manager.io', [
+      'FieldValueInvalid spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].default: Invalid value: 50:  in body should be less than or equal to 10',
+      'FieldValueInvalid spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[opts].default: Invalid value: {"a":"x","b":1}: must not have unknown fields',
+      'FieldValueRequired spec.versions[1].schema.openAPIV3Schema: Required value',
+    ]));
+    // The root of a schema with a status subresource allows only some keywords: the server prints the whole schema.
+    const bad3 = badCRD('refusedthrees', [{ type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } }, anyOf: [{ required: ['spec'] }] }], true);
+    const allowed = 'only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled';
+    await assert.rejects(installCRD(bad3), (err: unknown) => {
+      const body = (err as ApiError).body as { message?: string; details?: { causes?: StatusCause[] } };
+      const causes = body.details?.causes ?? [];
+      assert.deepEqual(causes.map((c) => [c.reason, c.field]), [['FieldValueInvalid', 'spec.validation.openAPIV3Schema']], body.message);
+      assert.match(causes[0]?.message ?? '', /^Invalid value: \{"ID":"","Schema":"","Ref":null,"Description":"","Type":"object",.*"AnyOf":\[\{"ID":"",.*"Required":\["spec"\],.*"XPreserveUnknownFields":true,.*"XValidations":null\}: only \[/);
+      assert.ok((causes[0]?.message ?? '').endsWith(allowed), causes[0]?.message);
+      assert.equal(body.message, `CustomResourceDefinition.apiextensions.k8s.io "refusedthrees.conformance.ts-controller-manager.io" is invalid: spec.validation.openAPIV3Schema: ${causes[0]?.message ?? ''}`);
+      return true;
+    });
+  });
+
+  test('CRD install: a pattern in RE2 syntax ECMAScript lacks ((?i)) is refused by the fake at addCRD (it cannot check it), accepted by the server', async () => {
+    const crd = badCRD('caseless', [{ type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '(?i)^web$' } } } } }]);
+    await refusedByFake(() => installCRD(crd), /the CRD caseless\.conformance\.ts-controller-manager\.io: v1: spec\.name: ECMAScript cannot compile the pattern "\(\?i\)\^web\$"/, async () => {
+      await kit().client.resource(crdResource).delete(crd.metadata?.name ?? '');
     });
   });
 

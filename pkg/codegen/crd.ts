@@ -1,11 +1,12 @@
 /**
  * Reads CustomResourceDefinitions (apiextensions.k8s.io/v1) from YAML text: one entry per version with its
  * `schema.openAPIV3Schema`. Pure: the caller reads the files. Multi-document YAML is fine; documents of another kind
- * (a kustomization's other objects) are skipped; a file without any CRD, a v1beta1 CRD or a version without a schema
- * is an error naming the file.
+ * (a kustomization's other objects) are skipped; a file without any CRD, a v1beta1 CRD, a version without a schema or
+ * a CRD kube-apiserver would refuse (structural.ts: the server's own message) is an error naming the file.
  */
 import { loadAll } from 'js-yaml';
 import type { JSONSchemaProps } from './schema.ts';
+import { crdInvalidMessage, validateCRDSchemas } from './structural.ts';
 
 /** One version of one CRD: everything the type generator needs. */
 export interface CRDVersion {
@@ -59,6 +60,11 @@ export function parseCRDs(text: string, source: string): CRDVersion[] {
     const listKind = typeof names['listKind'] === 'string' && names['listKind'] !== '' ? names['listKind'] : `${kind}List`;
     const versions = spec['versions'];
     if (!Array.isArray(versions) || versions.length === 0) throw new Error(`${where}: no spec.versions`);
+    const refused = validateCRDSchemas(doc);
+    if (refused.length) {
+      const name = isObj(doc['metadata']) && typeof doc['metadata']['name'] === 'string' ? doc['metadata']['name'] : '';
+      throw new Error(`${where}: kube-apiserver would refuse this CRD: ${crdInvalidMessage(name, refused)}`);
+    }
     for (const v of versions as unknown[]) {
       if (!isObj(v)) throw new Error(`${where}: spec.versions has a non-object entry`);
       const version = str(v, 'name', `${where}: spec.versions[]`);

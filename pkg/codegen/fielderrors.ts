@@ -141,8 +141,20 @@ export function goQuote(s: string): string {
   return `${out}"`;
 }
 
+/**
+ * A bad value already in the form Go prints it (e.g. the JSON of a Go struct, whose members keep their declaration
+ * order where `goJSON` sorts the keys of a map): printed as is.
+ */
+export class GoText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 /** Go's `json.Marshal` of a decoded JSON value: object keys sorted, `<`, `>`, `&` escaped as \u003c… (HTML-safe). */
 export function goJSON(v: unknown): string {
+  if (v instanceof GoText) return v.text;
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'number') return goJSONNumber(v);
   if (typeof v === 'string') return JSON.stringify(v).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`);

@@ -310,20 +310,95 @@ function schemaProps(s: ValidationSchema, path: string, data: unknown, add: (e: 
   if (s.not && run(s.not).length === 0) add({ code: 'composite', name: '', message: `${q} must not validate the schema (not)` });
 }
 
-const patternCache = new Map<string, RegExp | string>();
+/** A schema pattern compiled: the regexp, Go's error (the server refuses the CRD), or why ECMAScript cannot run it. */
+export type CompiledPattern = { re: RegExp } | { goError: string } | { unsupported: string };
 
-/** A schema pattern as an ECMAScript regexp (Go RE2 syntax; unanchored, as the server matches it); a string on error. */
-export function compilePattern(pattern: string): RegExp | string {
-  let re = patternCache.get(pattern);
-  if (re === undefined) {
-    try {
-      re = new RegExp(pattern, 'u');
-    } catch (err) {
-      re = (err as Error).message;
-    }
-    patternCache.set(pattern, re);
+const patternCache = new Map<string, CompiledPattern>();
+
+/**
+ * A schema pattern (Go RE2 syntax) as an ECMAScript regexp, unanchored as the server matches it. A pattern RE2 refuses
+ * gets Go's error text (`error parsing regexp: missing closing ]: \`[a-\``) for the constructs both engines refuse
+ * (unterminated classes and groups, an unmatched `)`, a repetition without argument or nested, a trailing backslash,
+ * a reversed range or repeat count, a repeat count above 1000, lookarounds and backreferences, unknown \p classes).
+ * A pattern ECMAScript cannot compile for another reason (RE2's `(?i)` flags, `(?P<name>…)`, `\z`, `\Q…\E`, POSIX
+ * classes) is `unsupported`: RE2 may accept it, and the FakeClient refuses such a CRD with FakeUnsupportedError.
+ */
+export function compilePatternDetail(pattern: string): CompiledPattern {
+  let c = patternCache.get(pattern);
+  if (c === undefined) {
+    c = compileUncached(pattern);
+    patternCache.set(pattern, c);
   }
-  return re;
+  return c;
+}
+
+/** The regexp of a pattern, or the text of why it has none (Go's error, or what ECMAScript lacks). */
+export function compilePattern(pattern: string): RegExp | string {
+  const c = compilePatternDetail(pattern);
+  return 're' in c ? c.re : 'goError' in c ? c.goError : c.unsupported;
+}
+
+function compileUncached(pattern: string): CompiledPattern {
+  const go = (code: string, expr: string): CompiledPattern => ({ goError: `error parsing regexp: ${code}: \`${expr}\`` });
+  const plain = pattern.replace(/\\./g, '__');
+  const perl = /(\(\?<?[=!])/.exec(plain);
+  if (perl) return go('invalid or unsupported Perl syntax', perl[1] ?? '');
+  const backref = /\\[1-9]/.exec(pattern.replace(/\\\\/g, '__'));
+  if (backref) return go('invalid escape sequence', backref[0]);
+  const big = /\{(\d+)(?:,(\d*))?\}/g;
+  for (let m = big.exec(plain); m; m = big.exec(plain)) {
+    if (Number(m[1]) > 1000 || Number(m[2] || 0) > 1000) return go('invalid repeat count', m[0]);
+  }
+  try {
+    return { re: new RegExp(pattern, 'u') };
+  } catch (err) {
+    const msg = (err as Error).message;
+    const what = msg.slice(msg.lastIndexOf(': ') + 2);
+    switch (what) {
+      case 'Unterminated character class': return go('missing closing ]', pattern.slice(unclosedClass(pattern)));
+      case 'Unterminated group': return go('missing closing )', pattern);
+      case "Unmatched ')'": return go('unexpected )', pattern);
+      case '\\ at end of pattern': return { goError: 'error parsing regexp: trailing backslash at end of expression: ``' };
+      case 'Nothing to repeat': {
+        const m = /(^|[(|]|[*+?}])([*+?])(\??)/.exec(plain.replace(/\[[^\]]*\]/g, 'x'));
+        if (m && m[1] !== '' && /[*+?}]/.test(m[1] ?? '')) return go('invalid nested repetition operator', `${m[1] ?? ''}${m[2] ?? ''}${m[3] ?? ''}`);
+        if (m) return go('missing argument to repetition operator', `${m[2] ?? ''}${m[3] ?? ''}`);
+        break;
+      }
+      case 'Range out of order in character class': {
+        const m = /([^\\[\]])-([^\\\]])/g;
+        for (let r = m.exec(pattern); r; r = m.exec(pattern)) if ((r[1] ?? '') > (r[2] ?? '')) return go('invalid character class range', `${r[1] ?? ''}-${r[2] ?? ''}`);
+        break;
+      }
+      case 'numbers out of order in {} quantifier': {
+        const m = /\{\d+,\d+\}/.exec(plain);
+        if (m) return go('invalid repeat count', m[0]);
+        break;
+      }
+      case 'Invalid property name': {
+        const m = /\\[pP]\{[^}]*\}/.exec(pattern);
+        if (m) return go('invalid character class range', m[0]);
+        break;
+      }
+      default: break;
+    }
+    return { unsupported: `ECMAScript cannot compile the pattern ${JSON.stringify(pattern)} (${what}); RE2 syntax it lacks ((?i), (?P<name>…), \\z, \\Q…\\E, [[:alpha:]]) is not checked` };
+  }
+}
+
+/** The index of the `[` that opens a character class never closed (for Go's "missing closing ]"). */
+function unclosedClass(pattern: string): number {
+  let open = -1;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '\\') i++;
+    else if (open < 0 && ch === '[') {
+      open = i;
+      if (pattern[i + 1] === '^') i++;
+      if (pattern[i + 1] === ']') i++;
+    } else if (open >= 0 && ch === ']') open = -1;
+  }
+  return Math.max(open, 0);
 }
 
 /** kubeOpenAPIResultToFieldErrors: each kube-openapi error as the server's field error, under `root` ('' or "status"). */

@@ -53,7 +53,7 @@ spec:
                 dashed-key: {type: string}
                 tags: {type: array, items: {type: string}, maxItems: 5}
                 modes: {type: array, items: {type: string, enum: [a, b]}}
-                untyped: {type: array}
+                untyped: {type: array, items: {x-kubernetes-preserve-unknown-fields: true}}
                 ports:
                   type: array
                   items:
@@ -215,7 +215,7 @@ describe('gen types: schema features', () => {
     assert.match(v1, / {2}'dashed-key'\?: string;/);
   });
 
-  it('arrays: of scalars, of objects (named after the singular), of arrays, without items', () => {
+  it('arrays: of scalars, of objects (named after the singular), of arrays, of anything (items that keep unknown fields)', () => {
     assert.match(v1, /tags\?: string\[\];/);
     assert.match(v1, /ports\?: WidgetSpecPort\[\];/);
     assert.match(v1, /export interface WidgetSpecPort \{\n {2}name: string;\n {2}number\?: number;\n\}/);
@@ -290,8 +290,22 @@ describe('gen types: determinism and errors', () => {
     assert.throws(() => parseCRDs('apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\n', 'old.yaml'),
       /old\.yaml: document 1: apiVersion apiextensions\.k8s\.io\/v1beta1 is not supported/);
     assert.throws(() => parseCRDs(widgetCRD.replace(/ {6}schema:\n {8}openAPIV3Schema:\n {10}type: object\n {10}properties:\n {12}spec: \{type: object, properties: \{size: \{type: integer\}\}\}\n/, ''), 'w.yaml'),
-      /w\.yaml: document 1: version v1beta1 has no schema\.openAPIV3Schema/);
+      /w\.yaml: document 1: kube-apiserver would refuse this CRD: CustomResourceDefinition\.apiextensions\.k8s\.io "widgets\.example\.com" is invalid: spec\.versions\[1\]\.schema\.openAPIV3Schema: Required value$/);
     assert.throws(() => parseCRDs('a: [', 'bad.yaml'), /^Error: bad\.yaml: not valid YAML/);
+  });
+
+  it('refuses a CRD kube-apiserver would refuse, in the server\'s words: an unsupported type (int), an array without items, a default that breaks its own maximum', () => {
+    const bad = widgetCRD.replace('spec: {type: object, properties: {size: {type: integer}}}', 'spec: {type: object, properties: {size: {type: int}, list: {type: array}, replicas: {type: integer, maximum: 10, default: 50}}}');
+    assert.notEqual(bad, widgetCRD);
+    const err = (() => { try { parseCRDs(bad, 'bad.yaml'); } catch (e) { return (e as Error).message; } return ''; })();
+    const prefix = 'bad.yaml: document 1: kube-apiserver would refuse this CRD: CustomResourceDefinition.apiextensions.k8s.io "widgets.example.com" is invalid: ';
+    assert.ok(err.startsWith(prefix), err);
+    // What kube-apiserver 1.36 answers for this schema (structural errors first, sorted; the default is checked only
+    // once the schema is structural).
+    assert.equal(err.slice(prefix.length), '[spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[list].items: Required value: must be specified, '
+      + 'spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size].type: Unsupported value: "int": supported values: "array", "boolean", "integer", "number", "object", "string"]');
+    const fixed = bad.replace('list: {type: array}', 'list: {type: array, items: {type: string}}').replace('size: {type: int}', 'size: {type: integer}');
+    assert.throws(() => parseCRDs(fixed, 'bad.yaml'), /properties\[replicas\]\.default: Invalid value: 50: {2}in body should be less than or equal to 10$/);
   });
 
   it('refuses two groups that would share a directory, and a kind defined twice', () => {

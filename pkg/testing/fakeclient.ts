@@ -27,7 +27,16 @@
  *    a failed `test` → 422); strategic merge patch → 415 for custom resources, as the real server.
  *  - delete preconditions (uid, resourceVersion → 409), dryRun on every write; create with a resourceVersion → 500,
  *    update whose body names another namespace → 400 or another uid → 409.
- *  - CRD schema defaults (`default:` in the openAPIV3Schema) are applied on create and update, as the server does.
+ *  - custom resources (validation/customresource.ts): every write body is pruned of fields the CRD version's schema
+ *    does not declare, nulls of non-nullable fields are dropped or defaulted, `default:`s are filled in; the object
+ *    is validated against the schema as kube-openapi validates it (types, formats, required, enum, bounds, lengths,
+ *    patterns, item and property counts, int-or-string, list-type set/map duplicates; /status only `status`): 422
+ *    Invalid with the server's message and `details.causes` (the order of several errors is the fake's own).
+ *  - metadata of every built-in and custom kind (validation/objectmeta.ts): name rule, generateName, labels,
+ *    annotation keys and size, finalizer names → 422 with the server's messages.
+ *  - built-in defaults (validation/builtins.ts): Deployment, ReplicaSet, Pod templates, Pod (with the default
+ *    admission plugins' tolerations and priority), Service (cluster IP and node ports allocated by the fake), Secret
+ *    (stringData → data), Namespace; resource quantities stored in canonical form (validation/quantity.ts).
  *  - server-side apply: creates the object from the configuration, or merges it into the stored object (maps key by
  *    key, lists replaced), for exactly the cases whose result does not depend on field ownership; it keeps no
  *    `managedFields`. Everything else is REFUSED with FakeUnsupportedError, never answered differently:
@@ -38,8 +47,9 @@
  * Refused with FakeUnsupportedError (a loud failure, never a silent difference): watches (`json` cannot stream),
  * strategic merge patch of built-ins, `fieldValidation: 'Strict'`, delete with propagationPolicy Foreground or
  * Orphan (needs the garbage collector), the `scale` subresource, field selectors other than metadata.name/namespace,
- * and the server-side apply cases above. Not modelled (documented in docs/testing.md): validation and admission
- * (the fake stores what it is given), managedFields, garbage collection, other controllers (as in envtest).
+ * and the server-side apply cases above. Not modelled (documented in docs/testing.md): validation of built-in kinds
+ * beyond metadata, admission beyond the defaults above, managedFields, garbage collection, other controllers (as in
+ * envtest).
  *
  * Listers (`informer(type).lister()`) read an Indexer updated synchronously by every write: a reconciler sees its
  * own writes at once (a real cache lags; that is what the envtest tests are for).
@@ -63,8 +73,9 @@ import { stripManagedFields } from '../informerfactory/object.ts';
 import type { ReconcilerHost } from '../runtime/manager.ts';
 import { readCRDs, type CustomResourceDefinition } from './crds.ts';
 import { invalidStatus, type FieldError } from '../codegen/fielderrors.ts';
+import { validateCRDSchemas } from '../codegen/structural.ts';
 import type { ValidationSchema } from '../codegen/openapivalidate.ts';
-import { decode, validateSchema } from './validation/customresource.ts';
+import { decode, uncheckable, validateSchema } from './validation/customresource.ts';
 import { validateObjectMeta, type NameRule } from './validation/objectmeta.ts';
 import { defaultBuiltin, type ServiceAllocator } from './validation/builtins.ts';
 import { FakeEvents } from './fakeevents.ts';
@@ -214,8 +225,21 @@ export class FakeClient implements ApiClient {
     for (const o of opts.objects ?? []) this.seed(o);
   }
 
-  /** Registers the served versions of a CustomResourceDefinition. */
+  /**
+   * Registers the served versions of a CustomResourceDefinition. A CRD kube-apiserver would refuse (its schemas break
+   * the structural-schema rules, an unsupported type, a default that does not validate…) is refused the same way:
+   * an ApiError 422 with the server's message and causes (pkg/codegen/structural.ts). A CRD the fake cannot check as
+   * the server would (validation/customresource.ts `uncheckable`) is refused with FakeUnsupportedError naming it.
+   */
   addCRD(crd: CustomResourceDefinition): void {
+    const errs = validateCRDSchemas(crd);
+    if (errs.length) {
+      const name = crd.metadata?.name ?? '';
+      const body = invalidStatus('apiextensions.k8s.io', 'CustomResourceDefinition', name, errs);
+      throw new ApiError(422, 'Invalid', `FakeClient: ${String(body['message'])}`, body);
+    }
+    const cannot = (crd.spec?.versions ?? []).flatMap((v) => uncheckable(v.schema?.openAPIV3Schema as ValidationSchema | undefined).map((w) => `${v.name}: ${w}`));
+    if (cannot.length) throw new FakeUnsupportedError(`the CRD ${crd.metadata?.name ?? ''}: ${cannot.join('; ')}`);
     const spec = crd.spec;
     for (const v of spec?.versions ?? []) {
       if (v.served === false) continue;

@@ -11,7 +11,7 @@
  * the status-subresource reset and generation come after it; validation last, on the object that would be stored.
  */
 import { duplicate, goJSON, invalid, type FieldError } from '../../codegen/fielderrors.ts';
-import { validateValue, type ValidationSchema } from '../../codegen/openapivalidate.ts';
+import { compilePatternDetail, validateValue, type ValidationSchema } from '../../codegen/openapivalidate.ts';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -190,4 +190,27 @@ export function validateSchema(obj: Json, schema: ValidationSchema | undefined, 
     return [...('status' in obj && st ? validateValue(st, obj['status'], 'status') : []), ...validateListTypes(obj, schema)];
   }
   return [...validateValue(schema, obj), ...validateListTypes(obj, schema)];
+}
+
+/**
+ * What the fake cannot check in a CRD version's schema, one line each ("spec.x: pattern …"): patterns in RE2 syntax
+ * that ECMAScript cannot compile. The FakeClient refuses such a CRD at construction (FakeUnsupportedError) rather
+ * than validate it differently from the server.
+ */
+export function uncheckable(schema: ValidationSchema | undefined): string[] {
+  const out: string[] = [];
+  const walk = (s: ValidationSchema | undefined, path: string): void => {
+    if (!s) return;
+    if (typeof s.pattern === 'string' && s.pattern !== '') {
+      const c = compilePatternDetail(s.pattern);
+      if ('unsupported' in c) out.push(`${path || '<root>'}: ${c.unsupported}`);
+    }
+    for (const [k, p] of Object.entries(s.properties ?? {})) walk(p, path ? `${path}.${k}` : k);
+    if (typeof s.additionalProperties === 'object') walk(s.additionalProperties, `${path}[*]`);
+    walk(s.items, `${path}[*]`);
+    for (const j of ['allOf', 'anyOf', 'oneOf'] as const) (s[j] ?? []).forEach((x) => walk(x, path));
+    walk(s.not, path);
+  };
+  walk(schema, '');
+  return out;
 }
