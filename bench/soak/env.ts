@@ -82,11 +82,11 @@ export class SoakEnv {
           extraArgs: { 'kube-apiserver': [NETWORKS_WITHOUT_WATCH_CACHE, ...(opts.apiserverArgs ?? [])] },
         }).then((c) => (stops.push(() => c.stop()), c)),
       ]);
-      // A restarted kube-apiserver counts as back once it serves (/livez), not once /readyz passes: the managers do not
-      // wait for readiness, and under the churn on 2 cores its rbac/bootstrap-roles hook kept /readyz failing for over
-      // 90 s after a restart (seen) while every request was answered.
+      // A restarted kube-apiserver counts as back once it serves requests (/livez/ping), not once /readyz or /livez
+      // pass: the managers wait for neither, and under the churn on 2 cores the rbac/bootstrap-roles post-start hook
+      // (part of both) kept them failing for over 90 s after a restart (seen) while every request was answered.
       const apiState = cp.state.components['kube-apiserver'];
-      if (apiState?.health) apiState.health = apiState.health.replace(/\/readyz$/, '/livez');
+      if (apiState?.health) apiState.health = apiState.health.replace(/\/readyz$/, '/livez/ping');
       const kubectl = join(cp.k8sBinDir, 'kubectl');
       execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases'], { cwd: repo, stdio: 'ignore' });
       execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s',

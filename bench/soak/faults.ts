@@ -199,7 +199,7 @@ export class Faults {
     const recovery = await this.recover(up, exitsBefore, listsBefore);
     const rec: FaultRecord = {
       kind: graceful ? 'apiserver-graceful' : 'apiserver-crash', at, durationMs: up - t0, recovery,
-      detail: `stopped in ${(stoppedMs / 1000).toFixed(1)} s, serving (/livez) ${((up - t0 - stoppedMs) / 1000).toFixed(1)} s later`,
+      detail: `stopped in ${(stoppedMs / 1000).toFixed(1)} s, serving (/livez/ping) ${((up - t0 - stoppedMs) / 1000).toFixed(1)} s later`,
     };
     this.records.push(rec);
     this.log(`fault ${rec.kind}: down ${(rec.durationMs / 1000).toFixed(1)} s (${rec.detail}); caches ${fmt(recovery.cachesMs)}, reconcile ${fmtMs(recovery.reconcileMs)}, exits ${recovery.exits.join(',') || 'none'}, lists +${recovery.lists}`);
