@@ -638,6 +638,31 @@ describe('reflectorStep: relists after 410 are backed off (no relist storm)', ()
     assert.deepEqual(waits, [800, 1600, 3200, 6400]);
   });
 
+  it('the first 410 after the server was unreachable relists after the initial delay: the backoff grown by the outage is not the 410\'s', () => {
+    // kube-apiserver down (restart, a cut connection): four resumptions fail without an answer, the waits grow.
+    let s = watching('10');
+    let now = T0;
+    const outage: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = step(s, { type: 'watchError', failure: fail(0, 'connect ECONNREFUSED 127.0.0.1:6443', 'Error') }, now);
+      const w = find(r.actions, 'scheduleRetry').delayMs;
+      outage.push(w);
+      now += w;
+      s = step(r.state, { type: 'retryTimer' }, now).state;
+      assert.equal(s.phase.name, 'Watching');
+    }
+    assert.deepEqual(outage, [800, 1600, 3200, 6400]);
+    // Back, and its watch cache no longer has resourceVersion 10: 410. The relist follows after 0.8 s, not 12.8 s.
+    const gone = step(s, { type: 'watchError', failure: fail(410, 'too old resource version: 10 (500)', 'Expired') }, now);
+    assert.equal(find(gone.actions, 'scheduleRetry').delayMs, 800);
+    // A server that keeps answering 410 still gets relists further and further apart.
+    now += 800;
+    s = step(gone.state, { type: 'retryTimer' }, now).state;
+    s = step(s, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '11' }, now).state;
+    const again = step(s, { type: 'watchError', failure: fail(410) }, now);
+    assert.equal(find(again.actions, 'scheduleRetry').delayMs, 1600);
+  });
+
   it('after 2 minutes of health a 410 relists after the initial delay again (jittered)', () => {
     let s = watching('10');
     let now = T0;
@@ -647,7 +672,7 @@ describe('reflectorStep: relists after 410 are backed off (no relist storm)', ()
       s = step(b.state, { type: 'retryTimer' }, now).state;
       s = step(s, { type: 'listPage', items: [], continueToken: undefined, resourceVersion: '10' }, now).state;
     }
-    assert.equal(s.backoff.delayMs, 25_600);
+    assert.equal(s.goneBackoff.delayMs, 25_600);
     now += 121_000;
     const r = step(s, { type: 'watchError', failure: fail(410) }, now, 0.5);
     assert.equal(find(r.actions, 'scheduleRetry').delayMs, 1200);

@@ -51,8 +51,9 @@
  *
  * Backoff: base delay 0.8 s doubling to 30 s; the wait is base × (1 + jitter × random), capped at the maximum;
  * the base resets to 0.8 s when the previous error is more than 2 minutes old (i.e. after 2 minutes of health).
- * Every way back to a LIST goes through it too — a 410 is an error for the backoff, as in client-go's ListAndWatch
- * loop — so no server answer makes the machine loop on LIST (invariant: between two first-page `list` actions
+ * Every way back to a LIST goes through a backoff too — a 410 is an error for the backoff, as in client-go's
+ * ListAndWatch loop, but on a track of its own (`goneBackoff`, growing with 410s only) — so no server answer makes the
+ * machine loop on LIST (invariant: between two first-page `list` actions
  * (no continue token, limit > 0) there is a `scheduleRetry`, except after a streaming-list refusal, which happens at
  * most once per reflector; an expired continue token adds one full LIST to a relist, never another paged one).
  */
@@ -135,7 +136,14 @@ export interface ReflectorState {
    * since: the next streaming list asks for the most recent state ('') instead of resourceVersion.
    */
   readonly resourceVersionUnavailable: boolean;
+  /** The backoff of every failure but the relists after a 410 (see `goneBackoff`). */
   readonly backoff: BackoffState;
+  /**
+   * The backoff of the relists after a 410 (relistAfterGone), kept apart: it grows only with 410s, so a server that
+   * always answers 410 gets relists 0.8 s → 30 s apart, while the first 410 after an outage (kube-apiserver restarted
+   * or the connection cut, during which `backoff` grew) relists after the initial delay.
+   */
+  readonly goneBackoff: BackoffState;
 }
 
 export type ReflectorEvent =
@@ -181,6 +189,7 @@ export function initialReflectorState(config: Pick<ReflectorConfig, 'useWatchLis
     watchList: config.useWatchList ? 'enabled' : 'disabled',
     resourceVersionUnavailable: false,
     backoff: { delayMs: config.backoffInitialMs, lastErrorAt: undefined },
+    goneBackoff: { delayMs: config.backoffInitialMs, lastErrorAt: undefined },
   };
 }
 
@@ -279,12 +288,16 @@ function backoff(
 }
 
 /**
- * The resourceVersion we asked for is gone (410 / "too old resource version"): relist — after the ordinary backoff,
- * as client-go's ListAndWatch loop does, so a server or proxy that always answers 410 gets relists 0.8 s → 30 s
- * apart instead of a tight LIST loop. Routine after etcd compaction, hence info, not warn.
+ * The resourceVersion we asked for is gone (410 / "too old resource version"): relist — after a backoff, as client-go's
+ * ListAndWatch loop does, so a server or proxy that always answers 410 gets relists 0.8 s → 30 s apart instead of a
+ * tight LIST loop. Unlike client-go, that backoff is its own (`goneBackoff`): a 410 is an answer, so the waits that
+ * grew while the server was unreachable do not delay the relist that follows it (issue 43: a cache blind for up to
+ * 12.8 s more after kube-apiserver came back). Routine after etcd compaction, hence info, not warn.
  */
 function relistAfterGone(state: ReflectorState, what: string, failure: RequestFailure, ctx: StepContext, cfg: ReflectorConfig, pre: ReflectorAction[] = []): StepResult {
-  return backoff({ ...state, resourceVersionUnavailable: true }, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
+  // On its own track (goneBackoff): the wait grows with 410s only, not with the outage that preceded this one.
+  const r = backoff({ ...state, resourceVersionUnavailable: true, backoff: state.goneBackoff }, { op: 'relist' }, what, failure, ctx, cfg, pre, 'info', 'relisting');
+  return { ...r, state: { ...r.state, backoff: state.backoff, goneBackoff: r.state.backoff } };
 }
 
 function fallbackToList(state: ReflectorState, why: string, ctx: StepContext, cfg: ReflectorConfig, cancel: boolean): StepResult {
