@@ -12,6 +12,10 @@ NODE := $(CURDIR)/node_modules/.bin/node
 CLUSTER_MODE ?= full
 CLUSTER_DIR ?= $(CURDIR)/.cluster
 export CLUSTER_MODE CLUSTER_DIR
+# The Kubernetes release of the control plane (the version matrix, docs/compatibility.md): empty = the default that
+# hack/tools/k8s pins; `make test KUBERNETES_VERSION=1.34` builds (hack/build-tools.sh) and runs that minor instead.
+KUBERNETES_VERSION ?=
+export KUBERNETES_VERSION
 IMG ?= ts-controller-manager:dev
 # kubectl: the one built with the local control plane (same release) when present, else the machine's.
 KUBECTL ?= $(shell bash hack/build-tools.sh --print-env --no-build --control-plane 2>/dev/null | sed -n 's/^K8S_BIN_DIR=//p' | sed 's|$$|/kubectl|' | xargs -r ls 2>/dev/null || command -v kubectl)
@@ -81,6 +85,11 @@ test-unit: deps ## Unit tests (no cluster needed).
 test-integration: deps tools ## Integration tests on a real local control plane (started for the run).
 	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 \
 	  --test-global-setup=test/global-setup.ts $(INTEGRATION_TESTS)
+
+.PHONY: compat
+compat: deps ## The compatibility suite (test/compat.test.ts) on one release: make compat KUBERNETES_VERSION=1.34 (builds only its etcd and kube-apiserver; docs/compatibility.md).
+	bash hack/build-tools.sh --envtest >/dev/null
+	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 test/compat.test.ts
 
 .PHONY: test-node
 test-node: require-root deps tools node-tools ## Only the real-node end-to-end suite, in the foreground (root; docs/real-node.md; ~12 min).
