@@ -23,7 +23,7 @@ import { describe, test } from 'node:test';
 import { chooseOp, KINDS } from '../bench/soak/churn.ts';
 import { histogram, parseSamples, sum } from '../bench/soak/promtext.ts';
 import { report } from '../bench/soak/report.ts';
-import { runSoak, type ScheduledFault } from '../bench/soak/run.ts';
+import { defaultSchedule, runSoak, type ScheduledFault } from '../bench/soak/run.ts';
 import { bucketDelta, bucketQuantile, RestartingCounter, slope, windowFloors } from '../bench/soak/stats.ts';
 
 const repo = join(import.meta.dirname, '..');
@@ -93,14 +93,9 @@ describe('soak (one cycle of bench/soak on a private control plane and neutron-s
     const dir = mkdtempSync(join(tmpdir(), 'tscm-soak-test-'));
     const lines: string[] = [];
     const log = (m: string): void => void lines.push(`${new Date().toISOString().slice(11, 19)} ${m}`);
-    const schedule: ScheduledFault[] = [
-      { kind: 'apiserver-crash', at: 0 },
-      { kind: 'compaction', at: 0.1 },
-      { kind: 'neutron-errors', at: 0.2 },
-      { kind: 'neutron-slow', at: 0.3 },
-      { kind: 'leader-kill', at: 0.4 },
-      { kind: 'apiserver-graceful', at: 0.5 },
-    ];
+    // The bench's faults, in its order, one right after the other.
+    const schedule: ScheduledFault[] = defaultSchedule.map((f, i) => ({ kind: f.kind, at: i * 0.1 }));
+    assert.equal(new Set(schedule.map((f) => f.kind)).size, 6, 'every kind of fault');
     let ok = false;
     try {
       const out = await runSoak({
