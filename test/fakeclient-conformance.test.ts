@@ -16,11 +16,14 @@ import { FakeClient, FakeUnsupportedError, startTestEnv, testNamespace, type Cus
 import { memcachedResource, type Memcached } from '../examples/memcached/api/example/v1alpha1/zz_generated.types.ts';
 
 const root = join(import.meta.dirname, '..');
-const crdPaths = [join(root, 'examples/memcached/crd.yaml'), join(root, 'test/testdata/gadgets-crd.yaml'), join(root, 'test/testdata/samples-crd.yaml')];
+const crdPaths = [join(root, 'examples/memcached/crd.yaml'), join(root, 'test/testdata/gadgets-crd.yaml'), join(root, 'test/testdata/samples-crd.yaml'), join(root, 'test/testdata/rules-crd.yaml')];
 const gadgets: ResourceType = { group: 'conformance.ts-controller-manager.io', version: 'v1', resource: 'gadgets', kind: 'Gadget', namespaced: true };
 /** A custom resource whose schema has every OpenAPI rule the server validates, prunes and defaults by (test/testdata/samples-crd.yaml). */
 const samples: ResourceType = { group: 'conformance.ts-controller-manager.io', version: 'v1', resource: 'samples', kind: 'Sample', namespaced: true };
 const sampleKind = 'Sample.conformance.ts-controller-manager.io';
+/** A custom resource whose schema has CEL rules of every kind (test/testdata/rules-crd.yaml). */
+const rules: ResourceType = { group: 'conformance.ts-controller-manager.io', version: 'v1', resource: 'rules', kind: 'Rule', namespaced: true };
+const ruleKind = 'Rule.conformance.ts-controller-manager.io';
 interface Gadget extends KubeObject { spec?: Record<string, unknown>; status?: Record<string, unknown> }
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
 interface Deployment extends KubeObject { spec?: Record<string, unknown>; status?: Record<string, unknown> }
@@ -387,6 +390,60 @@ export function conformance(kit: () => ConformanceKit): void {
   test('CRD install: a pattern in RE2 syntax ECMAScript lacks ((?i)) is refused by the fake at addCRD (it cannot check it), accepted by the server', async () => {
     const crd = badCRD('caseless', [{ type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '(?i)^web$' } } } } }]);
     await refusedByFake(() => installCRD(crd), /the CRD caseless\.conformance\.ts-controller-manager\.io: v1: spec\.name: ECMAScript cannot compile the pattern "\(\?i\)\^web\$"/, async () => {
+      await kit().client.resource(crdResource).delete(crd.metadata?.name ?? '');
+    });
+  });
+
+  test('CEL rules: message, messageExpression, reason (Forbidden, Required, Duplicate), fieldPath; the value of a scalar in the message, none of an object or list; an evaluation error; a type error skips the rules', async (t) => {
+    const n = await ns(t);
+    const rs = kit().client.resource<Gadget>(rules).namespace(n);
+    const rule = (name: string, spec: Record<string, unknown>): Gadget => ({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Rule', metadata: { name }, spec });
+    await assert.rejects(rs.create(rule('a', { min: 5, max: 3, name: 'bcdefg', tags: ['ok', 'bad'] })), invalidAs(ruleKind, 'a', [
+      'FieldValueInvalid spec: Invalid value: min must not exceed max',
+      'FieldValueInvalid spec: Invalid value: failed rule: self.name.startsWith("a")',
+      'FieldValueRequired spec.name: Required value: failed rule: self.size() < 5',
+      'FieldValueDuplicate spec.tags[1]: Duplicate value: "bad"',
+    ]));
+    await assert.rejects(rs.create(rule('b', { min: 200, max: 300, name: 'abc' })), invalidAs(ruleKind, 'b', [
+      'FieldValueForbidden spec.min: Forbidden: min is too large for abc',
+      'FieldValueInvalid spec.labels[k]: Invalid value: see the labels',
+    ]));
+    await assert.rejects(rs.create(rule('c', { min: 1, max: 3 })), invalidAs(ruleKind, 'c', [
+      'FieldValueInvalid spec: Invalid value: "object": no such key: name evaluating rule: self.name.startsWith("a")',
+    ]));
+    await assert.rejects(rs.create(rule('e', { min: 'x', max: 2, name: 'a' })), invalidAs(ruleKind, 'e', [
+      'FieldValueTypeInvalid spec.min: Invalid value: "string": spec.min in body must be of type integer: "string"',
+      'FieldValueInvalid <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+    ]));
+    await assert.rejects(rs.create(rule('f', { min: 1, max: 2, name: 'a', ratio: 7.5, enabled: false, tags: ['a', 'b', 'c'], labels: { A: 'x' } })), invalidAs(ruleKind, 'f', [
+      'FieldValueInvalid spec.ratio: Invalid value: 7.5: failed rule: self < 5.0',
+      'FieldValueInvalid spec.enabled: Invalid value: false: failed rule: self',
+      'FieldValueInvalid spec.tags: Invalid value: failed rule: self.size() < 3',
+      'FieldValueInvalid spec.labels: Invalid value: keys are lowercase letters',
+    ]));
+    const ok = await rs.create(rule('ok', { min: 1, max: 2, name: 'abc', ratio: 1.5, enabled: true, tags: ['x'], labels: { k: 'v' } }));
+    assert.equal(ok.spec?.['name'], 'abc');
+    await assert.rejects(rs.get('a'), apiError(404));
+  });
+
+  test('CEL transition rules: oldSelf of a field and of map-list items matched by key; not evaluated on create (a new item has no old one)', async (t) => {
+    const n = await ns(t);
+    const rs = kit().client.resource<Gadget>(rules).namespace(n);
+    const d = await rs.create({ apiVersion: 'conformance.ts-controller-manager.io/v1', kind: 'Rule', metadata: { name: 'd' },
+      spec: { min: 1, max: 2, name: 'a', immutable: 'x', counters: [{ key: 'a', value: 5 }, { key: 'b', value: 5 }] } });
+    await assert.rejects(rs.update({ ...d, spec: { ...d.spec, immutable: 'y', counters: [{ key: 'b', value: 4 }, { key: 'a', value: 6 }, { key: 'c', value: 1 }] } }), invalidAs(ruleKind, 'd', [
+      'FieldValueInvalid spec.immutable: Invalid value: "y": immutable',
+      'FieldValueInvalid spec.counters[0]: Invalid value: a counter only grows',
+    ]));
+    const grown = await rs.update({ ...d, spec: { ...d.spec, counters: [{ key: 'b', value: 9 }, { key: 'a', value: 5 }, { key: 'c', value: 0 }] } });
+    assert.deepEqual(grown.spec?.['counters'], [{ key: 'b', value: 9 }, { key: 'a', value: 5 }, { key: 'c', value: 0 }]);
+    const same = await rs.patch('d', { merge: { spec: { immutable: 'x', ratio: 1 } } });
+    assert.deepEqual([same.spec?.['immutable'], same.spec?.['ratio']], ['x', 1]);
+  });
+
+  test('CEL rules the fake cannot evaluate (a Kubernetes library function cel-js lacks: isSorted) are refused at addCRD naming the rule and function; the server accepts the CRD', async () => {
+    const crd = badCRD('sorteds', [{ type: 'object', properties: { spec: { type: 'object', properties: { tags: { type: 'array', maxItems: 5, items: { type: 'string', maxLength: 5 }, 'x-kubernetes-validations': [{ rule: 'self.isSorted()' }] } } } } }]);
+    await refusedByFake(() => installCRD(crd), /the CRD sorteds\.conformance\.ts-controller-manager\.io: v1: spec\.tags x-kubernetes-validations\[0\] "self\.isSorted\(\)": isSorted\(\) \(a Kubernetes CEL library function/, async () => {
       await kit().client.resource(crdResource).delete(crd.metadata?.name ?? '');
     });
   });

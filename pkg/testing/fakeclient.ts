@@ -31,7 +31,10 @@
  *    does not declare, nulls of non-nullable fields are dropped or defaulted, `default:`s are filled in; the object
  *    is validated against the schema as kube-openapi validates it (types, formats, required, enum, bounds, lengths,
  *    patterns, item and property counts, int-or-string, list-type set/map duplicates; /status only `status`): 422
- *    Invalid with the server's message and `details.causes` (the order of several errors is the fake's own).
+ *    Invalid with the server's message and `details.causes` (the order of several errors is the fake's own); then
+ *    the CEL rules (`x-kubernetes-validations`, validation/cel.ts, with oldSelf on update). A CRD the server refuses
+ *    is refused by addCRD (422, pkg/codegen/structural.ts); one whose patterns or CEL rules the fake cannot evaluate
+ *    as the server would is refused with FakeUnsupportedError (CEL cost is not estimated).
  *  - metadata of every built-in and custom kind (validation/objectmeta.ts): name rule, generateName, labels,
  *    annotation keys and size, finalizer names → 422 with the server's messages.
  *  - built-in defaults (validation/builtins.ts): Deployment, ReplicaSet, Pod templates, Pod (with the default
@@ -76,6 +79,7 @@ import { invalidStatus, type FieldError } from '../codegen/fielderrors.ts';
 import { validateCRDSchemas } from '../codegen/structural.ts';
 import type { ValidationSchema } from '../codegen/openapivalidate.ts';
 import { decode, uncheckable, validateSchema } from './validation/customresource.ts';
+import { CelUnsupportedError, compileRules, type CelValidator } from './validation/cel.ts';
 import { validateObjectMeta, type NameRule } from './validation/objectmeta.ts';
 import { defaultBuiltin, type ServiceAllocator } from './validation/builtins.ts';
 import { FakeEvents } from './fakeevents.ts';
@@ -105,6 +109,8 @@ export interface FakeResource {
   nameRule?: NameRule;
   /** openAPIV3Schema of a CRD version: bodies are pruned and defaulted by it, objects validated against it. */
   schema?: ValidationSchema;
+  /** The compiled CEL rules (`x-kubernetes-validations`) of the schema, when it has any. */
+  cel?: CelValidator;
 }
 
 /** Options of `new FakeClient(opts)`: the resource types it serves (built-ins, extra types, CRDs), initial objects, clock. */
@@ -238,7 +244,13 @@ export class FakeClient implements ApiClient {
       const body = invalidStatus('apiextensions.k8s.io', 'CustomResourceDefinition', name, errs);
       throw new ApiError(422, 'Invalid', `FakeClient: ${String(body['message'])}`, body);
     }
-    const cannot = (crd.spec?.versions ?? []).flatMap((v) => uncheckable(v.schema?.openAPIV3Schema as ValidationSchema | undefined).map((w) => `${v.name}: ${w}`));
+    const cels = new Map<string, CelValidator>();
+    const cannot = (crd.spec?.versions ?? []).flatMap((v) => {
+      const schema = v.schema?.openAPIV3Schema as ValidationSchema | undefined;
+      const rules = compileRules(schema);
+      if (rules.validator) cels.set(v.name, rules.validator);
+      return [...uncheckable(schema), ...rules.unsupported].map((w) => `${v.name}: ${w}`);
+    });
     if (cannot.length) throw new FakeUnsupportedError(`the CRD ${crd.metadata?.name ?? ''}: ${cannot.join('; ')}`);
     const spec = crd.spec;
     for (const v of spec?.versions ?? []) {
@@ -249,6 +261,7 @@ export class FakeClient implements ApiClient {
       this.types.set(resourceId(type), {
         type, custom: true, generation: true, statusSubresource: v.subresources?.status !== undefined, nameRule: 'subdomain',
         ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
+        ...(cels.has(v.name) ? { cel: cels.get(v.name) } : {}),
       });
     }
   }
@@ -447,7 +460,7 @@ export class FakeClient implements ApiClient {
       obj['status'] = { phase: 'Active' };
     }
     if (!res.custom) defaultBuiltin(resourceId(res.type), obj, undefined, this.allocator);
-    this.validate(method, path, res, name, this.errorsOf(res, obj, false));
+    this.validate(method, path, res, name, this.errorsOf(res, obj, false, undefined));
     if (dryRun) return clone(obj);
     return clone(this.commit(res, key, obj));
   }
@@ -618,7 +631,7 @@ export class FakeClient implements ApiClient {
       }
       if (res.generation && specChanged(res, old, next)) m.generation = (om.generation ?? 0) + 1;
     }
-    this.validate(method, path, res, t.name ?? '', this.errorsOf(res, next, t.sub === 'status'));
+    this.validate(method, path, res, t.name ?? '', this.errorsOf(res, next, t.sub === 'status', old));
     (next.metadata as ObjectMeta).resourceVersion = om.resourceVersion;
     if (jsonEqual(next, old)) return clone(old);
     const key = keyOf(t.namespace, t.name ?? '');
@@ -732,12 +745,17 @@ export class FakeClient implements ApiClient {
   }
 
   /** The validation errors of `obj` about to be stored: metadata (by the type's name rule), then a custom resource's schema. */
-  private errorsOf(res: FakeResource, obj: Json, statusOnly: boolean): FieldError[] {
+  private errorsOf(res: FakeResource, obj: Json, statusOnly: boolean, old: Json | undefined): FieldError[] {
     const meta = isObj(obj['metadata']) ? obj['metadata'] : {};
-    return [
-      ...(res.nameRule ? validateObjectMeta(meta, res.nameRule) : []),
-      ...(res.custom ? validateSchema(obj, res.schema, statusOnly) : []),
-    ];
+    try {
+      return [
+        ...(res.nameRule ? validateObjectMeta(meta, res.nameRule) : []),
+        ...(res.custom ? validateSchema(obj, res.schema, statusOnly, res.cel, old) : []),
+      ];
+    } catch (err) {
+      if (err instanceof CelUnsupportedError) throw new FakeUnsupportedError(err.message);
+      throw err;
+    }
   }
 
   /** Throws the server's 422 Invalid answer (message and details.causes) when `errs` is not empty. */

@@ -12,6 +12,7 @@
  */
 import { duplicate, goJSON, invalid, type FieldError } from '../../codegen/fielderrors.ts';
 import { compilePatternDetail, validateValue, type ValidationSchema } from '../../codegen/openapivalidate.ts';
+import type { CelValidator } from './cel.ts';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -179,17 +180,22 @@ function duplicatesOf(items: readonly unknown[]): number[] {
 }
 
 /**
- * The schema and list-type errors of a custom resource (customResourceStrategy.Validate minus metadata and CEL):
- * `obj` against the whole schema, or for a /status write only its `status` against the status schema (list types of
- * the whole object, as the server).
+ * The schema, list-type and CEL errors of a custom resource (customResourceStrategy.Validate minus metadata): `obj`
+ * against the whole schema, or for a /status write only its `status` against the status schema (list types of the
+ * whole object, as the server); then the CEL rules (`cel`, with the stored `old` on update) — unless a value has the
+ * wrong type, when the server skips them and says so.
  */
-export function validateSchema(obj: Json, schema: ValidationSchema | undefined, statusOnly = false): FieldError[] {
+export function validateSchema(obj: Json, schema: ValidationSchema | undefined, statusOnly = false, cel?: CelValidator, old?: Json): FieldError[] {
   if (!schema) return [];
-  if (statusOnly) {
-    const st = schema.properties?.['status'];
-    return [...('status' in obj && st ? validateValue(st, obj['status'], 'status') : []), ...validateListTypes(obj, schema)];
+  const st = schema.properties?.['status'];
+  const errs = statusOnly
+    ? [...('status' in obj && st ? validateValue(st, obj['status'], 'status') : []), ...validateListTypes(obj, schema)]
+    : [...validateValue(schema, obj), ...validateListTypes(obj, schema)];
+  if (!cel) return errs;
+  if (errs.some((e) => e.type === 'FieldValueTypeInvalid')) {
+    return [...errs, invalid('<nil>', null, 'some validation rules were not checked because the object was invalid; correct the existing errors to complete validation')];
   }
-  return [...validateValue(schema, obj), ...validateListTypes(obj, schema)];
+  return [...errs, ...cel.validate(obj, old)];
 }
 
 /**
