@@ -184,6 +184,32 @@ describe('ts-controller-manager dev', () => {
     assert.match(help.stdout, new RegExp(`--webhook-cert-dir=DIR +.*Default ${defaultWebhookCertDir.replaceAll('/', '\\/')}\\.`));
   });
 
+  test('--kubernetes-version runs that release and says so; one not installed exits 1 naming it, a malformed one exits 2', async () => {
+    // The release this run tests (make test KUBERNETES_VERSION=…), else the default hack/tools/k8s/go.mod pins.
+    const pinned = /^\s+k8s\.io\/kubernetes v(\d+\.\d+)\./m.exec(readFileSync(join(repoRoot, 'hack/tools/k8s/go.mod'), 'utf8'))?.[1];
+    const minor = (process.env['KUBERNETES_VERSION'] || pinned)?.replace(/^v/, '').split('.').slice(0, 2).join('.');
+    assert.ok(minor, 'hack/tools/k8s/go.mod pins a release');
+    const dev = spawn(node, [main, 'dev', '--no-webhooks', `--kubernetes-version=v${minor}`], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    dev.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const devExited = new Promise<number | null>((res) => dev.once('exit', (code) => res(code)));
+    try {
+      await exportLine(dev, devExited, () => stderr);
+      assert.match(stderr, new RegExp(`^Kubernetes v${minor.replace('.', '\\.')}\\.\\d+ \\(\\S+/kube-apiserver\\)$`, 'm'));
+      dev.kill('SIGINT');
+      assert.equal(await devExited, 0, stderr);
+    } finally {
+      if (dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
+    }
+    const missing = spawnSync(node, [main, 'dev', '--no-webhooks', '--kubernetes-version=1.99'], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(missing.status, 1, missing.stderr);
+    assert.match(missing.stderr, /^error: no kube-apiserver 1\.99 binary/m);
+    assert.doesNotMatch(missing.stdout, /export KUBECONFIG/);
+    const bad = spawnSync(node, [main, 'dev', '--kubernetes-version=latest'], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^error: flag --kubernetes-version takes a Kubernetes release \(1\.34, v1\.34 or v1\.34\.4\), not "latest"$/m);
+  });
+
   test('a CRD path that does not exist exits 1 naming it, before anything starts', () => {
     const r = spawnSync(node, [main, 'dev', '--crd', 'no/such/dir'], { cwd: repoRoot, encoding: 'utf8' });
     assert.equal(r.status, 1);

@@ -1,5 +1,5 @@
 /**
- * `ts-controller-manager dev [--crd PATH ...] [--webhooks PATH ...]`: the local control plane of
+ * `ts-controller-manager dev [--crd PATH ...] [--webhooks PATH ...] [--kubernetes-version V]`: the local control plane of
  * `ts-controller-manager/testing` (startTestEnv: etcd + kube-apiserver on loopback, RBAC, an admin client
  * certificate) with the project's CRDs installed and its webhook configurations pointed at this machine, for running
  * and poking at a controller by hand: `kubectl` and `npm start` (node main.ts) with the printed KUBECONFIG.
@@ -45,6 +45,9 @@ Flags:
   --no-webhooks           Install no webhook configuration (so does ENABLE_WEBHOOKS=false, as for main.ts).
   --webhook-port=PORT     Where the API server calls the webhooks. Default ${defaultWebhookPort}.
   --webhook-cert-dir=DIR  Where the serving certificate is written (tls.crt, tls.key, ca.crt). Default ${defaultWebhookCertDir}.
+  --kubernetes-version=V  The Kubernetes release to run: 1.34, v1.34 or v1.34.4 (default $KUBERNETES_VERSION, else the
+                          release this library is tested with if installed, else the newest found). One not installed
+                          is an error, never another version.
   -h, --help              This text.
 `;
 
@@ -58,6 +61,8 @@ export interface DevArgs {
   webhookPaths: string[];
   webhookPort: number;
   webhookCertDir: string;
+  /** The Kubernetes release asked for ("1.34", "v1.34.4"); undefined: $KUBERNETES_VERSION, else startTestEnv's default. */
+  kubernetesVersion?: string;
 }
 
 /**
@@ -70,6 +75,7 @@ export function parseDevArgs(argv: readonly string[], cwd: string, env: NodeJS.P
   let webhooks = env['ENABLE_WEBHOOKS'] !== 'false';
   let webhookPort = defaultWebhookPort;
   let webhookCertDir = defaultWebhookCertDir;
+  let kubernetesVersion: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] ?? '';
     if (a === '-h' || a === '--help') return { help: true, crdPaths: [], webhookPaths: [], webhookPort, webhookCertDir };
@@ -77,13 +83,17 @@ export function parseDevArgs(argv: readonly string[], cwd: string, env: NodeJS.P
       webhooks = false;
       continue;
     }
-    const m = /^--(crd|webhooks|webhook-port|webhook-cert-dir)(?:=(.*))?$/.exec(a);
+    const m = /^--(crd|webhooks|webhook-port|webhook-cert-dir|kubernetes-version)(?:=(.*))?$/.exec(a);
     if (!m?.[1]) throw new DevUsageError(a.startsWith('-') ? `unknown flag ${JSON.stringify(a)}` : `unexpected argument ${JSON.stringify(a)}`);
     const value = m[2] ?? argv[++i];
     if (value === undefined || value.trim() === '') throw new DevUsageError(`flag --${m[1]} needs a non-empty value`);
     if (m[1] === 'crd') crdPaths.push(value);
     else if (m[1] === 'webhooks') webhookPaths.push(value);
     else if (m[1] === 'webhook-cert-dir') webhookCertDir = resolve(cwd, value);
+    else if (m[1] === 'kubernetes-version') {
+      if (!/^v?1\.\d+(\.\d+)?$/.test(value)) throw new DevUsageError(`flag --kubernetes-version takes a Kubernetes release (1.34, v1.34 or v1.34.4), not ${JSON.stringify(value)}`);
+      kubernetesVersion = value;
+    }
     else {
       webhookPort = Number(value);
       if (!/^\d+$/.test(value) || webhookPort < 1 || webhookPort > 65535) throw new DevUsageError(`flag --webhook-port takes a port (1-65535), not ${JSON.stringify(value)}`);
@@ -92,7 +102,7 @@ export function parseDevArgs(argv: readonly string[], cwd: string, env: NodeJS.P
   if (crdPaths.length === 0 && existsSync(resolve(cwd, defaultCRDPath))) crdPaths.push(defaultCRDPath);
   if (!webhooks) webhookPaths.length = 0;
   else if (webhookPaths.length === 0 && holdsWebhookConfiguration(resolve(cwd, defaultWebhookPath))) webhookPaths.push(defaultWebhookPath);
-  return { help: false, crdPaths, webhookPaths, webhookPort, webhookCertDir };
+  return { help: false, crdPaths, webhookPaths, webhookPort, webhookCertDir, ...(kubernetesVersion !== undefined ? { kubernetesVersion } : {}) };
 }
 
 /**
@@ -134,6 +144,7 @@ export async function devMain(argv: readonly string[], proc: NodeJS.Process = pr
     try {
       env = await startTestEnv({
         crdPaths: args.crdPaths, signal: stop.signal, log: (m) => proc.stderr.write(`${m}\n`),
+        ...(args.kubernetesVersion !== undefined ? { kubernetesVersion: args.kubernetesVersion } : {}),
         ...(args.webhookPaths.length > 0 ? { webhooks: { paths: args.webhookPaths, localServingHost: '127.0.0.1', localServingPort: args.webhookPort } } : {}),
       });
     } catch (err) {
@@ -143,6 +154,8 @@ export async function devMain(argv: readonly string[], proc: NodeJS.Process = pr
     }
     const written: { path: string; content: Buffer }[] = [];
     try {
+      const { gitVersion } = await env.client.json<{ gitVersion: string }>('GET', '/version');
+      proc.stderr.write(`Kubernetes ${gitVersion} (${env.binaries.kubeApiserver})\n`);
       if (env.crds.length > 0) proc.stderr.write(`CRDs installed: ${env.crds.join(', ')}\n`);
       if (env.webhook) {
         // The certificate where the manager reads it: main.ts's --webhook-cert-path default, unless told otherwise.
