@@ -18,6 +18,7 @@
  * Probe objects (`probe` Foo, `probe-d` Deployment, `probe-n` Network, label soak=probe, in the first namespace) are
  * never churned; the bench owns them.
  */
+import { connect } from 'node:net';
 import { isAlive } from '../../test/cluster/controlplane.ts';
 import { collectionPath, objectPath } from '../../pkg/apimachinery/paths.ts';
 import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
@@ -56,6 +57,20 @@ export interface FaultRecord {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves once nothing accepts connections on host:port (polled every 50 ms), or after `timeoutMs`. */
+async function waitPortFree(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const listening = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host, port });
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (!listening) return;
+    await sleep(50);
+  }
+}
 
 export class Faults {
   readonly records: FaultRecord[] = [];
@@ -193,6 +208,10 @@ export class Faults {
       while (isAlive(pid) && performance.now() < deadline) await sleep(50);
     }
     await cp.stopComponent('kube-apiserver'); // SIGKILLs what is left, forgets the pid
+    // The leader of a killed Go process shows as a zombie (isAlive false) while its other threads still exit and hold
+    // its listening socket: a restart at once failed with "bind: address already in use" (seen after ~15 min).
+    const api = new URL(cp.server);
+    await waitPortFree(api.hostname, Number(api.port), 60_000);
     const stoppedMs = performance.now() - t0;
     await cp.startComponent('kube-apiserver');
     const up = performance.now();
