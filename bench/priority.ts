@@ -559,16 +559,15 @@ async function main(): Promise<void> {
     execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'apply', '--server-side', '-f', 'config/crd/bases'], { cwd: repo, stdio: 'ignore' });
     execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/foos.samplecontroller.k8s.io', 'crd/networks.samplecrd.k8s.io'], { stdio: 'ignore' });
     const rows: Row[] = [];
-    if (fooCount > 0) rows.push(await fooRow(cp, rest));
-    if (networkRows.length > 0) {
-      log('starting a private neutron-server (noauth)');
-      neutron = await startNeutron({ auth: 'noauth', timeoutMs: 20 * 60_000 });
-      // Neutron's default quota is 100 networks and 100 subnets a project (noauth: every request is fake_project_id).
-      const quota = await fetch(`${neutron.endpoint}/v2.0/quotas/fake_project_id`, {
-        method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ quota: { network: -1, subnet: -1 } }),
-      });
-      if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${await quota.text()}`);
-      for (const [i, r] of networkRows.entries()) rows.push(await networkRow(cp, rest, neutron, r.n, r.workers, String.fromCharCode(98 + i)));
+    try {
+      await measureRows(rows);
+    } catch (err) {
+      // A row that fails (e.g. its Networks did not converge within --timeout-seconds) loses only itself: the rows
+      // measured before it are written, with the failure.
+      res.set('failed', err instanceof Error ? err.message.slice(0, 300) : String(err));
+      recordPriority(res, rows);
+      res.write();
+      throw err;
     }
     const range = load.length ? `${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}` : loadavg()[0]?.toFixed(1);
     recordPriority(res, rows);
@@ -582,6 +581,21 @@ async function main(): Promise<void> {
     await rest.close();
     await neutron?.stop();
     await cp.stop();
+  }
+
+  /** The rows in order, each pushed to `rows` once measured. */
+  async function measureRows(rows: Row[]): Promise<void> {
+    if (fooCount > 0) rows.push(await fooRow(cp, rest));
+    if (networkRows.length > 0) {
+      log('starting a private neutron-server (noauth)');
+      neutron = await startNeutron({ auth: 'noauth', timeoutMs: 20 * 60_000 });
+      // Neutron's default quota is 100 networks and 100 subnets a project (noauth: every request is fake_project_id).
+      const quota = await fetch(`${neutron.endpoint}/v2.0/quotas/fake_project_id`, {
+        method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ quota: { network: -1, subnet: -1 } }),
+      });
+      if (quota.status !== 200) throw new Error(`raising the Neutron quota: HTTP ${quota.status} ${await quota.text()}`);
+      for (const [i, r] of networkRows.entries()) rows.push(await networkRow(cp, rest, neutron, r.n, r.workers, String.fromCharCode(98 + i)));
+    }
   }
 }
 
