@@ -67,9 +67,19 @@ export function kubeApiserverCommand(opts: {
       // so RBAC tests see that requirement.
       '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
       '--profiling=false', '--v=0',
+      // A loopback advertise address cannot be the `kubernetes` Service's endpoint (Endpoints validation refuses
+      // 127.0.0.0/8 and ::1): kube-apiserver v1.37 refuses to start with one unless the endpoint reconciler is off
+      // (kubernetes/kubernetes#138102); earlier releases started but could not write that Endpoints object (#121942). Off
+      // on every release alike: nothing reaches the API server through that Service over loopback.
+      ...(isLoopback(address) ? ['--endpoint-reconciler-type=none'] : []),
     ],
     health: `${server}/readyz`,
   };
+}
+
+/** Whether `address` is an IPv4 loopback (127.0.0.0/8) or the IPv6 one. */
+function isLoopback(address: string): boolean {
+  return /^127\.\d+\.\d+\.\d+$/.test(address) || address === '::1';
 }
 
 /** The admin kubeconfig (client certificate in `system:masters`, data inlined) for `server`. */
