@@ -101,11 +101,12 @@ describe('real Keystone in front of neutron-server (NEUTRON_AUTH=keystone)', () 
       return readyOf(n)?.status === 'True' ? n : undefined;
     }, CONVERGE);
     assert.notEqual(ready.status?.networkID, theirsId, 'not the other project\'s network');
-    const api = await adminApi();
+    // A fresh admin token for each look: tokens live 30 s here, and on a loaded machine Keystone's validation of each
+    // request can take long enough for three requests to outlive one token (seen: GET network → 401).
     const adminProject = (((await keystoneToken(keystone, 'admin')).body['token'] as Json)['project'] as Json)['id'];
-    assert.equal((await api.network(ready.status?.networkID ?? ''))?.['project_id'], adminProject, 'ours is in the credentials\' project');
-    assert.deepEqual(await api.subnets({ network_id: theirsId }), [], 'their network got no subnet of ours');
-    assert.deepEqual((await api.network(theirsId))?.['tags'], [`k8s-uid:${uid}`], 'and is otherwise untouched');
+    assert.equal((await (await adminApi()).network(ready.status?.networkID ?? ''))?.['project_id'], adminProject, 'ours is in the credentials\' project');
+    assert.deepEqual(await (await adminApi()).subnets({ network_id: theirsId }), [], 'their network got no subnet of ours');
+    assert.deepEqual((await (await adminApi()).network(theirsId))?.['tags'], [`k8s-uid:${uid}`], 'and is otherwise untouched');
   });
 
   test('a deleted application credential (Keystone 404 on re-auth) while deleting: the finalizer stays, nothing leaks', async (t) => {
