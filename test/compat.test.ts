@@ -1,8 +1,8 @@
 /**
- * The compatibility suite (issue 43, docs/contributing.md "Kubernetes versions"): every API feature the library and
- * the manager rely on, against ONE private kube-apiserver of the version under test — $KUBERNETES_VERSION
- * (`make test-compat KUBERNETES_VERSION=v1.34`), else the default of the version matrix. Run on each version of the
- * matrix; CI runs it on the oldest (the full suite, this file included, runs on the default).
+ * The compatibility suite (issue 43, docs/compatibility.md): every API feature the library and the manager rely on,
+ * against ONE private kube-apiserver of the version under test — $KUBERNETES_VERSION (`make compat
+ * KUBERNETES_VERSION=1.34`), else the default of the version matrix. Run on each version of the matrix by hand; the
+ * full suite (`make test`, CI), this file included, runs on the default.
  *
  * Each feature is exercised through the library's own code (informers, typed client, webhook server, Event
  * recorder, leader elector, the secure metrics filter) and its answer compared with the server's state:
