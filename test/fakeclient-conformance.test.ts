@@ -441,11 +441,19 @@ export function conformance(kit: () => ConformanceKit): void {
     assert.deepEqual([same.spec?.['immutable'], same.spec?.['ratio']], ['x', 1]);
   });
 
-  test('CEL rules the fake cannot evaluate (a Kubernetes library function cel-js lacks: isSorted) are refused at addCRD naming the rule and function; the server accepts the CRD', async () => {
+  test('CEL rules the fake cannot evaluate (a Kubernetes library function cel-js lacks: isSorted) are named at addCRD and left unchecked, or refused with uncheckedRules: refuse; the server accepts the CRD', async () => {
     const crd = badCRD('sorteds', [{ type: 'object', properties: { spec: { type: 'object', properties: { tags: { type: 'array', maxItems: 5, items: { type: 'string', maxLength: 5 }, 'x-kubernetes-validations': [{ rule: 'self.isSorted()' }] } } } } }]);
-    await refusedByFake(() => installCRD(crd), /the CRD sorteds\.conformance\.ts-controller-manager\.io: v1: spec\.tags x-kubernetes-validations\[0\] "self\.isSorted\(\)": isSorted\(\) \(a Kubernetes CEL library function/, async () => {
+    const named = /the CRD sorteds\.conformance\.ts-controller-manager\.io: v1: spec\.tags x-kubernetes-validations\[0\] "self\.isSorted\(\)": isSorted\(\) \(a Kubernetes CEL library function/;
+    if (kit().fake) {
+      const fake = kit().client as FakeClient;
+      const before = fake.unchecked.length;
+      fake.addCRD(crd);
+      assert.match(fake.unchecked.slice(before).join('\n'), named);
+      assert.throws(() => new FakeClient({ uncheckedRules: 'refuse' }).addCRD(crd), (err: unknown) => err instanceof FakeUnsupportedError && named.test(err.message));
+    } else {
+      await installCRD(crd);
       await kit().client.resource(crdResource).delete(crd.metadata?.name ?? '');
-    });
+    }
   });
 
   test('CRD validation: a value above `maximum` is 422 Invalid with the server\'s message and details.causes (replicas: 50 against maximum: 10); nothing is stored', async (t) => {

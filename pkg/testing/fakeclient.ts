@@ -33,8 +33,9 @@
  *    patterns, item and property counts, int-or-string, list-type set/map duplicates; /status only `status`): 422
  *    Invalid with the server's message and `details.causes` (the order of several errors is the fake's own); then
  *    the CEL rules (`x-kubernetes-validations`, validation/cel.ts, with oldSelf on update). A CRD the server refuses
- *    is refused by addCRD (422, pkg/codegen/structural.ts); one whose patterns or CEL rules the fake cannot evaluate
- *    as the server would is refused with FakeUnsupportedError (CEL cost is not estimated).
+ *    is refused by addCRD (422, pkg/codegen/structural.ts); one whose patterns the fake cannot evaluate as the server
+ *    would is refused with FakeUnsupportedError; CEL rules it cannot evaluate are left unchecked and named at addCRD
+ *    (`unchecked`, a process warning), or refused with `uncheckedRules: 'refuse'` (CEL cost is not estimated).
  *  - metadata of every built-in and custom kind (validation/objectmeta.ts): name rule, generateName, labels,
  *    annotation keys and size, finalizer names → 422 with the server's messages.
  *  - built-in defaults (validation/builtins.ts): Deployment, ReplicaSet, Pod templates, Pod (with the default
@@ -128,7 +129,18 @@ export interface FakeClientOptions {
    * repeatable (`explore` replays plans by seed). Default: crypto's randomUUID and Math.random.
    */
   random?: () => number;
+  /**
+   * CEL rules (`x-kubernetes-validations`) the fake cannot evaluate as kube-apiserver does — a Kubernetes CEL library
+   * function cel-js lacks (`isSorted`, `quantity`, `format.*`, …), `optionalOldSelf`, a rule over a byte, duration or
+   * date string: `'warn'` (default) leaves those rules unchecked and says so when the CRD is added — in `unchecked`,
+   * and once per process on stderr (a process warning, code TSCM_FAKE_UNCHECKED) — while every other rule is checked;
+   * `'refuse'` makes addCRD throw FakeUnsupportedError naming them. Test such rules against a real API server.
+   */
+  uncheckedRules?: 'warn' | 'refuse';
 }
+
+/** The unchecked-rule warnings already printed by this process (each once, however many fakes a test makes). */
+const warnedUnchecked = new Set<string>();
 
 /**
  * One committed change of a FakeClient's store, as a watch event carries it: `object` is the stored object (its
@@ -217,11 +229,18 @@ export class FakeClient implements ApiClient {
   private readonly listeners = new Set<(c: FakeChange) => void>();
   /** The Event recorders of host(), made on first use. */
   private events: FakeEvents | undefined;
+  private readonly uncheckedRules: 'warn' | 'refuse';
+  /**
+   * The CEL rules of the added CRDs this fake does not evaluate (FakeClientOptions.uncheckedRules 'warn'), one line
+   * each: the CRD, version, field, rule and the function it cannot evaluate. Empty when every rule is checked.
+   */
+  readonly unchecked: string[] = [];
 
   /** An empty store (but for `opts.objects`) serving the built-in types, `opts.resources` and the CRDs of `opts.crdPaths`. */
   constructor(opts: FakeClientOptions = {}) {
     this.now = opts.now ?? Date.now;
     this.random = opts.random;
+    this.uncheckedRules = opts.uncheckedRules ?? 'warn';
     for (const b of builtins) this.types.set(resourceId(b.type), b);
     for (const crd of opts.crdPaths?.length ? readCRDs(opts.crdPaths) : []) this.addCRD(crd);
     for (const r of opts.resources ?? []) {
@@ -235,7 +254,8 @@ export class FakeClient implements ApiClient {
    * Registers the served versions of a CustomResourceDefinition. A CRD kube-apiserver would refuse (its schemas break
    * the structural-schema rules, an unsupported type, a default that does not validate…) is refused the same way:
    * an ApiError 422 with the server's message and causes (pkg/codegen/structural.ts). A CRD the fake cannot check as
-   * the server would (validation/customresource.ts `uncheckable`) is refused with FakeUnsupportedError naming it.
+   * the server would (validation/customresource.ts `uncheckable`) is refused with FakeUnsupportedError naming it; CEL
+   * rules it cannot evaluate are named in `unchecked` and a warning, or refused (FakeClientOptions.uncheckedRules).
    */
   addCRD(crd: CustomResourceDefinition): void {
     const errs = validateCRDSchemas(crd);
@@ -245,13 +265,25 @@ export class FakeClient implements ApiClient {
       throw new ApiError(422, 'Invalid', `FakeClient: ${String(body['message'])}`, body);
     }
     const cels = new Map<string, CelValidator>();
+    const uncheckedRules: string[] = [];
     const cannot = (crd.spec?.versions ?? []).flatMap((v) => {
       const schema = v.schema?.openAPIV3Schema as ValidationSchema | undefined;
       const rules = compileRules(schema);
       if (rules.validator) cels.set(v.name, rules.validator);
-      return [...uncheckable(schema), ...rules.unsupported].map((w) => `${v.name}: ${w}`);
+      uncheckedRules.push(...rules.unsupported.map((w) => `${v.name}: ${w}`));
+      return uncheckable(schema).map((w) => `${v.name}: ${w}`);
     });
+    if (this.uncheckedRules === 'refuse') cannot.push(...uncheckedRules);
     if (cannot.length) throw new FakeUnsupportedError(`the CRD ${crd.metadata?.name ?? ''}: ${cannot.join('; ')}`);
+    if (uncheckedRules.length) {
+      const lines = uncheckedRules.map((w) => `the CRD ${crd.metadata?.name ?? ''}: ${w}`);
+      this.unchecked.push(...lines);
+      const text = `FakeClient does not check ${lines.length === 1 ? 'this CEL rule' : 'these CEL rules'} (every other rule is checked; test them against a real API server, startTestEnv):\n  ${lines.join('\n  ')}`;
+      if (!warnedUnchecked.has(text)) {
+        warnedUnchecked.add(text);
+        process.emitWarning(text, { code: 'TSCM_FAKE_UNCHECKED' });
+      }
+    }
     const spec = crd.spec;
     for (const v of spec?.versions ?? []) {
       if (v.served === false) continue;

@@ -8,8 +8,8 @@
  * error is `Invalid value: "<type>": <error> evaluating rule: <rule>`.
  *
  * The evaluator is @marcbachmann/cel-js, loaded only when a schema has rules. What it cannot evaluate as the server
- * would is reported when the CRD is compiled (`compileRules` returns it; FakeClient.addCRD throws
- * FakeUnsupportedError naming the rule and the function): Kubernetes' CEL libraries the package lacks (`isSorted`,
+ * would is reported when the CRD is compiled (`compileRules` returns it and leaves those rules out; FakeClient.addCRD
+ * names them — `unchecked`, a warning — or throws FakeUnsupportedError with `uncheckedRules: 'refuse'`): Kubernetes' CEL libraries the package lacks (`isSorted`,
  * `quantity`, `url`, `ip`, `cidr`, `format.*`, `sets.*`, `math.*`, `authorizer`, …), the package's own functions the
  * server does not have (`json`, `hex`, `at`), `optionalOldSelf`, and rules over `byte`, `duration`, `date` or
  * `date-time` strings (CEL bytes and timestamps on the server). An overload the package lacks at run time throws too
