@@ -128,6 +128,17 @@ class StaleRevision extends Error {
   }
 }
 
+/**
+ * The cached Network is not the server's any more (gone, re-created, being deleted, or changed): nothing is created
+ * in Neutron from it. Quiet requeue: the informer catches up and the next reconcile sees what is there.
+ */
+class StaleCache extends Error {
+  constructor(why: string) {
+    super(`the cached Network is stale (${why}); not creating in Neutron from it, requeued`);
+    this.name = 'StaleCache';
+  }
+}
+
 /** Neutron's answer to a stale `If-Match: revision_number=N` (412 Precondition Failed). */
 export function isStaleRevision(err: unknown): boolean {
   return err instanceof NeutronError && err.status === 412;
@@ -272,7 +283,27 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
   }
 
-  async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger): Promise<NeutronNetwork> {
+  /**
+   * Before a Neutron network is created from `net` (the cache's copy, unless `live`: our finalizer patch just answered
+   * it), a GET asks the server whether it is still that object — same uid and resourceVersion, not being deleted. A
+   * cache can lag the server (a new leader's, after an API-server restart): the Network may have been finalized and
+   * deleted by the previous leader meanwhile, and a create then would leak a Neutron network nobody deletes (found by
+   * the endurance bench, 28 Nov). One read per create; none for a Network whose Neutron network exists.
+   */
+  async function confirmLive(net: AnyNetwork, signal: AbortSignal): Promise<void> {
+    let cur: AnyNetwork;
+    try {
+      cur = await rest.json<AnyNetwork>('GET', objPath(net), { signal });
+    } catch (err) {
+      if (isKubeNotFound(err)) throw new StaleCache('gone from the server');
+      throw err;
+    }
+    if (cur.metadata?.uid !== net.metadata?.uid) throw new StaleCache('re-created under the same name');
+    if (cur.metadata?.deletionTimestamp) throw new StaleCache('being deleted');
+    if (cur.metadata?.resourceVersion !== net.metadata?.resourceVersion) throw new StaleCache('changed since it was cached');
+  }
+
+  async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger, live: boolean): Promise<NeutronNetwork> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const until = settling.get(uid);
@@ -295,6 +326,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       return keep;
     }
     if (until !== undefined && nowMs() < until) throw new AwaitingEarlierCreate(until - nowMs());
+    if (!live) await confirmLive(net, signal);
     let created: NeutronNetwork;
     try {
       created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(uid) }, { signal });
@@ -523,13 +555,18 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     // The CIDR text each subnet's v2 status entry is keyed by: as written in the spec (v1 ignores it).
     const specCidrs = v2 ? ((net as NetworkV2).spec?.subnets ?? []).map((s) => s.cidr) : [];
 
-    if (!hasFinalizer(net)) net = await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
+    // live: the server answered this object now (the finalizer patch), not only the cache — see confirmLive.
+    let live = false;
+    if (!hasFinalizer(net)) {
+      net = await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
+      live = true;
+    }
 
     const p = recordedProgress(net);
     const subnets: Subnet[] = [];
     try {
       const projectId = await neutron.projectId(signal);
-      const network = await ensureNetwork(net, projectId, p, signal, log);
+      const network = await ensureNetwork(net, projectId, p, signal, log, live);
       p.networkID = network.id;
       // v1: ensureSubnet lists the subnets itself (as it always has). v2: listed once here for both families, and
       // ours of a family the spec no longer has are deleted after the others exist.
@@ -550,7 +587,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
         log.info({ ms: err.ms }, err.message);
         return { requeueAfter: err.ms };
       }
-      if (err instanceof StaleRevision) {
+      if (err instanceof StaleRevision || err instanceof StaleCache) {
         log.debug({ err }, err.message);
         return { requeue: true };
       }
