@@ -11,7 +11,9 @@
  *    network also a description naming the UID (for a create whose tagging never happened). They are always looked up
  *    (name + description/tag, else tag) before anything is created: a retry after a crash or a timed-out POST finds
  *    them. Surplus networks (and subnets of another CIDR or duplicates) are deleted.
- *  - The finalizer is added (merge patch guarded by resourceVersion) before anything is created in Neutron; deletion
+ *  - The finalizer is added (merge patch guarded by resourceVersion) before anything is created in Neutron, and a
+ *    network is created only from a copy the server has just confirmed (that patch's answer, else a GET: same uid
+ *    and resourceVersion, not being deleted) — a lagging cache never creates for a Network already gone; deletion
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
  *    happened while the manager was down are seen as deletionTimestamp in the initial list.
  *  - Updates: a gateway change is done in place, fenced by `If-Match: revision_number=N` (the revision read in this
