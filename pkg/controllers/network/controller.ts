@@ -12,8 +12,9 @@
  *    (name + description/tag, else tag) before anything is created: a retry after a crash or a timed-out POST finds
  *    them. Surplus networks (and subnets of another CIDR or duplicates) are deleted.
  *  - The finalizer is added (merge patch guarded by resourceVersion) before anything is created in Neutron, and a
- *    network is created only from a copy the server has just confirmed (that patch's answer, else a GET: same uid
- *    and resourceVersion, not being deleted) — a lagging cache never creates for a Network already gone; deletion
+ *    network is created only from a copy the server has just confirmed (that patch's answer, else the same patch
+ *    with the list unchanged: 409/404 when the copy is stale) — a lagging cache never creates for a Network already
+ *    gone; deletion
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
  *    happened while the manager was down are seen as deletionTimestamp in the initial list.
  *  - Updates: a gateway change is done in place, fenced by `If-Match: revision_number=N` (the revision read in this
@@ -287,22 +288,22 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
 
   /**
    * Before a Neutron network is created from `net` (the cache's copy, unless `live`: our finalizer patch just answered
-   * it), a GET asks the server whether it is still that object — same uid and resourceVersion, not being deleted. A
-   * cache can lag the server (a new leader's, after an API-server restart): the Network may have been finalized and
-   * deleted by the previous leader meanwhile, and a create then would leak a Neutron network nobody deletes (found by
-   * the endurance bench, 28 Nov). One read per create; none for a Network whose Neutron network exists.
+   * it), the server confirms it is still that object: the finalizer patch with the list unchanged, guarded by the
+   * cached resourceVersion — a no-op the server answers with the object when the copy is current (so not being
+   * deleted either: the cache would show it), 409 when it changed or was re-created, 404 when it is gone. A cache can
+   * lag the server (a new leader's, after an API-server restart): the Network may have been finalized and deleted by
+   * the previous leader meanwhile, and a create then would leak a Neutron network nobody deletes (found by the
+   * endurance bench, 28 Nov). One request per create, with the verb the finalizer already needs (no `get` in RBAC);
+   * none for a Network whose Neutron network exists.
    */
   async function confirmLive(net: AnyNetwork, signal: AbortSignal): Promise<void> {
-    let cur: AnyNetwork;
     try {
-      cur = await rest.json<AnyNetwork>('GET', objPath(net), { signal });
+      await patchFinalizers(net, net.metadata?.finalizers ?? [], signal);
     } catch (err) {
       if (isKubeNotFound(err)) throw new StaleCache('gone from the server');
+      if (isKubeConflict(err)) throw new StaleCache('changed or re-created since it was cached');
       throw err;
     }
-    if (cur.metadata?.uid !== net.metadata?.uid) throw new StaleCache('re-created under the same name');
-    if (cur.metadata?.deletionTimestamp) throw new StaleCache('being deleted');
-    if (cur.metadata?.resourceVersion !== net.metadata?.resourceVersion) throw new StaleCache('changed since it was cached');
   }
 
   async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger, live: boolean): Promise<NeutronNetwork> {
