@@ -25,6 +25,7 @@ import { invalid, notSupported, omitValue, required, tooLong, tooMany, typeInval
 export interface ValidationSchema {
   type?: string;
   format?: string;
+  description?: string;
   nullable?: boolean;
   enum?: unknown[];
   default?: unknown;

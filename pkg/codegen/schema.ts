@@ -23,35 +23,10 @@
  * Invariant: an emitted declaration never has an empty body (typescript-eslint forbids empty interfaces), and never
  * a type the recommended lint rules reject (`unknown | null` is emitted as `unknown`).
  */
+import type { ValidationSchema } from './openapivalidate.ts';
 
-/** The JSONSchemaProps fields the generator reads. */
-export interface JSONSchemaProps {
-  type?: string;
-  format?: string;
-  description?: string;
-  nullable?: boolean;
-  enum?: unknown[];
-  default?: unknown;
-  properties?: Record<string, JSONSchemaProps>;
-  required?: string[];
-  items?: JSONSchemaProps;
-  additionalProperties?: boolean | JSONSchemaProps;
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: boolean;
-  exclusiveMaximum?: boolean;
-  multipleOf?: number;
-  minLength?: number;
-  maxLength?: number;
-  pattern?: string;
-  minItems?: number;
-  maxItems?: number;
-  minProperties?: number;
-  maxProperties?: number;
-  'x-kubernetes-int-or-string'?: boolean;
-  'x-kubernetes-preserve-unknown-fields'?: boolean;
-  'x-kubernetes-embedded-resource'?: boolean;
-}
+/** The JSONSchemaProps fields the generator reads: the validator's schema type (one definition of a CRD schema node). */
+export type JSONSchemaProps = ValidationSchema;
 
 /** A named declaration: an interface or a type alias, already rendered. */
 export interface Declaration {
