@@ -29,6 +29,7 @@ import { getOrCreate, globalRegistry } from '../metrics/registry.ts';
 import { readBody } from './connection.ts';
 import type { KubeConfig } from './kubeconfig.ts';
 import { sharedTransports, type RequestTransport } from './transport.ts';
+import { reachabilityOf, type ServerReachability } from './reachability.ts';
 import { ApiError } from './errors.ts';
 import type { Query, RawResponse, RequestOptions, Verb } from './request.ts';
 import { ResourceClient, type ApiClient } from './typed.ts';
@@ -109,6 +110,11 @@ export class RestClient implements ApiClient {
   readonly server: string;
   /** The connection pool it sends on: shared by every RestClient of the same kubeconfig settings, or `opts.transport`. */
   readonly transport: RequestTransport;
+  /**
+   * Told of every response this client receives (any status): shared by every RestClient on the same transport.
+   * Reflectors waiting after a connection failure subscribe to it (reachability.ts, issue 43).
+   */
+  readonly reachability: ServerReachability;
   /** Path prefix of the server URL (e.g. "/k8s/clusters/c1" behind a proxying gateway), '' for most. */
   private readonly prefix: string;
   private readonly host: string;
@@ -136,6 +142,7 @@ export class RestClient implements ApiClient {
       this.transport = lease.transport;
       this.releaseTransport = () => lease.release();
     }
+    this.reachability = reachabilityOf(this.transport);
     this.server = this.transport.cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
     this.prefix = new URL(this.server).pathname.replace(/\/+$/, '');
@@ -241,6 +248,7 @@ export class RestClient implements ApiClient {
       throw err;
     }
     this.count(String(res.status), method, retry);
+    this.reachability.answered();
     if (res.status === 401) this.transport.invalidate();
     const b = res.body;
     const read = res.bytes;

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
+import { ServerReachability } from '../client/reachability.ts';
 import { ApiError } from '../client/rest.ts';
 import { captureLogs, type LogLine as BaseLogLine } from '../log/capture.ts';
 import type { Logger } from '../log/logger.ts';
@@ -244,5 +245,69 @@ describe('Reflector driver: watch events of unknown types', () => {
     assert.deepEqual(warned().map((l) => l.skipped), [1, 101]);
     assert.equal(r.currentState().phase.name, 'Watching');
     assert.equal(lw.watches.length, 1);
+  });
+});
+
+describe('Reflector driver: woken by the server answering again (issue 43)', () => {
+  const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+  /** Ten-minute backoffs: a retry within seconds can only come from the wake. */
+  const longBackoff: Partial<ReflectorConfig> = { backoffInitialMs: 600_000, backoffMaxMs: 600_000, backoffJitter: 0, wakeJitterMs: 1000 };
+
+  function startWith(lw: ListWatcher, clock: FakeClock, reachability: ServerReachability, random = 0.5): { r: Reflector; ac: AbortController; done: Promise<void> } {
+    const r = new Reflector({ listWatcher: lw, sink: new RecordingSink(), clock, random: () => random, config: longBackoff, reachability, watchIdleTimeoutMs: 3_600_000 });
+    const ac = new AbortController();
+    const done = r.run(ac.signal);
+    running.push({ ac, done });
+    return { r, ac, done };
+  }
+
+  it('two reflectors in a 10-minute backoff after refused LISTs both retry within wakeJitterMs of one answer', async () => {
+    const clock = new FakeClock();
+    const reachability = new ServerReachability();
+    let up = false;
+    const lws = [0, 1].map(() => new ScriptedListWatcher(() => (up ? page([cm('a', '5')], '5') : refused()), () => 'hang'));
+    const rs = lws.map((lw) => startWith(lw, clock, reachability).r);
+    await settle();
+    for (const r of rs) assert.equal(r.currentState().phase.name, 'Backoff');
+    clock.step(60_000);
+    await settle();
+    assert.deepEqual(lws.map((lw) => lw.lists.length), [1, 1], 'no retry a minute into a 10-minute backoff');
+
+    up = true;
+    reachability.answered(); // e.g. the leader election's renew got its answer
+    await settle();
+    clock.step(1000); // wakeJitterMs: the retries are spread over at most 1 s
+    await settle();
+    assert.deepEqual(lws.map((lw) => lw.lists.length), [2, 2]);
+    for (const r of rs) assert.equal(r.currentState().phase.name, 'Watching');
+  });
+
+  it('a backoff after an answer (403) is not shortened; stopping leaves no timer and no subscription behind', async () => {
+    const clock = new FakeClock();
+    const subscribed = new Set<() => void>();
+    const reachability = {
+      subscribe(l: () => void): () => void {
+        subscribed.add(l);
+        return () => subscribed.delete(l);
+      },
+    } as unknown as ServerReachability; // counts subscriptions (a fake for bookkeeping, not behaviour)
+    const forbidden = new ScriptedListWatcher(() => new ApiError(403, 'Forbidden', 'configmaps is forbidden', undefined), () => 'hang');
+    const cut = new ScriptedListWatcher(() => refused(), () => 'hang');
+    const a = startWith(forbidden, clock, reachability);
+    const b = startWith(cut, clock, reachability);
+    await settle();
+    assert.equal(subscribed.size, 1, 'only the reflector whose connection failed waits for the server');
+    for (const l of [...subscribed]) l();
+    await settle();
+    clock.step(1000);
+    await settle();
+    assert.equal(forbidden.lists.length, 1, 'the 403 keeps its backoff');
+    assert.equal(cut.lists.length, 2, 'the refused one retried');
+    assert.equal(subscribed.size, 1, 'refused again: waiting again');
+    a.ac.abort();
+    b.ac.abort();
+    await Promise.all([a.done, b.done]);
+    assert.equal(subscribed.size, 0);
+    assert.equal(clock.pendingTimers(), 0);
   });
 });

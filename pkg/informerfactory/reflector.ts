@@ -23,7 +23,12 @@
  *    first page, the one unpaginated LIST after an expired continue token, or a streaming list) and watch streams
  *    opened (the server answered 200) — and names its phase and since when (the informer debug endpoint,
  *    informer_lists_total and informer_watches_total). `onList` / `onWatch` hooks see each as it happens.
+ *  - Wake on reachability (issue 43): while — and only while — the machine is in a Backoff entered after a
+ *    connection-level failure (`toRequestFailure` marks it with client/reachability.ts's `isConnectionFailure`),
+ *    the reflector is subscribed to `reachability` and feeds it `serverReachable` on the server's next answer; it
+ *    unsubscribes as soon as it leaves that phase or stops, so a stopped reflector holds no listener and no timer.
  */
+import { isConnectionFailure, type ServerReachability } from '../client/reachability.ts';
 import { ApiError } from '../client/rest.ts';
 import { silentLogger, type Logger } from '../log/logger.ts';
 import { realClock, type Clock, type Timer } from '../util/clock.ts';
@@ -64,6 +69,11 @@ export interface ReflectorOptions {
   /** Uniform [0, 1) source for jitter and watch timeouts. */
   random?: () => number;
   watchTracker?: WatchTracker;
+  /**
+   * Told when the API server answers any request (the RestClient's `reachability`): a backoff after a
+   * connection-level failure then ends within `config.wakeJitterMs`. Default: none (every backoff runs out).
+   */
+  reachability?: Pick<ServerReachability, 'subscribe'>;
   /** Called when a list begins (not for continue pages) and when a watch stream opens (metrics). */
   onList?: () => void;
   onWatch?: () => void;
@@ -100,7 +110,7 @@ export function toRequestFailure(err: unknown): RequestFailure {
   if (err instanceof ApiError) return { status: err.status, reason: err.reason, message: err.message };
   if (err instanceof Error) {
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return { status: 0, reason: err.name, message: `${err.message}${cause}` };
+    return { status: 0, reason: err.name, message: `${err.message}${cause}`, ...(isConnectionFailure(err) ? { connection: true } : {}) };
   }
   return { status: 0, reason: 'Unknown', message: String(err) };
 }
@@ -131,6 +141,9 @@ export class Reflector {
   private watches = 0;
   private readonly onList: (() => void) | undefined;
   private readonly onWatch: (() => void) | undefined;
+  private readonly reachability: Pick<ServerReachability, 'subscribe'> | undefined;
+  /** Set while subscribed to `reachability` (the machine is in a wakeable Backoff). */
+  private unsubscribe: (() => void) | undefined;
 
   constructor(opts: ReflectorOptions) {
     this.lw = opts.listWatcher;
@@ -146,6 +159,7 @@ export class Reflector {
     this.phaseSince = this.clock.now();
     this.onList = opts.onList;
     this.onWatch = opts.onWatch;
+    this.reachability = opts.reachability;
   }
 
   /** Counts and phase (see the module comment); a snapshot. */
@@ -207,6 +221,19 @@ export class Reflector {
       }
     } finally {
       this.dispatching = false;
+    }
+    this.syncReachability();
+  }
+
+  /** Subscribed to `reachability` exactly while the machine waits in a wakeable Backoff (see the module comment). */
+  private syncReachability(): void {
+    const phase = this.state.phase;
+    const waiting = phase.name === 'Backoff' && phase.wakeable;
+    if (waiting && !this.unsubscribe && this.reachability) {
+      this.unsubscribe = this.reachability.subscribe(() => this.dispatch({ type: 'serverReachable' }));
+    } else if (!waiting && this.unsubscribe) {
+      this.unsubscribe();
+      this.unsubscribe = undefined;
     }
   }
 

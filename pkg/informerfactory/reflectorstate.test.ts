@@ -814,3 +814,98 @@ describe('reflectorStep: Stopped', () => {
     }
   });
 });
+
+describe('reflectorStep: serverReachable (issue 43: a connection-level failure waits for the server, not for its backoff)', () => {
+  const conn = (message = 'connect ECONNREFUSED 127.0.0.1:6443'): RequestFailure => ({ status: 0, reason: 'Error', message, connection: true });
+  const reachable: ReflectorEvent = { type: 'serverReachable' };
+  type Backoff = Extract<Phase, { name: 'Backoff' }>;
+
+  it('in Backoff after a refused LIST: the retry is rescheduled within wakeJitterMs, once', () => {
+    const c: ReflectorConfig = { ...cfg, backoffInitialMs: 600_000, backoffMaxMs: 600_000, wakeJitterMs: 1000 };
+    const listing = step(initialReflectorState(c), { type: 'start' }, T0, 0, c).state;
+    const b = step(listing, { type: 'listError', failure: conn() }, T0, 0, c);
+    assert.equal(find(b.actions, 'scheduleRetry').delayMs, 600_000);
+    const woken = step(b.state, reachable, T0 + 5, 0.5, c);
+    assert.equal(phaseName(woken), 'Backoff');
+    assert.deepEqual(types(woken.actions), ['scheduleRetry']);
+    assert.equal(find(woken.actions, 'scheduleRetry').delayMs, 500);
+    assert.deepEqual((woken.state.phase as Backoff).resume, { op: 'relist' });
+    // A second answer does not push the retry back (answers may come every few ms).
+    const again = step(woken.state, reachable, T0 + 10, 0.9, c);
+    assert.deepEqual(again.actions, []);
+    assert.equal(again.state, woken.state);
+    const retried = step(again.state, { type: 'retryTimer' }, T0 + 505, 0, c);
+    assert.deepEqual(types(retried.actions), ['list']);
+  });
+
+  it('in Backoff after a watch cut by the connection: resumes the watch from its resourceVersion; wakeJitterMs 0 retries at once', () => {
+    const c: ReflectorConfig = { ...cfg, wakeJitterMs: 0 };
+    const b = step(watching('42', T0, c), { type: 'watchError', failure: conn('read ECONNRESET') }, T0 + 5000, 0, c);
+    assert.equal(phaseName(b), 'Backoff');
+    const woken = step(b.state, reachable, T0 + 6000, 0.7, c);
+    assert.equal(find(woken.actions, 'scheduleRetry').delayMs, 0);
+    const retried = step(woken.state, { type: 'retryTimer' }, T0 + 6000, 0, c);
+    assert.equal(find(retried.actions, 'watch').resourceVersion, '42');
+  });
+
+  it('the wait keeps its growth: a retry that fails again backs off with the doubled delay (and is woken again)', () => {
+    const listing = step(initialReflectorState(cfg), { type: 'start' }, T0).state;
+    const b1 = step(listing, { type: 'listError', failure: conn() }, T0);
+    const w = step(b1.state, reachable, T0 + 1);
+    const l2 = step(w.state, { type: 'retryTimer' }, T0 + 2).state;
+    const b2 = step(l2, { type: 'listError', failure: conn() }, T0 + 3);
+    assert.equal(find(b2.actions, 'scheduleRetry').delayMs, 1600);
+    assert.deepEqual(types(step(b2.state, reachable, T0 + 4).actions), ['scheduleRetry']);
+  });
+
+  const answered: Array<[string, (s: ReflectorState) => StepResult]> = [
+    ['a 403 LIST', (s) => step(s, { type: 'listError', failure: fail(403, 'forbidden', 'Forbidden') })],
+    ['a 404 LIST', (s) => step(s, { type: 'listError', failure: fail(404, 'not found', 'NotFound') })],
+    ['a 500 LIST', (s) => step(s, { type: 'listError', failure: fail(500, 'etcd timeout', 'InternalError') })],
+    ['a 503 LIST', (s) => step(s, { type: 'listError', failure: fail(503, 'shutting down', 'ServiceUnavailable') })],
+  ];
+  for (const [what, fails] of answered) {
+    it(`in Backoff after ${what} (the server answered): ignored, the backoff stands`, () => {
+      const listing = step(initialReflectorState(cfg), { type: 'start' }).state;
+      const b = fails(listing);
+      assert.equal(phaseName(b), 'Backoff');
+      const r = step(b.state, reachable, T0 + 1);
+      assert.deepEqual(r.actions, []);
+      assert.equal(r.state, b.state);
+    });
+  }
+
+  const otherBackoffs: Array<[string, () => StepResult]> = [
+    ['a 410 on the watch (relist backoff)', () => step(watching(), { type: 'watchError', failure: fail(410, 'too old resource version', 'Expired') })],
+    ['an ERROR 500 watch event', () => step(watching(), ev('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'x' }))],
+    ['a very short watch', () => step(watching(), { type: 'watchEnded' }, T0 + 10)],
+    ['a silent watch (idle)', () => step(watching(), { type: 'watchIdle' }, T0 + 10)],
+    ['a replace the sink refused', () => step(watching(), { type: 'replaceFailed', message: 'no name' })],
+    ['a status-0 failure that is not the connection (e.g. a malformed stream)', () => step(watching(), { type: 'watchError', failure: fail(0, 'invalid JSON in watch stream', 'WatchDecodeError') })],
+  ];
+  for (const [what, enter] of otherBackoffs) {
+    it(`in Backoff after ${what}: ignored`, () => {
+      const b = enter();
+      assert.equal(phaseName(b), 'Backoff');
+      const r = step(b.state, reachable, T0 + 20);
+      assert.deepEqual(r.actions, []);
+      assert.equal(r.state, b.state);
+    });
+  }
+
+  it('in every other phase: ignored', () => {
+    const listing = step(initialReflectorState(cfg), { type: 'start' }).state;
+    const states: ReflectorState[] = [
+      initialReflectorState(cfg),
+      listing,
+      watchListing(),
+      watching(),
+      step(watching(), { type: 'stop' }).state,
+    ];
+    for (const s of states) {
+      const r = step(s, reachable, T0 + 1);
+      assert.deepEqual(r.actions, [], s.phase.name);
+      assert.equal(r.state, s, s.phase.name);
+    }
+  });
+});

@@ -34,8 +34,18 @@
  *   Watching ──replaceFailed (the sink threw on the list just delivered)──▶ Backoff(relist)
  *                                                              → cancelRequest, scheduleRetry
  *   Backoff ──retryTimer──▶ the resumed phase                  → list / watch
+ *   Backoff(wakeable) ──serverReachable──▶ Backoff(not wakeable) → scheduleRetry(wakeJitterMs × random)
  *   any ──stop──▶ Stopped                                      → cancelRequest, cancelTimer
  * Events that do not belong to the current phase (late results of a cancelled request) are ignored.
+ *
+ * serverReachable (issue 43): the driver learnt that the API server answers again (any response on the same
+ * connection target: another informer's request, the leader election's renew). Invariant: it changes nothing except
+ * in a Backoff entered because a request got NO answer (`RequestFailure.connection`: refused, reset, timed out, stream
+ * cut) — there it replaces the remaining wait with one of at most `wakeJitterMs` (jittered, so the informers woken by
+ * one answer do not all LIST in the same millisecond), once per Backoff (a second answer does not push the retry
+ * back). A Backoff after an ANSWER (403, 404, 410, 5xx, an ERROR event), a short or silent watch, or a sink that
+ * refused the list keeps its full wait; so does every backoff when no answer is seen (the retry timer still runs).
+ * The backoff's growth is kept: a woken retry that fails again waits twice as long (unless woken again).
  *
  * The resourceVersion of a streaming list (client-go's rewatchResourceVersion): '' (the most recent state, a
  * consistent snapshot) for the first one and after the last resourceVersion was found unavailable (410 Gone /
@@ -80,6 +90,11 @@ export interface ReflectorConfig {
   minWatchDurationMs: number;
   /** Try a streaming list (sendInitialEvents) before falling back to paged LIST. */
   useWatchList: boolean;
+  /**
+   * When a Backoff after a connection-level failure learns that the server answers again (`serverReachable`), the
+   * retry comes after `wakeJitterMs × random` instead of the rest of the wait (0: at once).
+   */
+  wakeJitterMs: number;
   keyFunc: (obj: KubeObject) => string;
 }
 
@@ -93,6 +108,7 @@ export const defaultReflectorConfig: ReflectorConfig = {
   backoffJitter: 1.0,
   minWatchDurationMs: 1000,
   useWatchList: false,
+  wakeJitterMs: 1000,
   keyFunc: metaNamespaceKey,
 };
 
@@ -101,6 +117,11 @@ export interface RequestFailure {
   status: number;
   reason: string;
   message: string;
+  /**
+   * True when the request got no answer from the server at the connection level (refused, reset, timed out, stream
+   * cut): the Backoff it causes ends when the server is known to answer again (`serverReachable`).
+   */
+  connection?: boolean;
 }
 
 export interface BackoffState {
@@ -122,7 +143,8 @@ export type Phase =
   | { name: 'Listing'; continueToken: string | undefined; items: KubeObject[]; full: boolean }
   | { name: 'WatchListing'; items: Map<string, KubeObject>; startedAt: number }
   | { name: 'Watching'; startedAt: number; events: number }
-  | { name: 'Backoff'; resume: Resume; delayMs: number }
+  /** `wakeable`: entered after a connection-level failure and not yet woken — `serverReachable` ends the wait. */
+  | { name: 'Backoff'; resume: Resume; delayMs: number; wakeable: boolean }
   | { name: 'Stopped' };
 
 export interface ReflectorState {
@@ -155,6 +177,8 @@ export type ReflectorEvent =
   | { type: 'watchError'; failure: RequestFailure }
   | { type: 'watchIdle' }
   | { type: 'retryTimer' }
+  /** The API server answered a request of this process (see the module comment). */
+  | { type: 'serverReachable' }
   /** The driver's sink threw while taking a `replace` (the list did not reach the cache). */
   | { type: 'replaceFailed'; message: string }
   | { type: 'stop' };
@@ -278,7 +302,7 @@ function backoff(
 ): StepResult {
   const { waitMs, backoff: b } = nextBackoff(state.backoff, ctx, cfg);
   return {
-    state: { ...state, phase: { name: 'Backoff', resume, delayMs: waitMs }, backoff: b },
+    state: { ...state, phase: { name: 'Backoff', resume, delayMs: waitMs, wakeable: failure.connection === true }, backoff: b },
     actions: [
       ...pre,
       { type: 'log', level, message: `${what}: ${describe(failure)}; ${retrying} in ${waitMs} ms` },
@@ -465,6 +489,17 @@ export function reflectorStep(
       }
 
     case 'Backoff': {
+      if (event.type === 'serverReachable') {
+        if (!phase.wakeable) return unchanged(state);
+        const delayMs = Math.round(cfg.wakeJitterMs * ctx.random);
+        return {
+          state: { ...state, phase: { ...phase, delayMs, wakeable: false } },
+          actions: [
+            { type: 'log', level: 'info', message: `the API server answers again; retrying in ${delayMs} ms instead of the backoff's ${phase.delayMs} ms` },
+            { type: 'scheduleRetry', delayMs },
+          ],
+        };
+      }
       if (event.type !== 'retryTimer') return unchanged(state);
       const resume = phase.resume;
       switch (resume.op) {

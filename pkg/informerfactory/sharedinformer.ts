@@ -178,6 +178,8 @@ export class SharedIndexInformer<T extends KubeObject = KubeObject> {
           sink: this.sinkFor(ns),
           config: { useWatchList: opts.useWatchList ?? false, ...opts.reflector?.config },
           watchIdleTimeoutMs: opts.reflector?.watchIdleTimeoutMs,
+          // The client's answers (any request of the process on its transport) end connection-failure backoffs.
+          reachability: opts.client?.reachability,
           clock: this.clock,
           logger: opts.logger,
           random: opts.random,
