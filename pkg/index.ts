@@ -68,6 +68,7 @@ export { KubeConfig } from './client/kubeconfig.ts';
 export {
   RestClient, ApiError, isNotFound, isConflict, isAlreadyExists, type RestClientOptions, type RequestOptions, type Verb,
 } from './client/rest.ts';
+export { ServerReachability } from './client/reachability.ts';
 export { loadKubeConfig, type KubeConfigSource } from './manager/kubeconfig.ts';
 export { ResourceClient, StatusClient, ScaleClient, type ApiClient } from './client/typed.ts';
 export { ignoreNotFound, ignoreAlreadyExists } from './client/ignore.ts';

@@ -19,7 +19,11 @@
 import type { RequestTransport } from './transport.ts';
 import { ApiError } from './errors.ts';
 
-/** Tells subscribers that the API server answered a request (see the module comment). */
+/**
+ * Tells subscribers that the API server answered a request (any status): one per transport, `RestClient.reachability`.
+ * Reflectors waiting in a backoff after a connection-level failure subscribe and retry within a second of the next
+ * answer instead of sleeping out their backoff. Listeners run on a later microtask, once per burst of answers.
+ */
 export class ServerReachability {
   private readonly listeners = new Set<() => void>();
   private pending = false;

@@ -21,6 +21,9 @@
  * or discarded), so nothing per request outlives it — no `AbortSignal.any` chains on long-lived signals, no 30 s
  * timers left behind by finished requests.
  *
+ * Reachability (issue 43): every response (any status) is reported to `reachability`, the ServerReachability of the
+ * transport, which wakes reflectors waiting in a backoff after a connection-level failure (reachability.ts).
+ *
  * Concurrency: a RestClient is stateless between requests and safe to share across every informer, controller,
  * elector and recorder of the process.
  */
