@@ -11,7 +11,11 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ControlPlane, isAlive } from './cluster/controlplane.ts';
-import { cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
+import { Registry } from 'prom-client';
+import { coreResources } from '../pkg/apimachinery/resource.ts';
+import { RestClient } from '../pkg/client/rest.ts';
+import { SharedInformerFactory } from '../pkg/informerfactory/factory.ts';
+import { adminKubeConfig, cluster, expectStatus, suffix, testNamespace, waitFor } from './helpers/cluster.ts';
 
 const run = promisify(execFile);
 
@@ -187,6 +191,45 @@ describe('component stop/start (private minimal control plane)', () => {
     await cp.startComponent('kube-apiserver');
     const got = expectStatus<{ data: { k: string } }>(await cp.get(`/api/v1/namespaces/default/configmaps/${name}`), 200, 'get after restart');
     assert.equal(got.data.k, 'v');
+  });
+
+  test('an informer started while kube-apiserver is down is woken by the next answer, not its 10-minute backoff (issue 43)', async () => {
+    // Every backoff is 10 minutes, the test's deadlines 60 s: the informer can only sync in time if the answer to
+    // another request on its client ends the wait (ServerReachability). No timing is asserted; the structure is:
+    // refused LIST → backoff; kube-apiserver back; one answered GET on the same client → the informer lists and
+    // watches (a ConfigMap created after the restart reaches its cache).
+    const client = new RestClient({ kubeConfig: adminKubeConfig(cp), registry: new Registry() });
+    const factory = new SharedInformerFactory({
+      client, namespaces: ['default'], reflector: { config: { backoffInitialMs: 600_000, backoffMaxMs: 600_000 } },
+    });
+    const informer = factory.informerFor(coreResources.configMaps);
+    const ac = new AbortController();
+    const status = (): string => JSON.stringify(informer.reflectorStatus());
+    try {
+      await cp.stopComponent('kube-apiserver');
+      factory.start(ac.signal);
+      await waitFor('the reflector backing off after a refused LIST', () => {
+        const s = informer.reflectorStatus()[0];
+        return s?.phase === 'Backoff' && s.lastError?.connection === true ? s : undefined;
+      });
+      await cp.startComponent('kube-apiserver');
+      // One answer on the same client (in the manager: the leader's renew, or another informer's retry).
+      await waitFor('an answer on the informer\'s client', async () => (await client.json('GET', '/api/v1/namespaces/default')) !== undefined);
+      const name = `woken-${suffix()}`;
+      expectStatus(await cp.request('POST', '/api/v1/namespaces/default/configmaps', {
+        apiVersion: 'v1', kind: 'ConfigMap', metadata: { name },
+      }), 201, 'create after restart');
+      await waitFor('the informer to see the ConfigMap created after the restart', () => informer.lister().get('default', name) !== undefined)
+        .catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}; reflector: ${status()}`);
+        });
+      assert.ok(informer.hasSynced(), status());
+    } finally {
+      ac.abort();
+      await client.close();
+      // The other tests of this suite need kube-apiserver running.
+      if (!cp.running().includes(cp.state.components['kube-apiserver']?.pid ?? -1)) await cp.startComponent('kube-apiserver');
+    }
   });
 
   test('etcd stopped and started again keeps its data (API answers errors meanwhile)', async () => {
