@@ -68,6 +68,18 @@ function driver(api: FakeApi, extra: Partial<SelfManagedCertificatesOptions> = {
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
+/**
+ * Lets the driver run until `done()` (the fake clock only drives its timers; key generation runs on libuv's thread
+ * pool, so a round takes real time — on a loaded machine, many event-loop turns). Fails after `ms` of real time.
+ */
+async function until(what: string, done: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
 describe('SelfManagedCertificates (fake API)', () => {
   test('a Secret edited into garbage is regenerated once, and the log says why', async () => {
     const other = await certificateAuthority({ commonName: 'other' });
@@ -119,7 +131,7 @@ describe('SelfManagedCertificates (fake API)', () => {
     api.forbidden.clear();
     const rounds = certs.stats.rounds;
     clock.step(1_000);
-    for (let i = 0; i < 200 && certs.stats.injections === 0; i++) await new Promise((r) => setImmediate(r));
+    await until('the injection once allowed', () => certs.stats.injections > 0);
     assert.ok(certs.stats.rounds > rounds);
     assert.equal(certs.stats.injections, 1);
     const vwc = api.objects.get(vwcPath) as Obj & { webhooks: { clientConfig: { caBundle: string } }[] };
@@ -141,7 +153,7 @@ describe('SelfManagedCertificates (fake API)', () => {
     api.forbidden.add(vwcPath);
     const errors = certs.stats.errors;
     clock.step(1_000);
-    for (let i = 0; i < 200 && certs.stats.errors === errors; i++) await new Promise((r) => setImmediate(r));
+    await until('the round failing', () => certs.stats.errors !== errors);
     assert.equal(certs.stats.won.regenerate, 1);
     assert.equal(certs.stats.errors, errors + 1, 'the round failed');
     assert.equal(updates.length, 1, 'the new pair was delivered');
