@@ -29,6 +29,17 @@ NODE_TESTS := test/node-reclaim.e2e.ts test/node.e2e.ts test/helm.e2e.ts
 NODE_TEST_FLAGS := --test --test-reporter=spec --test-concurrency=1 --test-timeout=1200000
 # Where `make test` writes the node suite's output while it runs in the background (printed when it ends).
 NODE_TEST_LOG ?= $(CURDIR)/.test-node.log
+# `make test` runs the unit and integration files in two lanes at once (issue 43: CI room on 2 cores). Lane 2 holds
+# files that wait more than they compute (neutron-server, Keystone, npm installs, lease expiries) and start what they
+# use themselves: private control planes, neutron-servers and Keystones on free ports, copies of the repository; it has
+# its own shared control plane (its own --test-global-setup), so no file of one lane sees a cluster-scoped object of
+# the other. A file that uses the repository's .cluster/ or a fixed port (test/run-webhooks.test.ts: 9443, 8080)
+# stays in lane 1. Inside a lane, files run one at a time as before.
+LANE2_TESTS := test/sharding.test.ts test/deploy.test.ts test/neutron-keystone.test.ts test/neutron-transport.test.ts \
+  test/observability.test.ts test/scaffold.test.ts test/example.test.ts test/soak.test.ts test/compat.test.ts
+LANE1_INTEGRATION_TESTS := $(filter-out $(LANE2_TESTS),$(sort $(wildcard test/*.test.ts test/*/*.test.ts)))
+LANE2_TEST_LOG ?= $(CURDIR)/.test-lane2.log
+INTEGRATION_FLAGS := --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 --test-global-setup=test/global-setup.ts
 
 ##@ General
 
@@ -104,9 +115,10 @@ test-node-sizing: require-root deps tools node-tools ## The sizing rule (docs/si
 require-root:
 	@[ "$$(id -u)" = 0 ] || { echo "make $(or $(MAKECMDGOALS),test): must run as root: the real-node suite ($(NODE_TESTS)) creates a network namespace, cgroups and mounts (docs/real-node.md)" >&2; exit 1; }
 
-# The node suite (~12 min, mostly waiting for the kubelet's token rotation) runs in the BACKGROUND while the unit and
-# integration tests run (~22 min), its output in NODE_TEST_LOG; when they end, make waits for it, prints its log and
-# fails if either failed (both exit codes printed). hack/image/setup.sh runs once first: test/image.test.ts and the
+# The node suite (~12 min, mostly waiting for the kubelet's token rotation) and integration lane 2 (LANE2_TESTS) run in
+# the BACKGROUND while lane 1 (the unit tests and the other integration files) runs, their output in NODE_TEST_LOG and
+# LANE2_TEST_LOG; when lane 1 ends, make waits for lane 2 and prints its log, then for the node suite and prints its
+# log, and fails if any failed (each exit code printed). hack/image/setup.sh runs once first: test/image.test.ts and the
 # node suite both build images with podman, and must not both make the base image the first time.
 .PHONY: test
 test: require-root deps tools node-tools ## Everything CI runs: typecheck, lint, unit and integration tests, and the real-node suite beside them (root).
@@ -116,12 +128,18 @@ test: require-root deps tools node-tools ## Everything CI runs: typecheck, lint,
 	@t0=$$SECONDS; \
 	echo "[make test] real-node suite ($(NODE_TESTS)) started in the background; its log: $(NODE_TEST_LOG)"; \
 	$(NODE) $(NODE_TEST_FLAGS) $(NODE_TESTS) > "$(NODE_TEST_LOG)" 2>&1 & node_pid=$$!; \
-	trap 'kill $$node_pid 2>/dev/null' INT TERM; \
+	echo "[make test] integration lane 2 ($(LANE2_TESTS)) started in the background; its log: $(LANE2_TEST_LOG)"; \
+	$(NODE) $(INTEGRATION_FLAGS) $(LANE2_TESTS) > "$(LANE2_TEST_LOG)" 2>&1 & lane2_pid=$$!; \
+	trap 'kill $$node_pid $$lane2_pid 2>/dev/null' INT TERM; \
 	set +e; \
-	$(NODE) --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 \
-	  --test-global-setup=test/global-setup.ts $(UNIT_TESTS) $(INTEGRATION_TESTS); \
-	rc=$$?; t1=$$SECONDS; \
-	echo "[make test] unit + integration tests: exit $$rc after $$((t1 - t0)) s; waiting for the real-node suite"; \
+	$(NODE) $(INTEGRATION_FLAGS) $(UNIT_TESTS) $(LANE1_INTEGRATION_TESTS); \
+	rc1=$$?; \
+	echo "[make test] lane 1 (unit tests and the other integration files): exit $$rc1 after $$((SECONDS - t0)) s; waiting for lane 2"; \
+	wait $$lane2_pid; rc2=$$?; t1=$$SECONDS; \
+	echo "[make test] ---- integration lane 2, log $(LANE2_TEST_LOG) ----"; \
+	cat "$(LANE2_TEST_LOG)"; \
+	rc=$$rc1; [ "$$rc" != 0 ] || rc=$$rc2; \
+	echo "[make test] unit + integration tests: exit $$rc after $$((t1 - t0)) s (lane 1: exit $$rc1; lane 2: exit $$rc2); waiting for the real-node suite"; \
 	wait $$node_pid; node_rc=$$?; \
 	echo "[make test] ---- real-node suite ($(NODE_TESTS)), log $(NODE_TEST_LOG) ----"; \
 	cat "$(NODE_TEST_LOG)"; \

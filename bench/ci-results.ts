@@ -9,9 +9,9 @@
  * CI_DIR holds `times.tsv` (one `name<TAB>seconds<TAB>exit code` line per part `.ci/run` timed) and `make-test.log`
  * (`make test`'s whole output). From the log, verbatim lines only: `make test`'s own line
  * `[make test] unit + integration tests: exit R (N s); real-node suite: exit R (ended N s after the start)` and the
- * node test runner's summaries (`ℹ tests N`, `ℹ pass N`, … `ℹ duration_ms N`): the last one before
- * `[make test] unit + integration tests: exit …` is the unit + integration run's, the last one after
- * `[make test] ---- real-node suite` is the node suite's. Those lines are kept in `runs` (the evidence); the file is
+ * node test runner's summaries (`ℹ tests N`, `ℹ pass N`, … `ℹ duration_ms N`): those before
+ * `[make test] unit + integration tests: exit …` are the unit + integration lanes' (lane 1's, then lane 2's log; added
+ * up, the duration the longest lane's), the last one after `[make test] ---- real-node suite` is the node suite's. Those lines are kept in `runs` (the evidence); the file is
  * small enough to commit. A CI run has no anchor (its times are the project's own cost on this machine): the file says
  * so, and the previous CI results file is the comparison.
  */
@@ -31,16 +31,34 @@ export interface CiLog {
 
 const SUMMARY = /^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ([\d.]+)$/;
 
-/** The last complete runner summary in `lines` (keys tests, pass, fail, … duration_ms), with its lines. */
-function lastSummary(lines: string[]): { summary: Record<string, number>; lines: string[] } | undefined {
-  for (let i = lines.length - 1; i >= 0; i--) {
+/** Every complete runner summary in `lines` (keys tests, pass, fail, … duration_ms), with its lines, in order. */
+function summaries(lines: string[]): Array<{ summary: Record<string, number>; lines: string[] }> {
+  const out: Array<{ summary: Record<string, number>; lines: string[] }> = [];
+  for (let i = 0; i < lines.length; i++) {
     if (!/^ℹ duration_ms /.test(lines[i] ?? '')) continue;
     const block: string[] = [];
     for (let j = i; j >= 0 && SUMMARY.test(lines[j] ?? ''); j--) block.unshift(lines[j] ?? '');
     const summary = Object.fromEntries(block.map((l) => SUMMARY.exec(l)).filter((m) => m !== null).map((m) => [m[1] ?? '', Number(m[2])]));
-    if ('tests' in summary) return { summary, lines: block };
+    if ('tests' in summary) out.push({ summary, lines: block });
   }
-  return undefined;
+  return out;
+}
+
+/** The last complete runner summary in `lines`, with its lines. */
+function lastSummary(lines: string[]): { summary: Record<string, number>; lines: string[] } | undefined {
+  return summaries(lines).at(-1);
+}
+
+/**
+ * The runs' summaries as one: counts added, `duration_ms` the longest (the runs went side by side), the lines of all.
+ */
+function combined(all: Array<{ summary: Record<string, number>; lines: string[] }>): { summary: Record<string, number>; lines: string[] } | undefined {
+  if (all.length === 0) return undefined;
+  const summary: Record<string, number> = {};
+  for (const { summary: s } of all) {
+    for (const [k, v] of Object.entries(s)) summary[k] = k === 'duration_ms' ? Math.max(summary[k] ?? 0, v) : (summary[k] ?? 0) + v;
+  }
+  return { summary, lines: all.flatMap((s) => s.lines) };
 }
 
 /** Parses `.ci/run`'s times.tsv and `make test`'s output. */
@@ -59,7 +77,7 @@ export function parseCiLog(timesTsv: string, makeTestLog: string): CiLog {
   const ui = lines.findIndex((l) => /^\[make test\] unit \+ integration tests: exit \d+ after \d+ s/.test(l));
   if (ui >= 0) {
     const m = /exit (\d+) after (\d+) s/.exec(lines[ui] ?? '');
-    const s = lastSummary(lines.slice(0, ui));
+    const s = combined(summaries(lines.slice(0, ui)));
     out.unitIntegration = { seconds: Number(m?.[2]), exitCode: Number(m?.[1]), summary: s?.summary ?? {} };
     evidence.push(...(s?.lines ?? []), lines[ui] ?? '');
   }

@@ -445,8 +445,12 @@ describe('figures in README.md and docs/ come from results files', () => {
     const times = 'control plane, cert-manager and helm binaries\t3\t0\nreal-node binaries\t0\t0\nmake test\t2072\t0\n';
     const log = [
       '[make test] real-node suite (test/node-reclaim.e2e.ts test/node.e2e.ts test/helm.e2e.ts) started in the background; its log: /x/.test-node.log',
-      '✔ a test (5ms)', 'ℹ tests 1404', 'ℹ suites 3', 'ℹ pass 1404', 'ℹ fail 0', 'ℹ cancelled 0', 'ℹ skipped 0', 'ℹ todo 0', 'ℹ duration_ms 2031877.5',
-      '[make test] unit + integration tests: exit 0 after 2032 s; waiting for the real-node suite',
+      '[make test] integration lane 2 (test/sharding.test.ts) started in the background; its log: /x/.test-lane2.log',
+      '✔ a test (5ms)', 'ℹ tests 1400', 'ℹ suites 3', 'ℹ pass 1400', 'ℹ fail 0', 'ℹ cancelled 0', 'ℹ skipped 0', 'ℹ todo 0', 'ℹ duration_ms 2031877.5',
+      '[make test] lane 1 (unit tests and the other integration files): exit 0 after 2032 s; waiting for lane 2',
+      '[make test] ---- integration lane 2, log /x/.test-lane2.log ----',
+      '✔ sharding (5ms)', 'ℹ tests 4', 'ℹ suites 1', 'ℹ pass 4', 'ℹ fail 0', 'ℹ cancelled 0', 'ℹ skipped 0', 'ℹ todo 0', 'ℹ duration_ms 1500000',
+      '[make test] unit + integration tests: exit 0 after 2032 s (lane 1: exit 0; lane 2: exit 0); waiting for the real-node suite',
       '[make test] ---- real-node suite (test/node-reclaim.e2e.ts test/node.e2e.ts test/helm.e2e.ts), log /x/.test-node.log ----',
       'ℹ tests 20', 'ℹ suites 0', 'ℹ pass 20', 'ℹ fail 0', 'ℹ cancelled 0', 'ℹ skipped 0', 'ℹ todo 0', 'ℹ duration_ms 872000',
       '[make test] unit + integration tests: exit 0 (2032 s); real-node suite: exit 0 (ended 873 s after the start)',
@@ -454,14 +458,15 @@ describe('figures in README.md and docs/ come from results files', () => {
     const parsed = parseCiLog(times, log);
     assert.deepEqual(parsed.parts['make test'], { seconds: 2072, exitCode: 0 });
     assert.equal(parsed.unitIntegration?.seconds, 2032);
-    assert.equal(parsed.unitIntegration?.summary['tests'], 1404);
+    assert.equal(parsed.unitIntegration?.summary['tests'], 1404, 'the lanes\' counts added');
+    assert.equal(parsed.unitIntegration?.summary['duration_ms'], 2031877.5, 'the longest lane\'s duration');
     assert.equal(parsed.nodeSuite?.endedSeconds, 873);
     assert.equal(parsed.nodeSuite?.summary['pass'], 20);
     const tree = ciResultTree(parsed);
     assert.equal(leafAt({ results: tree }, 'makeTest.seconds')?.value, 2072);
     assert.equal(leafAt({ results: tree }, 'unitIntegration.tests')?.value, 1404);
     assert.equal(leafAt({ results: tree }, 'nodeSuite.duration')?.value, 872);
-    assert.ok(parsed.evidence.includes('ℹ tests 1404') && parsed.evidence.some((l) => l.startsWith('[make test] unit + integration tests: exit 0 (2032 s)')));
+    assert.ok(parsed.evidence.includes('ℹ tests 1400') && parsed.evidence.includes('ℹ tests 4') && parsed.evidence.some((l) => l.startsWith('[make test] unit + integration tests: exit 0 (2032 s)')));
   });
 
   test('every marked figure in README.md and docs/*.md equals its results file, which names its run, load and anchor', () => {
