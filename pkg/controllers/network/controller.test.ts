@@ -222,7 +222,8 @@ describe('networkReconciler: create and converge', () => {
       return read;
     };
     assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
-    assert.deepEqual(rest.calls, [], 'no status write');
+    // The only Kubernetes write: the confirmation of the cached copy before the (refused) update.
+    assert.deepEqual(rest.calls.map((c) => c.path), [objPath], 'no status write');
     assert.deepEqual(recorder.events, []);
     assert.equal(neutron.subnets.get(s.id)?.gateway_ip, '10.0.0.1', 'not applied over the newer subnet');
 
@@ -278,6 +279,85 @@ describe('networkReconciler: create and converge', () => {
       assert.deepEqual(rest.calls, [{ method: 'PATCH', path: objPath, body: { metadata: { finalizers: [FINALIZER], resourceVersion: '5' } } }], what);
     }
     assert.deepEqual(recorder.events, []);
+  });
+
+  test('every Neutron write from a stale cached copy waits for its confirmation: a 409 (old CIDR, old gateway, a duplicate or untagged network) writes nothing in Neutron, quiet requeue', async () => {
+    // Each case: Neutron as the current Network left it, and the cache's older copy of that Network (the server answers
+    // 409 to the confirming patch). Acting on the copy would delete the subnet the current spec wants (a standby's
+    // lagging cache, found by explore), move a gateway back, delete the network the current status names, adopt.
+    const cases: Record<string, () => Network> = {
+      'old CIDR': () => {
+        const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+        const current = neutron.addSubnet(n.id, '10.3.0.0/24', '10.3.0.1', { tags: [TAG] });
+        return aNetwork({ cidr: '10.2.0.0/24' }, {}, { networkID: n.id, subnetID: current.id });
+      },
+      'old gateway': () => {
+        const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+        const s = neutron.addSubnet(n.id, '10.0.0.0/24', '10.0.0.254', { tags: [TAG] });
+        return aNetwork({ cidr: '10.0.0.0/24', gateway: '10.0.0.1' }, {}, { networkID: n.id, subnetID: s.id });
+      },
+      'status naming the other of two duplicates': () => {
+        const older = neutron.addNetwork({ tags: [TAG] });
+        const current = neutron.addNetwork({ tags: [TAG] }); // the current status names this one
+        neutron.addSubnet(current.id, '10.0.0.0/24', '10.0.0.1', { tags: [TAG] });
+        return aNetwork({ cidr: '10.0.0.0/24' }, {}, { networkID: older.id });
+      },
+      'an untagged network to adopt': () => {
+        neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) });
+        return aNetwork({ cidr: '10.0.0.0/24' });
+      },
+    };
+    for (const [what, seed] of Object.entries(cases)) {
+      cache = new Indexer<Network>();
+      rest = new FakeRest();
+      neutron = new NeutronDouble({ ids: 'sequence' });
+      cache.add(seed());
+      const before = structuredClone([[...neutron.networks.values()], [...neutron.subnets.values()]]);
+      reconcile = networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => now });
+      rest.fail = () => new ApiError(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again', {});
+      assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true }, what);
+      assert.deepEqual(neutron.ops.filter((o) => !/^(list|get)/.test(o)), [], `${what}: nothing written to Neutron`);
+      assert.deepEqual([[...neutron.networks.values()], [...neutron.subnets.values()]], before, what);
+      assert.deepEqual(rest.calls, [{ method: 'PATCH', path: objPath, body: { metadata: { finalizers: [FINALIZER], resourceVersion: '5' } } }], what);
+    }
+    assert.deepEqual(recorder.events, []);
+  });
+
+  test('a cached copy is confirmed once per reconcile, before its first Neutron write; a converged Network or a live copy (the finalizer patch\'s answer) needs no confirming PATCH', async () => {
+    // A CIDR change from the cache: two Neutron writes (delete the old subnet, create the new), one confirmation first.
+    const n = neutron.addNetwork({ name: 'ns/net', tags: [TAG] });
+    const old = neutron.addSubnet(n.id, '10.2.0.0/24', '10.2.0.1', { tags: [TAG] });
+    const net = aNetwork({ cidr: '10.2.0.0/23' }, { generation: 2 }, { networkID: n.id, subnetID: old.id });
+    cache.add(net);
+    const writesAtPatch: number[] = [];
+    const writes = (): number => neutron.ops.filter((o) => !/^(list|get)/.test(o)).length;
+    rest.fail = (c) => {
+      if (c.path === objPath) writesAtPatch.push(writes());
+      return undefined;
+    };
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.slice(2), [`deleteSubnet ${old.id}`, 'createSubnet 10.2.0.0/23', 'addTag subnets/id-3']);
+    assert.deepEqual(writesAtPatch, [0], 'one confirming PATCH, before any Neutron write');
+    assert.deepEqual(rest.calls.filter((c) => c.path === objPath), [{ method: 'PATCH', path: objPath, body: { metadata: { finalizers: [FINALIZER], resourceVersion: '5' } } }]);
+
+    // Converged: no write to Neutron, so no confirmation either.
+    cache.update(withWrittenStatus(net));
+    rest.calls.length = 0;
+    neutron.ops.length = 0;
+    await reconcile(req, signal, ctx);
+    assert.equal(writes(), 0);
+    assert.deepEqual(rest.calls, []);
+
+    // Live: without our finalizer, the finalizer patch's answer is the server's object — no second PATCH for the
+    // network create, its subnet, the tags.
+    cache = new Indexer<Network>();
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }, { finalizers: [] }));
+    rest = new FakeRest();
+    neutron = new NeutronDouble({ ids: 'sequence' });
+    reconcile = networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => now });
+    await reconcile(req, signal, ctx);
+    assert.deepEqual(neutron.ops.filter((o) => !/^(list|get)/.test(o)), ['createNetwork ns/net', 'addTag networks/id-1', 'createSubnet 10.0.0.0/24', 'addTag subnets/id-2']);
+    assert.deepEqual(rest.calls.filter((c) => c.path === objPath), [{ method: 'PATCH', path: objPath, body: { metadata: { finalizers: [FINALIZER], resourceVersion: '5' } } }]);
   });
 
   test('a Network deleted from the cache: nothing to do', async () => {
@@ -420,7 +500,8 @@ describe('networkReconciler: invalid specs and Neutron errors', () => {
     cache.update({ ...converged, metadata: { ...converged.metadata, generation: 2 } });
     rest.calls.length = 0;
     await reconcile(req, signal, ctx);
-    assert.deepEqual(rest.calls.map((c) => [c.path, (c.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion]), [[statusPath, '9']]);
+    // The gateway update is derived from the cached copy: confirmed first, guarded by the same resourceVersion.
+    assert.deepEqual(rest.calls.map((c) => [c.path, (c.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion]), [[objPath, '9'], [statusPath, '9']]);
   });
 
   test('a status write refused with 409 requeues quietly; the Neutron changes made are still reported (Normal Event)', async () => {

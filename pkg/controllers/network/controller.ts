@@ -112,6 +112,9 @@ interface Progress {
   actions: string[];
 }
 
+/** Resolves once the server has confirmed the reconcile's copy of the Network (see confirmOnce); StaleCache if not. */
+type Confirm = () => Promise<void>;
+
 /** No network was found and an earlier create's outcome is still unknown: look again after `ms`, do not create. */
 class AwaitingEarlierCreate extends Error {
   readonly ms: number;
@@ -132,12 +135,12 @@ class StaleRevision extends Error {
 }
 
 /**
- * The cached Network is not the server's any more (gone, re-created, being deleted, or changed): nothing is created
- * in Neutron from it. Quiet requeue: the informer catches up and the next reconcile sees what is there.
+ * The cached Network is not the server's any more (gone, re-created, being deleted, or changed): nothing is written
+ * to Neutron from it. Quiet requeue: the informer catches up and the next reconcile sees what is there.
  */
 class StaleCache extends Error {
   constructor(why: string) {
-    super(`the cached Network is stale (${why}); not creating in Neutron from it, requeued`);
+    super(`the cached Network is stale (${why}); not writing to Neutron from it, requeued`);
     this.name = 'StaleCache';
   }
 }
@@ -287,15 +290,26 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   }
 
   /**
-   * Before a Neutron network is created from `net` (the cache's copy, unless `live`: our finalizer patch just answered
-   * it), the server confirms it is still that object: the finalizer patch with the list unchanged, guarded by the
-   * cached resourceVersion — a no-op the server answers with the object when the copy is current (so not being
-   * deleted either: the cache would show it), 409 when it changed or was re-created, 404 when it is gone. A cache can
-   * lag the server (a new leader's, after an API-server restart): the Network may have been finalized and deleted by
-   * the previous leader meanwhile, and a create then would leak a Neutron network nobody deletes (found by the
-   * endurance bench, 28 Nov). One request per create, with the verb the finalizer already needs (no `get` in RBAC);
-   * none for a Network whose Neutron network exists.
+   * Every Neutron write derived from a cached copy of the Network waits for the server to confirm that copy: the
+   * finalizer patch with the list unchanged, guarded by the cached resourceVersion — a no-op the server answers with
+   * the object when the copy is current (so not being deleted either: the cache would show it), 409 when it changed or
+   * was re-created, 404 when it is gone (→ StaleCache, a quiet requeue). A cache can lag the server (a new leader's or
+   * a standby's, after an API-server restart), and a write from its copy acts on a spec the user has replaced:
+   *  - a network created for a Network already finalized and gone leaks (nobody deletes it; the endurance bench);
+   *  - the subnet of the current CIDR is deleted as "stale" and the old one re-created — in a cloud, a subnet the user
+   *    wants, with its ports (explore, stale-standby); likewise a gateway moved back, a tag adopted;
+   *  - the duplicate sweep keeps the network the old status names and deletes the one the current status names.
+   * Hence `confirmOnce` (one per reconcile): called before the reconcile's first write of any kind to Neutron, it costs
+   * at most one PATCH per reconcile that writes, none for one that writes nothing (the common, converged drift check)
+   * and none for a `live` copy (our finalizer patch just answered it). The verb is the one the finalizer already needs
+   * (no `get` in RBAC). finalize() needs none: its cleanup is by the UID's tag, not the spec, and a deletion is final
+   * (deletionTimestamp cannot be unset, the UID never comes back).
    */
+  function confirmOnce(net: AnyNetwork, live: boolean, signal: AbortSignal): () => Promise<void> {
+    let confirmed: Promise<void> | undefined = live ? Promise.resolve() : undefined;
+    return () => (confirmed ??= confirmLive(net, signal));
+  }
+
   async function confirmLive(net: AnyNetwork, signal: AbortSignal): Promise<void> {
     try {
       await patchFinalizers(net, net.metadata?.finalizers ?? [], signal);
@@ -306,13 +320,14 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
   }
 
-  async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger, live: boolean): Promise<NeutronNetwork> {
+  async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger, confirm: Confirm): Promise<NeutronNetwork> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const until = settling.get(uid);
     // Always a listing by name + description (and tag), also for the drift check of a converged Network (usually one
     // list call): a GET of the recorded id would miss a duplicate whose create committed after every settle window.
     const [keep, ...surplus] = byKeepOrder(await findNetworks(net, projectId, signal), net.status?.networkID, tag);
+    if (surplus.length > 0) await confirm(); // which one is kept depends on the status of this copy
     for (const dup of surplus) {
       log.warn({ neutronNetwork: dup.id }, 'Deleting a duplicate Neutron network');
       await neutron.deleteNetwork(dup.id, { signal }).catch((err: unknown) => {
@@ -322,6 +337,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     }
     if (keep) {
       if (!keep.tags.includes(tag)) {
+        await confirm();
         await neutron.addTag('networks', keep.id, tag, { signal });
         p.actions.push(`adopted untagged network ${keep.id}`);
       }
@@ -329,7 +345,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       return keep;
     }
     if (until !== undefined && nowMs() < until) throw new AwaitingEarlierCreate(until - nowMs());
-    if (!live) await confirmLive(net, signal);
+    await confirm();
     let created: NeutronNetwork;
     try {
       created = await neutron.createNetwork({ name: neutronName(net), description: neutronDescription(uid) }, { signal });
@@ -358,7 +374,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     return { ...created, tags: [...created.tags, uidTag(uid)] };
   }
 
-  async function deleteSubnets(subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger): Promise<void> {
+  async function deleteSubnets(subnets: Subnet[], p: Progress, signal: AbortSignal, log: Logger, confirm: Confirm): Promise<void> {
+    if (subnets.length > 0) await confirm();
     for (const s of subnets) {
       log.info({ neutronSubnet: s.id, cidr: s.cidr }, 'Deleting Neutron subnet');
       await neutron.deleteSubnet(s.id, { signal }).catch((err: unknown) => {
@@ -376,7 +393,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * created first and the old deleted after; an overlapping one (Neutron refuses overlaps on one network) needs the old
    * deleted first, and if Neutron then refuses the new one the old one is re-created before the error is reported.
    */
-  async function ensureSubnet(net: AnyNetwork, network: NeutronNetwork, listed: Subnet[] | undefined, d: DesiredSubnet, specCidr: string, p: Progress, signal: AbortSignal, log: Logger): Promise<Subnet> {
+  async function ensureSubnet(net: AnyNetwork, network: NeutronNetwork, listed: Subnet[] | undefined, d: DesiredSubnet, specCidr: string, p: Progress, signal: AbortSignal, log: Logger, confirm: Confirm): Promise<Subnet> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
     const family = d.cidr.version;
@@ -393,9 +410,13 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const stale = ours.filter((s) => s !== keep);
     if (keep) {
       setSubnet(p, family, keep.id, specCidr);
-      await deleteSubnets(stale, p, signal, log);
-      if (!keep.tags.includes(tag)) await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
+      await deleteSubnets(stale, p, signal, log, confirm);
+      if (!keep.tags.includes(tag)) {
+        await confirm();
+        await neutron.addTag('subnets', keep.id, tag, { signal }); // a create whose tagging never happened
+      }
       if (d.gateway === undefined || sameIP(keep.gateway_ip, d.gatewayText)) return keep;
+      await confirm();
       const pools = poolsForGatewayMove(d.cidr, keep.gateway_ip, d.gateway, keep.allocation_pools);
       let updated: Subnet;
       try {
@@ -419,7 +440,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const surviving = stale.filter((s) => !overlapping.includes(s));
     const kept = surviving.find((s) => s.id === recordedSubnetID(net, family)) ?? surviving[0];
     setSubnet(p, family, kept?.id, kept?.cidr ?? specCidr);
-    await deleteSubnets(overlapping, p, signal, log);
+    await deleteSubnets(overlapping, p, signal, log, confirm);
+    await confirm();
     let created: Subnet;
     try {
       created = await createOurSubnet(net, network.id, { cidr: d.cidrText, ipVersion: d.cidr.version, ...(d.gatewayText !== undefined && { gateway: d.gatewayText }) }, signal);
@@ -435,7 +457,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     p.actions.push(`created subnet ${created.id} (${created.cidr}, gateway ${created.gateway_ip ?? 'none'})`);
     log.info({ neutronSubnet: created.id, cidr: created.cidr }, 'Created Neutron subnet');
     setSubnet(p, family, created.id, specCidr);
-    await deleteSubnets(stale.filter((s) => !overlapping.includes(s)), p, signal, log);
+    await deleteSubnets(stale.filter((s) => !overlapping.includes(s)), p, signal, log, confirm);
     return created;
   }
 
@@ -558,29 +580,31 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     // The CIDR text each subnet's v2 status entry is keyed by: as written in the spec (v1 ignores it).
     const specCidrs = v2 ? ((net as NetworkV2).spec?.subnets ?? []).map((s) => s.cidr) : [];
 
-    // live: the server answered this object now (the finalizer patch), not only the cache — see confirmLive.
+    // live: the server answered this object now (the finalizer patch), not only the cache. Otherwise the first
+    // Neutron write confirms the cached copy first (once) — see confirmOnce.
     let live = false;
     if (!hasFinalizer(net)) {
       net = await patchFinalizers(net, [...(net.metadata?.finalizers ?? []), FINALIZER], signal);
       live = true;
     }
+    const confirm = confirmOnce(net, live, signal);
 
     const p = recordedProgress(net);
     const subnets: Subnet[] = [];
     try {
       const projectId = await neutron.projectId(signal);
-      const network = await ensureNetwork(net, projectId, p, signal, log, live);
+      const network = await ensureNetwork(net, projectId, p, signal, log, confirm);
       p.networkID = network.id;
       // v1: ensureSubnet lists the subnets itself (as it always has). v2: listed once here for both families, and
       // ours of a family the spec no longer has are deleted after the others exist.
       const listed = v2 && network.subnets.length > 0 ? await neutron.listSubnets({ networkId: network.id }, { signal }) : v2 ? [] : undefined;
       for (const [i, d] of v.desired.entries()) {
-        subnets.push(await ensureSubnet(net, network, listed, d, specCidrs[i] ?? d.cidrText, p, signal, log));
+        subnets.push(await ensureSubnet(net, network, listed, d, specCidrs[i] ?? d.cidrText, p, signal, log, confirm));
       }
       if (listed) {
         const tag = uidTag(uid);
         const unwanted = listed.filter((s) => (s.tags.includes(tag) || s.description === neutronDescription(uid)) && !order.includes(s.ip_version));
-        await deleteSubnets(unwanted, p, signal, log);
+        await deleteSubnets(unwanted, p, signal, log, confirm);
         for (const s of unwanted) p.subnets.delete(s.ip_version);
       }
       for (const f of [...p.subnets.keys()]) if (!order.includes(f)) p.subnets.delete(f); // v2: gone or never made
