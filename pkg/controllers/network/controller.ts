@@ -303,9 +303,10 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * at most one PATCH per reconcile that writes, none for one that writes nothing (the common, converged drift check)
    * and none for a `live` copy (our finalizer patch just answered it). The verb is the one the finalizer already needs
    * (no `get` in RBAC). finalize() needs none: its cleanup is by the UID's tag, not the spec, and a deletion is final
-   * (deletionTimestamp cannot be unset, the UID never comes back).
+   * (deletionTimestamp cannot be unset, the UID never comes back). Not a lock: the Network may change right after the
+   * confirmation; what is left is the window of this reconcile's own Neutron calls, not the cache's lag.
    */
-  function confirmOnce(net: AnyNetwork, live: boolean, signal: AbortSignal): () => Promise<void> {
+  function confirmOnce(net: AnyNetwork, live: boolean, signal: AbortSignal): Confirm {
     let confirmed: Promise<void> | undefined = live ? Promise.resolve() : undefined;
     return () => (confirmed ??= confirmLive(net, signal));
   }
