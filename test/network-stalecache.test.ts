@@ -1,7 +1,7 @@
 /**
- * The Network controller's stale-cache fence (pkg/controllers/network/controller.ts confirmLive; docs/controllers.md),
- * on the real kube-apiserver and a REAL neutron-server: a Neutron network is created only from a copy of the Network
- * the API server has just confirmed. The endurance bench found a new leader creating a Neutron network from its cached
+ * The Network controller's stale-cache fence (pkg/controllers/network/controller.ts confirmOnce; docs/controllers.md),
+ * on the real kube-apiserver and a REAL neutron-server: Neutron is written to only from a copy of the Network the API
+ * server has just confirmed. The endurance bench found a new leader creating a Neutron network from its cached
  * copy of a Network already finalized and gone — a leak nobody deletes.
  *
  * The reconciler is built as the controller builds it (networkReconciler over a Lister, the real RestClient, the real
@@ -9,7 +9,9 @@
  * EARLIER — as a lagging informer would hold it: our finalizer, no status, no Neutron network yet. The server then
  * moves on (the Network deleted, changed, or deleted and re-created under the same name), and the reconcile of the
  * stale copy must create nothing in Neutron (counted through Neutron's own API: by the UID's tag and description, and
- * overall), requeue quietly (no error, no Event). The test runs as admin; the manager's RBAC grants the verb the
+ * overall), requeue quietly (no error, no Event). Likewise for a converged copy whose CIDR the user has changed since
+ * (d): every Neutron write from a cached copy waits for the confirmation, so the stale spec neither deletes the
+ * current subnet nor re-creates the old one (found by explore's stale-standby plans). The test runs as admin; the manager's RBAC grants the verb the
  * confirmation uses (patch on networks; no get), which test/deploy.test.ts proves in a deployment.
  */
 import assert from 'node:assert/strict';
@@ -165,5 +167,44 @@ describe('a Network reconciled from a stale cached copy (gone, changed, or re-cr
 
     await assertNothingCreated(ns, 'again', oldUid, before, await reconcile());
     assert.deepEqual((await neutronNetworks(newUid)).ours, [], 'none of the new UID either (its own reconcile, from its own copy, creates it)');
+  });
+
+  test('(d) the CIDR changed on the server after a converged copy was cached (the new subnet made from the fresh copy): the stale copy deletes nothing and creates nothing in Neutron, quiet requeue, no Event', async (t: TestContext) => {
+    const [cidrA, cidrB] = ['10.94.0.0/24', '10.95.0.0/24'];
+    const { ns, cached } = await cachedNetwork(t, 'stale-cidr', 'cidr', cidrA);
+    const { cache, reconcile } = reconcilerWith(cached);
+    const serverCopy = async (): Promise<Network> => await getNetwork(ns, 'cidr') ?? assert.fail('the Network is there');
+    /** The subnets on the Network's Neutron network (id and CIDR), and how many neutron-server has overall. */
+    const subnetsOf = async (networkId: string): Promise<{ all: number; ours: string[] }> => {
+      const all = await bed.api.subnets();
+      return { all: all.length, ours: all.filter((s) => s['network_id'] === networkId).map((s) => `${String(s['id'])} ${String(s['cidr'])}`) };
+    };
+
+    // Converged at CIDR A, from a current copy; the cache's copy of it then (spec A, status A) is what goes stale.
+    assert.ok(typeof ((await reconcile()) as { requeueAfter?: unknown }).requeueAfter === 'number', 'converged at A');
+    const stale = await serverCopy();
+    const networkId = stale.status?.networkID ?? assert.fail('status names the Neutron network');
+    assert.deepEqual((await subnetsOf(networkId)).ours.map((s) => s.split(' ')[1]), [cidrA]);
+
+    // The user changes the CIDR; the reconcile of the fresh copy makes the B subnet (and deletes A's).
+    expectStatus(await cluster().request('PATCH', `${networksPath(ns)}/cidr`, { spec: { cidr: cidrB } }, mergePatch), 200, 'change the CIDR');
+    cache.update(await serverCopy());
+    assert.ok(typeof ((await reconcile()) as { requeueAfter?: unknown }).requeueAfter === 'number', 'converged at B');
+    const atB = await subnetsOf(networkId);
+    assert.deepEqual(atB.ours.map((s) => s.split(' ')[1]), [cidrB]);
+    const events = await eventsOf(ns, 'cidr');
+
+    // A lagging cache still holds the copy of A: reconciled from it, nothing is deleted or created in Neutron.
+    cache.update(stale);
+    const result = await reconcile();
+    assert.deepEqual(await subnetsOf(networkId), atB, 'the B subnet kept (same id), no A subnet, no subnet more or less overall');
+    assert.deepEqual(result, { requeue: true }, 'a quiet requeue');
+    assert.deepEqual(await eventsOf(ns, 'cidr'), events, 'no Event more');
+    assert.deepEqual((await serverCopy()).spec, { cidr: cidrB }, 'the spec on the server untouched');
+
+    // The informer catches up: the fresh copy is converged, nothing more happens in Neutron.
+    cache.update(await serverCopy());
+    await reconcile();
+    assert.deepEqual(await subnetsOf(networkId), atB);
   });
 });
