@@ -43,6 +43,17 @@ const get = (ns: string, name: string): Promise<ConfigMap | undefined> => ignore
 const waitFor = (what: string, check: () => Promise<boolean>): Promise<unknown> =>
   eventually(check, { message: () => `${what}; controller logs:\n${logs.slice(-2000)}` });
 
+test('a copy whose source is gone is deleted when the copier next looks at that name; a ConfigMap that is no copy stays', async () => {
+  // What a new leader with a stale cache can leave (it copied a source already deleted, after the finalizer went): a
+  // copy whose source does not exist. Its create event maps to the source's name; the copier deletes it (level-based).
+  await namespace('left', false);
+  const annotations = { 'copier.example.com/source': 'gone/settings' };
+  await configMaps('left').create({ metadata: { name: 'mine', annotations }, data: { kept: 'yes' } }); // not a copy: no copy-of label
+  await configMaps('left').create({ metadata: { name: 'settings', labels: { 'copier.example.com/copy-of': 'uid-of-a-source-long-gone' }, annotations }, data: { greeting: 'old' } });
+  await waitFor('the copy of the gone source deleted', async () => (await get('left', 'settings')) === undefined);
+  assert.equal((await get('left', 'mine'))?.data?.['kept'], 'yes', 'a ConfigMap that is not a copy is left alone');
+});
+
 test('a labelled ConfigMap is copied into labelled namespaces, kept in sync, and its copies go with it', async () => {
   await namespace('src', false);
   await namespace('a', true);

@@ -1,12 +1,14 @@
 /**
  * configmap-copier: copies every ConfigMap labelled `copier.example.com/source=true` into each namespace labelled
  * `copier.example.com/receive=true`, keeps the copies in sync, and deletes them (then its finalizer) when the source
- * is deleted or unlabelled. Built only on the public entry point of ts-controller-manager.
+ * is deleted or unlabelled. Level-based: a copy whose source is gone (or is another object of that name now) is deleted
+ * whenever the copier looks at that name — a copy made from a stale cache after the source went (a new leader's first
+ * reconcile) does not outlive it. Built only on the public entry point of ts-controller-manager.
  *   KUBECONFIG=… node main.ts      (env: WATCH_NAMESPACE, PROBE_ADDRESS, LEADER_ELECTION_NAMESPACE)
  *   ts-controller-manager gen rbac --out rbac --setup setupCopier main.ts   # rbac/: the RBAC it declares
  */
 import {
-  ControllerManager, coreResources, ignoreNotFound, keyOf, parseWatchNamespace, selectorFromSet, type Reconciler,
+  ControllerManager, coreResources, ignoreNotFound, keyOf, parseSelector, parseWatchNamespace, selectorFromSet, type Reconciler,
 } from 'ts-controller-manager';
 import type { ConfigMap, Namespace } from 'ts-controller-manager/api/core/v1';
 
@@ -14,6 +16,7 @@ const { configMaps, namespaces } = coreResources;
 const isSource = selectorFromSet({ 'copier.example.com/source': 'true' });
 const isReceiver = selectorFromSet({ 'copier.example.com/receive': 'true' });
 const copyOf = 'copier.example.com/copy-of'; // label on each copy: its source's UID
+const isCopy = parseSelector(copyOf);
 const sourceKey = 'copier.example.com/source'; // annotation on each copy: "namespace/name" of its source
 const finalizer = 'copier.example.com/copies';
 
@@ -24,8 +27,20 @@ export function setupCopier(mgr: ControllerManager): void {
   const api = mgr.client.resource<ConfigMap>(configMaps);
   const copiesOf = (src: ConfigMap): ConfigMap[] => cms.list(undefined, selectorFromSet({ [copyOf]: src.metadata?.uid ?? '' }));
 
+  /** Copies made of the ConfigMap `key` other than `src` (undefined: none is cached): of a source gone, or an earlier one. */
+  const orphansOf = (key: string, src: ConfigMap | undefined): ConfigMap[] => cms.list(undefined, isCopy)
+    .filter((c) => c.metadata?.annotations?.[sourceKey] === key && c.metadata?.labels?.[copyOf] !== src?.metadata?.uid);
+  const remove = async (copy: ConfigMap, signal: AbortSignal): Promise<void> => {
+    await ignoreNotFound(api.namespace(copy.metadata?.namespace ?? '').delete(copy.metadata?.name ?? '', { preconditions: { uid: copy.metadata?.uid }, signal }));
+  };
+
   const reconcile: Reconciler = async ({ namespace, name }, signal, { log }) => {
     const src = cms.get(namespace, name);
+    // Copies reach this key through the watch below (their source annotation): one of no cached source is deleted.
+    for (const copy of orphansOf(keyOf(namespace, name), src)) {
+      await remove(copy, signal);
+      log.info({ copy: keyOf(copy.metadata?.namespace, name) }, 'Deleted copy of a source gone');
+    }
     const finalizers = src?.metadata?.finalizers ?? [];
     if (!src || (!isSource.matches(src.metadata?.labels) && !finalizers.includes(finalizer))) return;
     const setFinalizers = (list: string[]): Promise<unknown> => api.namespace(namespace)
@@ -37,7 +52,7 @@ export function setupCopier(mgr: ControllerManager): void {
     for (const copy of copiesOf(src)) {
       const ns = copy.metadata?.namespace ?? '';
       if (want.has(ns)) continue;
-      await ignoreNotFound(api.namespace(ns).delete(name, { preconditions: { uid: copy.metadata?.uid }, signal }));
+      await remove(copy, signal);
       log.info({ copy: keyOf(ns, name) }, 'Deleted copy');
     }
     for (const ns of want) {
