@@ -9,7 +9,7 @@
  */
 import { coreResources } from '../../pkg/apimachinery/resource.ts';
 import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
-import { isAlreadyExists, isNotFound } from '../../pkg/client/errors.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../pkg/client/errors.ts';
 import type { ControllerManager } from '../../pkg/runtime/manager.ts';
 import { create, patch, remove, run, settle, type Step } from '../../pkg/testing/explore/workload.ts';
 
@@ -24,6 +24,26 @@ export interface Gizmo extends KubeObject {
 const FINALIZER = 'gallery.explore.example.com/cleanup';
 const merge = { contentType: 'application/merge-patch+json' } as const;
 const gizmoPath = (ns: string, name: string): string => `/apis/gallery.explore.example.com/v1/namespaces/${ns}/gizmos/${name}`;
+
+/** A merge patch fenced by the resourceVersion it carries: false when the Gizmo is gone (404) or changed since (409). */
+async function fencedPatch(mgr: ControllerManager, path: string, body: object, signal: AbortSignal): Promise<boolean> {
+  try {
+    await mgr.client.json('PATCH', path, { body, ...merge, signal });
+    return true;
+  } catch (err) {
+    if (isNotFound(err) || isConflict(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Whether the cached Gizmo `g` is still current on the server: a patch that changes nothing, fenced by its
+ * resourceVersion. Every fixed controller that makes a volume asks this first: a cache — a new leader's, after a
+ * restart — may hold a Gizmo that is gone, and a volume made for it is never deleted.
+ */
+function confirmed(mgr: ControllerManager, g: Gizmo, signal: AbortSignal): Promise<boolean> {
+  return fencedPatch(mgr, gizmoPath(g.metadata?.namespace ?? '', g.metadata?.name ?? ''), { metadata: { resourceVersion: g.metadata?.resourceVersion } }, signal);
+}
 
 /** The external system: volumes by name, each with the data a user wrote into it. Honours the caller's signal. */
 export class Cloud {
@@ -93,22 +113,24 @@ export const gallery: GalleryEntry[] = [
       const b = mgr.controller('finalizer-first').for<Gizmo>(gizmoResource);
       b.complete(async ({ namespace, name }, signal) => {
         const g = b.informer().lister().get(namespace, name);
-        if (!g) return;
+        if (!g) return undefined;
         const m = g.metadata ?? {};
         if (m.deletionTimestamp) {
-          if (!m.finalizers?.includes(FINALIZER)) return;
+          if (!m.finalizers?.includes(FINALIZER)) return undefined;
           // BUG: the finalizer goes first; if the process dies before the delete below, nothing will ever delete
           // the volume. Correct: delete the volume, then remove the finalizer.
           if (fixed) cloud.delete(name, signal);
           await mgr.client.json('PATCH', gizmoPath(namespace, name), { body: { metadata: { resourceVersion: m.resourceVersion, finalizers: m.finalizers.filter((f) => f !== FINALIZER) } }, ...merge, signal });
           if (!fixed) cloud.delete(name, signal);
-          return;
+          return undefined;
         }
         if (!m.finalizers?.includes(FINALIZER)) {
           await mgr.client.json('PATCH', gizmoPath(namespace, name), { body: { metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), FINALIZER] } }, ...merge, signal });
-          return;
+          return undefined;
         }
+        if (fixed && !(await confirmed(mgr, g, signal))) return { requeue: true }; // (not this entry's bug: stale-cache-after-deletion's)
         cloud.ensure(name, m.uid ?? '', signal);
+        return undefined;
       });
     },
     workload: [create(ns), create(gizmo()), settle(), remove(gizmo())],
@@ -120,7 +142,7 @@ export const gallery: GalleryEntry[] = [
     setup(mgr, cloud, fixed) {
       const b = mgr.controller('stale-read').for<Gizmo>(gizmoResource);
       b.complete(async ({ namespace, name }, signal) => {
-        if (!b.informer().lister().get(namespace, name)) return;
+        if (!b.informer().lister().get(namespace, name)) return undefined;
         // BUG: a "cheap" read from the API server's watch cache (resourceVersion=0) may return an older state — after
         // a restart, even the Gizmo this name had before it was deleted and re-created. The cleanup below then
         // deletes the new Gizmo's volume and its finalizer, both by name. Correct: the informer's object, and
@@ -129,25 +151,27 @@ export const gallery: GalleryEntry[] = [
         try {
           g = fixed ? b.informer().lister().get(namespace, name) : await mgr.client.json<Gizmo>('GET', gizmoPath(namespace, name), { query: { resourceVersion: '0' }, signal });
         } catch (err) {
-          if (isNotFound(err)) return;
+          if (isNotFound(err)) return undefined;
           throw err;
         }
-        if (!g) return;
+        if (!g) return undefined;
         const m = g.metadata ?? {};
         const fence = fixed ? { uid: m.uid, resourceVersion: m.resourceVersion } : {};
         if (m.deletionTimestamp) {
           cloud.delete(name, signal);
           await mgr.client.json('PATCH', gizmoPath(namespace, name), { body: { metadata: { ...fence, finalizers: null } }, ...merge, signal });
-          return;
+          return undefined;
         }
         if (!m.finalizers?.includes(FINALIZER)) {
           await mgr.client.json('PATCH', gizmoPath(namespace, name), { body: { metadata: { ...fence, finalizers: [FINALIZER] } }, ...merge, signal });
-          return;
+          return undefined;
         }
+        if (fixed && !(await confirmed(mgr, g, signal))) return { requeue: true }; // (not this entry's bug: stale-cache-after-deletion's)
         cloud.ensure(name, m.uid ?? '', signal);
         if (g.status?.['size'] !== g.spec?.size) {
           await mgr.client.json('PATCH', `${gizmoPath(namespace, name)}/status`, { body: { status: { size: g.spec?.size ?? null } }, ...merge, signal });
         }
+        return undefined;
       });
     },
     workload: [
@@ -159,6 +183,44 @@ export const gallery: GalleryEntry[] = [
         if (v) v.data = 'precious';
       }),
       patch(gizmo(), { spec: { size: 5 } }), settle(),
+    ],
+  },
+  {
+    name: 'stale-cache-after-deletion',
+    bug: 'a restarted manager whose cache still holds a Gizmo from before its volume was made and its deletion was requested creates the volume of a Gizmo that is gone: a leak nobody deletes',
+    expect: { kind: 'safety', class: 'stale-state', summary: /external state/ },
+    setup(mgr, cloud, fixed) {
+      const b = mgr.controller('stale-cache').for<Gizmo>(gizmoResource);
+      const write = (path: string, body: object, signal: AbortSignal): Promise<boolean> => fencedPatch(mgr, path, body, signal);
+      b.complete(async ({ namespace, name }, signal) => {
+        const g = b.informer().lister().get(namespace, name);
+        if (!g) return undefined;
+        const m = g.metadata ?? {};
+        const fence = { resourceVersion: m.resourceVersion };
+        if (m.deletionTimestamp) {
+          if (!m.finalizers?.includes(FINALIZER)) return undefined;
+          cloud.delete(name, signal);
+          return (await write(gizmoPath(namespace, name), { metadata: { ...fence, finalizers: m.finalizers.filter((f) => f !== FINALIZER) } }, signal)) ? undefined : { requeue: true };
+        }
+        if (!m.finalizers?.includes(FINALIZER)) {
+          return (await write(gizmoPath(namespace, name), { metadata: { ...fence, finalizers: [...(m.finalizers ?? []), FINALIZER] } }, signal)) ? undefined : { requeue: true };
+        }
+        if (g.status?.['volume']) return undefined;
+        // BUG: the cached Gizmo may be from before its deletion — after a restart, even from before its volume was
+        // made, deleted and its finalizer removed: the Gizmo is gone on the server, and the volume made here is never
+        // deleted. Correct: confirm the cached copy first — a patch that changes nothing, fenced by the cached
+        // resourceVersion (404: gone; 409: changed since) — and requeue if it is not current.
+        if (fixed && !(await confirmed(mgr, g, signal))) return { requeue: true };
+        cloud.ensure(name, m.uid ?? '', signal);
+        return (await write(`${gizmoPath(namespace, name)}/status`, { metadata: fence, status: { volume: name } }, signal)) ? undefined : { requeue: true };
+      });
+    },
+    workload: [
+      create(ns), create(gizmo()), settle(),
+      run<Cloud>('the volume exists', (_c, cloud) => {
+        if (!cloud.volumes.has('g')) throw new Error('no volume g after the rest');
+      }),
+      remove(gizmo()), settle(),
     ],
   },
   {

@@ -6,15 +6,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
+import type { ConfigMap } from '../../api/core/v1/zz_generated.types.ts';
 import type { KubeObject } from '../../apimachinery/meta.ts';
+import { newControllerRef } from '../../apimachinery/ownerref.ts';
 import { coreResources } from '../../apimachinery/resource.ts';
 import { RestClient } from '../../client/rest.ts';
 import { decodeWatchStream } from '../../informerfactory/watchdecoder.ts';
+import type { ControllerManager } from '../../runtime/manager.ts';
 import { fooControllerSetup } from '../../controllers/foo/controller.ts';
 import { explore } from './explore.ts';
 import { MemoryApiServer } from './memoryserver.ts';
-import { create, settle } from './workload.ts';
-import { derivePlans, planId, type TraceEntry } from './plans.ts';
+import { create, remove, settle } from './workload.ts';
+import { derivePlans, lagEndsAtRest, maxLagRests, planId, type TraceEntry } from './plans.ts';
 import { compare, normalize } from './state.ts';
 
 const write = (signature: string, occurrence: number, method: string, status: number | 'reset' = 200): TraceEntry => ({
@@ -59,6 +62,27 @@ describe('derivePlans', () => {
     assert.ok(ids.includes('stale-restart:foos.x/v1:POST deployments.apps/v1 a/d#1'));
     assert.ok(ids.includes('stale-restart:foos.x/v1@a/f#4:PATCH deployments.apps/v1 a/d#1'), 'the last write came after a/f was deleted');
     assert.ok(!ids.some((id) => id.includes('@') && id.includes('POST')), 'no deletion before the first write');
+  });
+
+  test('right after an object is gone, a restart as a standby that listed it in each earlier state (issue 40)', () => {
+    const ids = derivePlans(trace, { kinds: ['stale'], maxOccurrences: 1 }).map(planId);
+    // a/f: created (1), changed by the manager (2) and the workload (3), gone (4); the restart point is the manager's
+    // first write after the DELETED, whatever its occurrence; the state just before the DELETED is time travel's.
+    assert.deepEqual(ids.filter((id) => id.startsWith('stale-standby:')), [
+      'stale-standby:foos.x/v1@a/f#2:PATCH deployments.apps/v1 a/d#1',
+      'stale-standby:foos.x/v1@a/f#3:PATCH deployments.apps/v1 a/d#1',
+    ]);
+    // Bounded per gone object: the first maxChangesPerObject - 1 states and the last one before the deletion, once.
+    const long: TraceEntry[] = [
+      { kind: 'deliver', incarnation: 1, resource: 'foos.x/v1', type: 'ADDED', key: 'a/g', rv: 1 },
+      ...[1, 2, 3, 4, 5, 6, 7].map((change): TraceEntry => ({
+        kind: 'change', rv: change, type: change === 1 ? 'ADDED' : change === 7 ? 'DELETED' : 'MODIFIED', resource: 'foos.x/v1', key: 'a/g', change, by: 'manager-1',
+      })),
+      write('PATCH foos.x/v1 a/g', 9, 'PATCH'),
+      write('PATCH foos.x/v1 a/h', 1, 'PATCH'),
+    ];
+    const standby = derivePlans(long, { kinds: ['stale'], maxOccurrences: 1, maxChangesPerObject: 3 }).map(planId).filter((id) => id.startsWith('stale-standby:'));
+    assert.deepEqual(standby, ['stale-standby:foos.x/v1@a/g#2:PATCH foos.x/v1 a/g#9', 'stale-standby:foos.x/v1@a/g#3:PATCH foos.x/v1 a/g#9', 'stale-standby:foos.x/v1@a/g#6:PATCH foos.x/v1 a/g#9']);
   });
 
   test('unobserved plans between consecutive changes made by the environment, never by the manager', () => {
@@ -152,6 +176,28 @@ describe('MemoryApiServer', () => {
     void client;
   });
 
+  test('a standby lag answers the first consistent LIST as of its point in the past (its watch from there replays, held); later consistent reads are current', async () => {
+    const { server } = setup();
+    const store = server.clientAs('workload');
+    await store.json('POST', '/api/v1/namespaces/a/configmaps', { body: cm('x') });
+    const past = server.rv;
+    await store.json('PATCH', '/api/v1/namespaces/a/configmaps/x', { body: { data: { v: '2' } }, contentType: 'application/merge-patch+json' });
+    await store.json('DELETE', '/api/v1/namespaces/a/configmaps/x');
+    const conn = server.connect('manager-2');
+    conn.lag('configmaps/v1', past, true);
+    const c = new RestClient({ transport: conn, registry: new Registry() });
+    const list = await c.json<{ metadata: { resourceVersion: string }; items: { data: { v: string } }[] }>('GET', '/api/v1/namespaces/a/configmaps', { query: { limit: '500' } });
+    assert.deepEqual([list.metadata.resourceVersion, list.items.map((o) => o.data.v)], [String(past), ['1']], 'the standby listed x before it changed and went');
+    const again = await c.json<{ items: unknown[] }>('GET', '/api/v1/namespaces/a/configmaps');
+    assert.deepEqual(again.items, [], 'a second consistent LIST is current');
+    await assert.rejects(c.json('GET', '/api/v1/namespaces/a/configmaps/x'), /404/, 'a consistent GET is current');
+    const events = await watch(c, { resourceVersion: list.metadata.resourceVersion });
+    conn.release();
+    const seen = [(await events.next()).value, (await events.next()).value].map((e) => e?.type);
+    assert.deepEqual(seen, ['MODIFIED', 'DELETED'], 'the watch from the list replays what came after, held until release');
+    await events.return?.();
+  });
+
   test('expire ends a held watch with 410 Gone: the changes in between are never delivered', async () => {
     const { server } = setup();
     const conn = server.connect('manager-2');
@@ -192,5 +238,52 @@ describe('explore', () => {
     assert.ok(report.reference.some((e) => e.kind === 'reconcile' && e.controller === 'foo' && e.key === 'demo/foo' && e.outcome === 'done'));
     assert.ok(report.reference.some((e) => e.kind === 'write' && e.signature === 'POST deployments.apps/v1 demo/web' && e.status === 201));
     assert.equal(report.executed, 0);
+  });
+
+  test('a lag ends at its 2nd rest even while a peer keeps undoing what the manager re-creates from its stale view (a late watch delivers in bounded time)', async () => {
+    // A ConfigMap with a finalizer owns a Secret of its name (created when absent from the cache). A standby restarted
+    // right after the ConfigMap went, whose cache still holds it (finalizer, no deletion), re-creates the Secret; the
+    // garbage collector deletes it at the next rest, its delete event brings the owner back, and so on: without the
+    // bound, the lag (ended only at a rest where no peer acted) never ends — a liveness finding of explore's making.
+    const fin = 'x.example.com/secret';
+    const setup = (mgr: ControllerManager): void => {
+      const cms = mgr.informer<ConfigMap>(coreResources.configMaps).lister();
+      const secrets = mgr.informer<KubeObject>(coreResources.secrets).lister();
+      const cmApi = mgr.client.resource<ConfigMap>(coreResources.configMaps);
+      const secretApi = mgr.client.resource<KubeObject>(coreResources.secrets);
+      mgr.controller('owned-secret').for<ConfigMap>(coreResources.configMaps).owns(coreResources.secrets).complete(async ({ namespace, name }, signal) => {
+        const cm = cms.get(namespace, name);
+        if (!cm) return;
+        const finalizers = cm.metadata?.finalizers ?? [];
+        const setFinalizers = (list: string[]): Promise<unknown> =>
+          cmApi.namespace(namespace).patch(name, { merge: { metadata: { finalizers: list, resourceVersion: cm.metadata?.resourceVersion } } }, { signal });
+        if (cm.metadata?.deletionTimestamp) return void await setFinalizers(finalizers.filter((f) => f !== fin));
+        if (!finalizers.includes(fin)) return void await setFinalizers([...finalizers, fin]);
+        if (!secrets.get(namespace, name)) {
+          await secretApi.namespace(namespace).create({ metadata: { name, ownerReferences: [newControllerRef({ ...cm, apiVersion: 'v1', kind: 'ConfigMap' })] } }, { signal });
+        }
+      });
+    };
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'a', name: 'src' } };
+    const plan = 'stale-standby:configmaps/v1@a/src#3:PATCH configmaps/v1 a/src#2';
+    const lines: string[] = [];
+    const before = process.env['EXPLORE_PLAN'];
+    process.env['EXPLORE_PLAN'] = plan;
+    try {
+      const report = await explore({
+        name: 'owned-secret', setup, log: (l) => lines.push(l),
+        workload: [create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a' } }), create(cm), settle(), remove(cm), settle()],
+      });
+      assert.equal(report.executed - report.notTriggered, 1, `${plan} ran and happened`);
+      assert.deepEqual(report.findings.map((f) => f.summary), [], 'no finding');
+      const trace = lines.join('\n');
+      assert.match(trace, /POST secrets\/v1 a\/src #\d+ → 201[^]*peers still acting: it catches up/, 'the standby re-created the Secret, and the lag ended at a rest where a peer acted');
+    } finally {
+      if (before === undefined) delete process.env['EXPLORE_PLAN'];
+      else process.env['EXPLORE_PLAN'] = before;
+    }
+    // The rule itself (pure): a rest where no peer acted ends a lag; one where peers acted, from the 2nd on.
+    assert.deepEqual([1, 2, 3].map((rest) => [lagEndsAtRest(rest, false), lagEndsAtRest(rest, true)]), [[true, false], [true, true], [true, true]]);
+    assert.equal(maxLagRests, 2);
   });
 });

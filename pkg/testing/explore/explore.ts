@@ -39,7 +39,7 @@ import type { FakeResource } from '../fakeclient.ts';
 import { FakeClient } from '../fakeclient.ts';
 import { MemoryApiServer, type MemoryConnection, type StoreChange, type WriteAction, type WriteRequest } from './memoryserver.ts';
 import { RealApiServer, type InterceptingTransport, type RealCluster } from './realserver.ts';
-import { derivePlans, describePlan, planClass, planId, writeSignature, type FindingClass, type Plan, type PlanKind, type TraceEntry } from './plans.ts';
+import { derivePlans, describePlan, lagEndsAtRest, maxLagRests, planClass, planId, writeSignature, type FindingClass, type Plan, type PlanKind, type TraceEntry } from './plans.ts';
 import { compare, describeDifference, normalize, type EndState } from './state.ts';
 import { describeStep, type Step } from './workload.ts';
 
@@ -329,7 +329,7 @@ class Execution<W> {
   private incarnations = 0;
   private triggered = false;
   /** A stale-restart plan: the lag the next incarnation starts with. */
-  private restartLag: { rid: string; atRv: number } | undefined;
+  private restartLag: { rid: string; atRv: number; standby: boolean } | undefined;
   /** An unobserved plan: the gap is open (its resource held on the current connection). */
   private gapOpen = false;
   /** The resourceVersion of each object's k-th change ("<rid> <key>#<k>"): where a stale view's past is. */
@@ -503,10 +503,10 @@ class Execution<W> {
         this.trace.push({ kind: 'perturb', what: `${p.fault} on ${signature} #${occurrence}` });
         return p.fault;
       case 'stale':
-        this.trace.push({ kind: 'perturb', what: `${p.resource} lags from ${signature} #${occurrence}${p.restart ? ' (after a restart)' : ''}` });
+        this.trace.push({ kind: 'perturb', what: `${p.resource} lags from ${signature} #${occurrence}${p.standby ? ' (after a restart, as a standby that listed it in the past)' : p.restart ? ' (after a restart)' : ''}` });
         if (p.restart) {
           const past = p.viewAt && this.changeRvs.get(`${p.viewAt.resource} ${p.viewAt.key}#${p.viewAt.change}`);
-          this.restartLag = { rid: p.resource, atRv: past ? past - 1 : this.server.rv };
+          this.restartLag = { rid: p.resource, atRv: past ? past - 1 : this.server.rv, standby: p.standby === true };
           return 'crash-after';
         }
         conn?.lag(p.resource, this.server.rv);
@@ -595,7 +595,7 @@ class Execution<W> {
     const n = ++this.incarnations;
     const conn = this.server.connect(`manager-${n}`);
     if (this.restartLag) {
-      conn.lag(this.restartLag.rid, this.restartLag.atRv);
+      conn.lag(this.restartLag.rid, this.restartLag.atRv, this.restartLag.standby);
       this.restartLag = undefined;
     }
     const mgr = new ControllerManager({
@@ -661,7 +661,8 @@ class Execution<W> {
 
   /**
    * Waits until the current manager is at rest (see the file comment), restarting it after a crash and ending a
-   * lag or gap once it rests with one; resolves undefined at rest, or why not.
+   * lag or gap once it rests with one (lagEndsAtRest: within maxLagRests rests even while peers act); resolves
+   * undefined at rest, or why not.
    */
   private async settle(final: boolean): Promise<string | undefined> {
     const horizon = this.opts.horizonMs ?? 1_000;
@@ -670,6 +671,8 @@ class Execution<W> {
     this.stepWrites = 0;
     this.stepNoops = 0;
     let idle = 0;
+    /** Rests since the open lag began (lagEndsAtRest). */
+    let lagRests = 0;
     let seen = -1;
     let lastActivity = performance.now();
     for (;;) {
@@ -710,6 +713,7 @@ class Execution<W> {
             this.trace.push({ kind: 'perturb', what: `only delayed work left with ${rid} lagging: it catches up` });
             inc.conn.release(rid);
           }
+          lagRests = 0;
           continue;
         }
         await new Promise((r) => setTimeout(r, due + 1));
@@ -717,22 +721,25 @@ class Execution<W> {
       } else if (++idle >= 8) {
         // At rest. Peers act on what is stored; a lag still open ends (the manager catches up) and so does an
         // unobserved gap in the last settle (before it, the gap stays open while the workload goes on).
-        if (await this.runPeers()) {
+        // A lag ends by lagEndsAtRest: at a rest where no peer acted, or at its maxLagRests-th rest regardless.
+        const peersChanged = await this.runPeers();
+        const held = this.plan?.kind === 'unobserved' && this.gapOpen && !final;
+        const lagged = !held && inc.conn.lagging().length > 0;
+        if (lagged ? !lagEndsAtRest(++lagRests, peersChanged) : peersChanged) {
           idle = 0;
           continue;
         }
-        let ended = false;
+        if (!lagged) return undefined;
         for (const rid of inc.conn.lagging()) {
-          if (this.plan?.kind === 'unobserved' && this.gapOpen) {
-            if (!final) continue;
-            this.closeGap('the last rest');
-          } else {
-            this.trace.push({ kind: 'perturb', what: `at rest with ${rid} lagging: it catches up` });
+          if (this.plan?.kind === 'unobserved' && this.gapOpen) this.closeGap('the last rest');
+          else {
+            this.trace.push({ kind: 'perturb', what: peersChanged
+              ? `at rest ${lagRests} with ${rid} lagging, peers still acting: it catches up (at most ${maxLagRests} rests)`
+              : `at rest with ${rid} lagging: it catches up` });
             inc.conn.release(rid);
           }
-          ended = true;
         }
-        if (!ended) return undefined;
+        lagRests = 0;
         idle = 0;
         continue;
       }

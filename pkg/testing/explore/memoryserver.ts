@@ -106,6 +106,8 @@ interface Route { res: ResourceType; rid: string; namespace: string | undefined;
 interface Lag {
   /** Reads from the watch cache see the store as of this resourceVersion. */
   atRv: number;
+  /** The connection's first consistent LIST of the resource is still to be answered as of `atRv` (a standby's). */
+  listed: boolean;
 }
 
 /**
@@ -338,9 +340,12 @@ export class MemoryConnection implements RequestTransport {
   /**
    * From now on, this connection's view of resource `rid` lags: its watches hold every change (delivered in order by
    * `release`), and its reads from the watch cache (resourceVersion=0) see the store as of `atRv` (default: now).
+   * `standby`: besides, the connection's first consistent LIST of `rid` (an informer's first) is answered as of `atRv`
+   * too — the list a standby manager made then (consistent at the time), before its watch fell behind; a watch from
+   * there replays the changes since, held. Its later consistent reads are current, as always.
    */
-  lag(rid: string, atRv: number = this.server.rv): void {
-    if (!this.lags.has(rid)) this.lags.set(rid, { atRv });
+  lag(rid: string, atRv: number = this.server.rv, standby = false): void {
+    if (!this.lags.has(rid)) this.lags.set(rid, { atRv, listed: standby });
   }
 
   /** Resources this connection's view holds back (lag or gap). */
@@ -449,12 +454,16 @@ export class MemoryConnection implements RequestTransport {
     return this.answer(method, path, 'err' in result ? result.err : result.ok, write, action, changed, method === 'POST' ? 201 : 200);
   }
 
-  /** A read served from the watch cache while lagging (resourceVersion=0 / NotOlderThan); undefined: the store answers. */
+  /** A read served from the watch cache while lagging (resourceVersion=0 / NotOlderThan), or a standby's first list (lag); undefined: the store answers. */
   private read(method: Verb, path: string, route: Route | undefined, query: Record<string, string>): unknown {
     if (method !== 'GET' || !route) return undefined;
     const cached = query['resourceVersion'] === '0' || (query['resourceVersionMatch'] === 'NotOlderThan' && query['resourceVersion'] !== undefined);
     const lag = this.lags.get(route.rid);
-    if (!cached || !lag) return undefined;
+    if (!lag) return undefined;
+    // A standby's list (see lag): the first consistent LIST of the resource, unpaged (it came before any continue).
+    const standbyList = lag.listed && route.name === undefined && query['resourceVersion'] === undefined && query['continue'] === undefined;
+    if (standbyList) lag.listed = false;
+    else if (!cached) return undefined;
     const state = this.server.stateAt(route.rid, lag.atRv);
     if (route.name !== undefined) {
       const o = state.get(keyOf(route.namespace, route.name));
