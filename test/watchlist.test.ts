@@ -3,7 +3,7 @@
  * control plane whose kube-apiserver writes an audit log of every LIST and WATCH (one line per request stage, with
  * its requestURI, User-Agent and response code), so what the informer asked the server for is read from the server.
  *
- *  1. Watch-list on, server serves streaming lists (the pinned Kubernetes 1.36 enables the WatchList gate by
+ *  1. Watch-list on, server serves streaming lists (Kubernetes 1.34–1.37 enable the WatchList gate by
  *     default): the informer's cache is filled by ONE watch request with sendInitialEvents=true and
  *     resourceVersionMatch=NotOlderThan and no LIST at all; it is not synced while the initial ADDED events arrive,
  *     and is synced by the bookmark annotated `k8s.io/initial-events-end` (its resourceVersion becomes the
@@ -266,7 +266,7 @@ describe('streaming lists (WatchList) on a real kube-apiserver', () => {
   });
 
   test('server refuses streaming lists (WatchList gate off): one refused attempt, then paged LIST, sync, watch from the list RV', { timeout: 300_000 }, async (t) => {
-    // In Kubernetes 1.36 the apiserver's WatchList gate is beta and on by default, and can still be turned off.
+    // In Kubernetes 1.34–1.37 the apiserver's WatchList gate is beta and on by default, and can still be turned off.
     const { cp, auditLog } = await privateCluster(t, ['--feature-gates=WatchList=false']);
     const ns = 'wl';
     const count = 120;

@@ -29,7 +29,7 @@ const execFileP = promisify(execFile);
  * The Kubernetes release this library is tested with (hack/tools/k8s/go.mod pins it; cmd/manager/envtest.test.ts
  * keeps the two equal): `envtest build`'s default.
  */
-export const testedKubernetesVersion = '1.36.3';
+export const testedKubernetesVersion = '1.37.2';
 
 export const envtestUsage = `Usage: ts-controller-manager envtest [list | use [VERSION] [-p path|env] | build [VERSION]]
 

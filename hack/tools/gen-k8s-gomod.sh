@@ -4,7 +4,7 @@
 # modules at v0.0.0 and replaces them with ./staging/src/...; a consuming module must replace each with its published
 # version — every staging module of THAT release (the list changes between releases: read from its own go.mod).
 # The release's go line must be <= the machine's Go (GOTOOLCHAIN=local makes a newer one fail here).
-# Usage: hack/tools/gen-k8s-gomod.sh 1.37.2   (then: cd hack/tools/k8s-v1.37 && go mod tidy; the script prints the
+# Usage: hack/tools/gen-k8s-gomod.sh 1.38.0   (then: cd hack/tools/k8s-v1.38 && go mod tidy; the script prints the
 # etcd line the release links: hack/build-tools.sh needs hack/tools/etcd or hack/tools/etcd-v3.<n> for it)
 set -euo pipefail
 K8S=${1:?usage: $0 <kubernetes version, e.g. 1.37.2>}

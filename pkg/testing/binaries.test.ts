@@ -150,10 +150,15 @@ describe('findBinaries with a Kubernetes version (the version matrix)', () => {
 
   test(`no version asked for: the default minor (${defaultKubernetesMinor}) wins over a newer release in the cache and in the store, and listBinaries lists it first`, () => {
     const m = matrixCache('matrix-default');
-    const kDefault = fake(join(m.cache, 'bin', `k8s-v${defaultKubernetesMinor}.3-eeeeeeeeeeee`), 'kube-apiserver');
+    const kDefault = fake(join(m.cache, 'bin', `k8s-v${defaultKubernetesMinor}.9-eeeeeeeeeeee`), 'kube-apiserver');
     symlinkSync(join(m.etcd36, 'etcd'), join(kDefault, 'etcd'));
+    // A release newer than every real one, as a machine would hold after building one ahead of the default.
+    const kNewer = fake(join(m.cache, 'bin', 'k8s-v1.99.0-ffffffffffff'), 'kube-apiserver');
+    symlinkSync(join(m.etcd37, 'etcd'), join(kNewer, 'etcd'));
     assert.equal(findBinaries(undefined, { ...noStore, TSCM_CACHE_DIR: m.cache }).kubeApiserver, join(kDefault, 'kube-apiserver'));
-    assert.deepEqual(listBinaries({ ...noStore, TSCM_CACHE_DIR: m.cache }).map((s) => s.version), [`${defaultKubernetesMinor}.3`, '1.37.2', '1.34.4']);
+    const listed = listBinaries({ ...noStore, TSCM_CACHE_DIR: m.cache }).map((s) => s.version);
+    assert.equal(listed[0], `${defaultKubernetesMinor}.9`, listed.join(' '));
+    assert.deepEqual([...listed].sort(), [`${defaultKubernetesMinor}.9`, '1.34.4', '1.37.2', '1.99.0'].sort());
     const data = join(root, 'data-default');
     const platform = `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
     fake(join(data, 'kubebuilder-envtest', 'k8s', `1.99.0-${platform}`), 'etcd', 'kube-apiserver');

@@ -35,7 +35,7 @@ import { dirname, join } from 'node:path';
  * The Kubernetes minor startTestEnv runs when none is asked for and it is installed (hack/tools/k8s/go.mod pins its
  * release; binaries.test.ts keeps the two equal). The version matrix: docs/compatibility.md.
  */
-export const defaultKubernetesMinor = '1.36';
+export const defaultKubernetesMinor = '1.37';
 
 /** Paths of the control plane binaries startTestEnv runs. */
 export interface ControlPlaneBinaries {
