@@ -16,11 +16,11 @@
  * instead of 60 s).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { chooseOp, KINDS } from '../bench/soak/churn.ts';
+import { chooseOp, fooReplicas, KINDS } from '../bench/soak/churn.ts';
 import { histogram, parseSamples, sum } from '../bench/soak/promtext.ts';
 import { report } from '../bench/soak/report.ts';
 import { defaultSchedule, runSoak, type ScheduledFault } from '../bench/soak/run.ts';
@@ -69,6 +69,24 @@ describe('soak arithmetic (bench/soak)', () => {
     assert.equal(chooseOp(2, 10, 0.5), 'create');
     assert.equal(chooseOp(20, 10, 0.5), 'delete');
     assert.deepEqual([0.1, 0.5, 0.9].map((r) => chooseOp(10, 10, r)), ['create', 'update', 'delete']);
+  });
+
+  test("the churn's Foo replicas stay within the Foo CRD's bounds, and an update changes them", () => {
+    // The CRD the bench installs (config/crd): replicas 0 was refused as Invalid, a third of the Foo writes.
+    const crd = readFileSync(join(repo, 'config', 'crd', 'bases', 'samplecontroller.k8s.io_foos.yaml'), 'utf8');
+    const bounds = /replicas:\n\s+type: integer\n\s+format: int32\n\s+minimum: (\d+)\n\s+maximum: (\d+)/.exec(crd);
+    assert.ok(bounds, 'the Foo CRD bounds spec.replicas');
+    const [min, max] = [Number(bounds[1]), Number(bounds[2])];
+    const rs = [0, 0.2, 0.4, 0.6, 0.8, 0.99];
+    for (const r of rs) {
+      const created = fooReplicas(r);
+      assert.ok(created >= min && created <= max, `created with ${created}`);
+      for (const current of [1, 2, 3]) {
+        const next = fooReplicas(r, current);
+        assert.ok(next >= min && next <= max && next !== current, `${current} → ${next}`);
+      }
+    }
+    assert.deepEqual(new Set(rs.map((r) => fooReplicas(r))), new Set([1, 2, 3]));
   });
 
   test('parseSamples reads labels with escapes and +Inf; histogram sums the buckets over the other labels', () => {
@@ -127,6 +145,7 @@ describe('soak (one cycle of bench/soak on a private control plane and neutron-s
       const victim = out.replicas.find((r) => r.exits.some((e) => e.killedByBench));
       assert.notEqual(victim?.incarnation, killed[0]?.incarnation, 'the killed replica was started again');
 
+      assert.equal(out.churn.failures.get('422 Invalid') ?? 0, 0, `no change of the churn was refused as invalid (${[...out.churn.failures].map(([w, n]) => `${n} ${w}`).join(', ')})`);
       for (const k of KINDS) {
         for (const op of ['create', 'update', 'delete']) {
           assert.ok((out.churn.counts.get(`${k} ${op}`)?.ok ?? 0) > 0, `the churn made a ${k} ${op}`);

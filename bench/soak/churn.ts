@@ -7,7 +7,10 @@
  *  - Each change picks a kind by `weights`, then an operation that keeps the kind's population near its target
  *    (`chooseOp`): below 80 % mostly creates, above 120 % mostly deletes, in between 25 % creates, 50 % updates and
  *    25 % deletes.
- *  - Updates are merge patches without a resourceVersion (never refused with 409): a Foo's replicas (0–2) or, one time
+ *  - Every change is one the API server accepts while it answers: a Foo's replicas stay within its CRD's bounds
+ *    (1–3; `minimum: 1` — replicas 0 was refused as Invalid, a third of the Foo writes of the runs before 28 Nov 2026
+ *    16:00 UTC). Failures are counted by answer (`failures`, e.g. "503 ServiceUnavailable", "0 transport").
+ *  - Updates are merge patches without a resourceVersion (never refused with 409): a Foo's replicas (1–3) or, one time
  *    in ten, only an annotation (metadata-only: no new generation); a Deployment's replicas (scale only) or its Pod
  *    template's annotation (a rollout); a Network's gateway, or its CIDR moved to a new /24 (the subnet replaced).
  *  - Open loop: changes are due at t0 + i / rate whatever the answers; at most `maxInFlight` are in flight, and a
@@ -20,6 +23,7 @@
 import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
 import { collectionPath, objectPath } from '../../pkg/apimachinery/paths.ts';
 import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
+import { ApiError } from '../../pkg/client/errors.ts';
 import type { RestClient } from '../../pkg/client/rest.ts';
 import { deploymentResource } from '../../pkg/controllers/deployment/types.ts';
 import { fooResource } from '../../pkg/controllers/foo/desired.ts';
@@ -40,6 +44,12 @@ export function chooseOp(n: number, target: number, r: number): Op {
   if (n > 1.2 * target) return r < 0.8 ? 'delete' : 'update';
   if (n === 0) return 'create';
   return r < 0.25 ? 'create' : r < 0.75 ? 'update' : 'delete';
+}
+
+/** A Foo's replicas (`r` uniform in [0, 1)): 1–3, within the Foo CRD's `minimum: 1`; an update moves to another value. */
+export function fooReplicas(r: number, current?: number): number {
+  if (current === undefined || current < 1 || current > 3) return 1 + Math.floor(r * 3);
+  return ((current + Math.floor(r * 2)) % 3) + 1;
 }
 
 /** `10.<a>.<b>.0/24` for the i-th CIDR the churn hands out (65 536 distinct, then they repeat). */
@@ -66,6 +76,8 @@ export interface ChurnCounts { ok: number; failed: number }
 
 export class Churn {
   readonly counts = new Map<string, ChurnCounts>();
+  /** Failed changes by answer: "<HTTP status> <reason>" ("0 transport" when none came), all kinds and ops. */
+  readonly failures = new Map<string, number>();
   skipped = 0;
   private readonly opts: ChurnOptions;
   private readonly informers: Record<Kind, SharedIndexInformer<KubeObject>>;
@@ -168,8 +180,10 @@ export class Churn {
       else if (op === 'update') await this.update(kind, target);
       else await this.delete(kind, target);
       c.ok++;
-    } catch {
+    } catch (err) {
       c.failed++;
+      const why = err instanceof ApiError ? `${err.status} ${err.status === 0 ? 'transport' : err.reason}` : `error ${(err as Error).name}`;
+      this.failures.set(why, (this.failures.get(why) ?? 0) + 1);
     }
   }
 
@@ -180,7 +194,7 @@ export class Churn {
     const replicas = Math.floor(this.random() * 3);
     let body: KubeObject;
     if (kind === 'foo') {
-      body = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata, spec: { deploymentName: name, replicas } } as KubeObject;
+      body = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo', metadata, spec: { deploymentName: name, replicas: fooReplicas(this.random()) } } as KubeObject;
     } else if (kind === 'deployment') {
       body = deployment(name, metadata, replicas);
     } else {
@@ -196,7 +210,7 @@ export class Churn {
     if (kind === 'foo') {
       patch = this.random() < 0.1
         ? { metadata: { annotations: { 'soak/touched': String(this.seq++) } } }
-        : { spec: { replicas: ((Number(spec['replicas'] ?? 0) + 1 + Math.floor(this.random() * 2)) % 3) } };
+        : { spec: { replicas: fooReplicas(this.random(), Number(spec['replicas'])) } };
     } else if (kind === 'deployment') {
       patch = this.random() < 0.6
         ? { spec: { replicas: ((Number(spec['replicas'] ?? 0) + 1 + Math.floor(this.random() * 2)) % 3) } }
