@@ -44,8 +44,10 @@ export function shardLeaseName(leaderLease: string, shard: string): string {
  * departed shard's objects is the sharder's job, and it already sees shard Leases released through its informer.
  */
 export function labelledLeaseClient(inner: LeaseClient, leaderLease: string): LeaseClient {
+  const onServerAnswer = inner.onServerAnswer?.bind(inner);
   return {
     description: inner.description,
+    ...(onServerAnswer ? { onServerAnswer } : {}),
     get: (signal) => inner.get(signal),
     update: (lease, signal) => inner.update(lease, signal),
     create: (lease: Lease, signal) => {
