@@ -9,7 +9,9 @@
  *    25 % deletes.
  *  - Every change is one the API server accepts while it answers: a Foo's replicas stay within its CRD's bounds
  *    (1–3; `minimum: 1` — replicas 0 was refused as Invalid, a third of the Foo writes of the runs before 28 Nov 2026
- *    16:00 UTC). Failures are counted by answer (`failures`, e.g. "503 ServiceUnavailable", "0 transport").
+ *    16:00 UTC); a Network's gateway-only patch carries its CIDR (raced by an in-flight CIDR move it was refused:
+ *    gateway outside cidr). Failures are counted by answer (`failures`: "503 ServiceUnavailable", "no answer
+ *    (connection)", …).
  *  - Updates are merge patches without a resourceVersion (never refused with 409): a Foo's replicas (1–3) or, one time
  *    in ten, only an annotation (metadata-only: no new generation); a Deployment's replicas (scale only) or its Pod
  *    template's annotation (a rollout); a Network's gateway, or its CIDR moved to a new /24 (the subnet replaced).
@@ -24,6 +26,7 @@ import type { KubeObject } from '../../pkg/apimachinery/meta.ts';
 import { collectionPath, objectPath } from '../../pkg/apimachinery/paths.ts';
 import type { ResourceType } from '../../pkg/apimachinery/resource.ts';
 import { ApiError } from '../../pkg/client/errors.ts';
+import { isConnectionFailure } from '../../pkg/client/reachability.ts';
 import type { RestClient } from '../../pkg/client/rest.ts';
 import { deploymentResource } from '../../pkg/controllers/deployment/types.ts';
 import { fooResource } from '../../pkg/controllers/foo/desired.ts';
@@ -76,7 +79,7 @@ export interface ChurnCounts { ok: number; failed: number }
 
 export class Churn {
   readonly counts = new Map<string, ChurnCounts>();
-  /** Failed changes by answer: "<HTTP status> <reason>" ("0 transport" when none came), all kinds and ops. */
+  /** Failed changes by answer: "<HTTP status> <reason>", or "no answer (connection)"; all kinds and ops. */
   readonly failures = new Map<string, number>();
   skipped = 0;
   private readonly opts: ChurnOptions;
@@ -182,7 +185,7 @@ export class Churn {
       c.ok++;
     } catch (err) {
       c.failed++;
-      const why = err instanceof ApiError ? `${err.status} ${err.status === 0 ? 'transport' : err.reason}` : `error ${(err as Error).name}`;
+      const why = err instanceof ApiError && err.status !== 0 ? `${err.status} ${err.reason}` : isConnectionFailure(err) ? 'no answer (connection)' : `error ${(err as Error).name}`;
       this.failures.set(why, (this.failures.get(why) ?? 0) + 1);
     }
   }
@@ -218,7 +221,8 @@ export class Churn {
     } else if (this.random() < 0.5) {
       const cidr = typeof spec['cidr'] === 'string' ? spec['cidr'] : '';
       const base = cidr.replace(/\.0\/24$/, '');
-      patch = { spec: { gateway: spec['gateway'] === `${base}.1` ? `${base}.254` : `${base}.1` } };
+      // With its CIDR: a gateway-only patch raced by an in-flight CIDR move was refused (gateway outside cidr).
+      patch = { spec: { cidr, gateway: spec['gateway'] === `${base}.1` ? `${base}.254` : `${base}.1` } };
     } else {
       const { cidr, gateway } = nthCidr(this.cidrSeq++);
       patch = { spec: { cidr, gateway } };
