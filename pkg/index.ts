@@ -29,6 +29,7 @@ export type { TlsPair, TlsSource } from './manager/httpserver.ts';
 
 // Reconcile helpers: a finalizer around apply/cleanup, create-or-patch (controller-runtime controllerutil, kube-rs).
 export { finalizer, type FinalizerHandlers } from './runtime/finalizer.ts';
+export { BypassedFinalizers } from './runtime/bypassedfinalizer.ts';
 export { createOrPatch, type OperationResult } from './runtime/createorpatch.ts';
 
 // Core object types, keys and owner references (one definition for every layer).

@@ -28,7 +28,8 @@ export function memcachedReconciler(mgr: ReconcilerHost): Reconciler {
     if (!m) return; // gone: its finalizer already deleted the Deployment
     const api = memcachedApi.namespace(namespace);
     const deploys = deploymentApi.namespace(namespace);
-    // finalizer(): added (fenced by resourceVersion) before apply runs, so no Deployment can outlive its Memcached;
+    // finalizer(): added (fenced by resourceVersion) before apply runs; the Deployment's controller ownerReference
+    // lets the garbage collector delete it even if a DELETE under way ignored the finalizer (kubernetes#77988);
     // on deletion cleanup runs, then the finalizer is removed. A stale cache re-reads instead of failing.
     return finalizer(api, m, finalizerName, { apply, cleanup }, { signal });
 

@@ -13,8 +13,11 @@
  *
  * What it does with the object (as read from the cache, possibly stale):
  * 1. not being deleted, finalizer missing → add it (merge patch fenced by `metadata.resourceVersion`), then `apply`
- *    on the patched object: the finalizer is on the server BEFORE apply creates anything, so nothing apply makes can
- *    outlive the object;
+ *    on the patched object: the finalizer is on the server BEFORE apply creates anything — with one exception the API
+ *    server owns (kubernetes#77988): a DELETE already under way when the finalizer was added ignores it and removes
+ *    the object, so cleanup never runs. What apply made in the cluster with an ownerReference (setControllerReference)
+ *    is collected by the garbage collector anyway; for anything outside the cluster, also record such deletes with
+ *    BypassedFinalizers (bypassedfinalizer.ts) and clean up from the state it kept, as the Network controller does;
  * 2. not being deleted, finalizer present → `apply(obj)`;
  * 3. being deleted (deletionTimestamp), finalizer present → `cleanup(obj)`, then remove the finalizer (fenced by
  *    resourceVersion). The object disappears once its last finalizer is gone;

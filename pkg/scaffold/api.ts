@@ -153,8 +153,10 @@ export function controllerTs(n: ApiNames): string {
  * grow its unit test (${n.file}.test.ts) with it.
  *
  * For each ${K}:
- *  - a finalizer (finalizer()) is added before anything is created, and removed only after cleanup ran, so nothing
- *    this controller made outlives its ${K};
+ *  - a finalizer (finalizer()) is added before anything is created, and removed only after cleanup ran; the
+ *    ConfigMap also carries an ownerReference, so the garbage collector deletes it even when the API server deletes a
+ *    ${K} without waiting for the finalizer (a DELETE under way while it was added: kubernetes#77988). Cleanup of
+ *    things outside the cluster needs BypassedFinalizers too (see finalizer()'s doc);
  *  - apply: a ConfigMap of the ${K}'s name holding spec.foo, controlled by the ${K} (createOrPatch: created, or
  *    patched with only the difference; setControllerReference), and status.conditions Ready=True with the
  *    generation it reflects. A ConfigMap of that name that this ${K} does not control (someone else's) is never

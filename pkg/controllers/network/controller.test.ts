@@ -10,6 +10,8 @@ import { Lister } from '../../informerfactory/lister.ts';
 import { silentLogger } from '../../log/logger.ts';
 import { errorForStatus, type Network as NNetwork } from '../../neutron/index.ts';
 import { NeutronDouble } from '../../../test/explore/neutron-double.ts';
+import { BypassedFinalizers } from '../../runtime/bypassedfinalizer.ts';
+import type { AnyNetwork } from './desired.ts';
 import { DEFAULT_DRIFT_CHECK_MS, networkReconciler } from './controller.ts';
 import { computeStatus, FINALIZER, neutronDescription, uidTag } from './desired.ts';
 
@@ -582,6 +584,62 @@ describe('networkReconciler: deletion', () => {
 });
 
 // ---- issue 12: clouds unlike the local default -------------------------------------------------------------------
+
+describe('networkReconciler: a Network deleted with our finalizer still on it (kubernetes#77988)', () => {
+  // The real race on a real API server and neutron-server: test/network-finalizer-race.test.ts. Here, each way the
+  // reconciler learns of it, with the Neutron double.
+  let bypassed: BypassedFinalizers<AnyNetwork>;
+  beforeEach(() => {
+    bypassed = new BypassedFinalizers<AnyNetwork>(FINALIZER);
+    reconcile = networkReconciler({ networks: new Lister(cache), rest, neutron, recorder, now: () => now, bypassed });
+  });
+
+  test('the informer\'s delete carries our finalizer: the reconcile of the key (the cache empty) deletes the Neutron networks of that UID, nothing else', async () => {
+    const ours = neutron.addNetwork({ tags: [TAG] });
+    neutron.addSubnet(ours.id, '10.0.0.0/24', '10.0.0.1');
+    const leftover = neutron.addNetwork({ name: 'ns/net', description: neutronDescription(UID) });
+    const stranger = neutron.addNetwork({ name: 'ns/net' });
+    assert.equal(bypassed.observe(aNetwork({ cidr: '10.0.0.0/24' }, { finalizers: ['other'] })), undefined, 'a final state without our finalizer: a normal deletion, nothing recorded');
+    assert.equal(bypassed.observe(aNetwork({ cidr: '10.0.0.0/24' })), 'ns/net');
+    assert.equal(await reconcile(req, signal, ctx), undefined);
+    assert.deepEqual([...neutron.networks.keys()], [stranger.id], `${ours.id} and ${leftover.id} deleted`);
+    assert.equal(neutron.subnets.size, 0);
+    assert.deepEqual(rest.calls, [], 'no write to the API server (the Network is gone)');
+    assert.equal(bypassed.size, 0, 'forgotten once cleaned up');
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.ops.filter((o) => o.startsWith('deleteNetwork')).length, 2, 'not cleaned up twice');
+  });
+
+  test('a Neutron failure during that cleanup: error (backoff), the entry kept, the retry finishes it', async () => {
+    neutron.addNetwork({ tags: [TAG] });
+    bypassed.observe(aNetwork({ cidr: '10.0.0.0/24' }));
+    neutron.failNext('deleteNetwork', errorForStatus({ status: 503, type: 'ServiceUnavailable', message: 'down' }));
+    await assert.rejects(reconcile(req, signal, ctx));
+    assert.equal([bypassed.size, neutron.networks.size].join(), '1,1');
+    await reconcile(req, signal, ctx);
+    assert.equal([bypassed.size, neutron.networks.size].join(), '0,0');
+  });
+
+  test('re-created under the same name before the cleanup: the old UID\'s networks are deleted, the new Network reconciled', async () => {
+    const old = neutron.addNetwork({ tags: [TAG] });
+    bypassed.observe(aNetwork({ cidr: '10.0.0.0/24' }));
+    cache.add(aNetwork({ cidr: '10.1.0.0/24' }, { uid: 'uid-2' }));
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.has(old.id), false);
+    assert.deepEqual([...neutron.networks.values()].map((n) => n.tags), [[uidTag('uid-2')]]);
+    assert.equal(lastReady()?.status, 'True');
+  });
+
+  test('the status write after creating answers 404 (gone while we worked, our finalizer on it): recorded, quiet requeue; the requeue deletes what was made', async () => {
+    cache.add(aNetwork({ cidr: '10.0.0.0/24' }));
+    rest.fail = (c) => (c.path === statusPath ? new ApiError(404, 'NotFound', 'networks "net" not found', {}) : undefined);
+    assert.deepEqual(await reconcile(req, signal, ctx), { requeue: true });
+    assert.equal(neutron.networks.size, 1, 'created before the 404');
+    cache.delete(aNetwork({ cidr: '10.0.0.0/24' })); // the informer catches up (its delete may or may not carry the finalizer)
+    await reconcile(req, signal, ctx);
+    assert.equal([neutron.networks.size, neutron.subnets.size, bypassed.size].join(), '0,0,0');
+  });
+});
 
 describe('networkReconciler: issue 12', () => {
   let clock: number;

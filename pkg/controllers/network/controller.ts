@@ -16,7 +16,10 @@
  *    with the list unchanged: 409/404 when the copy is stale) — a lagging cache never creates for a Network already
  *    gone; deletion
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
- *    happened while the manager was down are seen as deletionTimestamp in the initial list.
+ *    happened while the manager was down are seen as deletionTimestamp in the initial list. A Network the API server
+ *    deleted with our finalizer still on it (kubernetes#77988: a DELETE under way ignores a finalizer added meanwhile)
+ *    is seen in the informer's delete (its final state carries the finalizer) or in a 404 of our status write: its
+ *    Neutron networks are deleted by UID all the same (BypassedFinalizers).
  *  - Updates: a gateway change is done in place, fenced by `If-Match: revision_number=N` (the revision read in this
  *    reconcile; a 412 — someone changed the subnet since — re-reads on a quiet requeue), changing only what the
  *    controller owns: the gateway, and the allocation pools only as far as the gateway forces them (ipnet.ts
@@ -42,9 +45,10 @@
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
 import { v2SubnetsAnnotation, type Network as NetworkV2, type NetworkStatusSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
-import { TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
+import { requestKey, TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
+import { BypassedFinalizers } from '../../runtime/bypassedfinalizer.ts';
 import { objectPath } from '../../apimachinery/paths.ts';
 import type { Logger } from '../../log/logger.ts';
 import {
@@ -100,6 +104,13 @@ export interface NetworkReconcilerDeps {
   driftCheckMs?: number;
   /** [0,1) source for the jitter (tests). */
   random?: () => number;
+  /**
+   * Networks the API server deleted while they still carried our finalizer (kubernetes#77988: a finalizer added while
+   * a DELETE was under way is ignored), filled by the informer's deletes (setup below): the reconcile of such a key
+   * deletes the Neutron networks of that UID, as finalize() would have. Without it, such a Network's Neutron network
+   * leaks (test/network-finalizer-race.test.ts).
+   */
+  bypassed?: BypassedFinalizers<AnyNetwork>;
 }
 
 interface Progress {
@@ -493,26 +504,14 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    */
   async function finalize(net: AnyNetwork, signal: AbortSignal, log: Logger): Promise<void> {
     if (!hasFinalizer(net)) return;
-    const deleted: string[] = [];
-    let current: string | undefined;
+    const progress = { current: undefined as string | undefined };
+    let deleted: string[];
     try {
-      const projectId = await neutron.projectId(signal);
-      const found = await findNetworks(net, projectId, signal, true);
-      const recorded = found.some((n) => n.id === net.status?.networkID) ? undefined : await recordedNetwork(net, projectId, signal);
-      for (const n of recorded ? [recorded, ...found] : found) {
-        current = n.id;
-        try {
-          await neutron.deleteNetwork(n.id, { signal });
-          deleted.push(n.id);
-        } catch (err) {
-          if (isNotFound(err)) continue; // only a 404 of the network's own path means "gone" (auth errors are NeutronAuthError)
-          throw err;
-        }
-      }
+      deleted = await deleteNeutronNetworks(net, signal, progress);
     } catch (err) {
       const c = classifyNeutronError(err);
       if (!c || signal.aborted) throw err;
-      const what = current !== undefined ? `Neutron network ${current}` : 'the Neutron network';
+      const what = progress.current !== undefined ? `Neutron network ${progress.current}` : 'the Neutron network';
       const detail = err instanceof NeutronConflictError ? `${err.type}: ${err.serverMessage}; retrying with backoff` : c.message;
       const message = `Cannot delete ${what}: ${detail}`;
       const changed = await writeStatus(net, recordedProgress(net), { ready: false, reason: ReasonDeleteFailed, message }, signal);
@@ -529,6 +528,42 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
       if (!isKubeNotFound(err)) throw err;
     }
     settling.delete(net.metadata?.uid ?? '');
+  }
+
+  /**
+   * Deletes every Neutron network of the Network's UID (its tag, or name + description; and the one its status
+   * records if still ours); subnets go with them. Returns the ids deleted (404: already gone, not counted).
+   * `progress.current` names the network being deleted when a call fails.
+   */
+  async function deleteNeutronNetworks(net: AnyNetwork, signal: AbortSignal, progress: { current: string | undefined }): Promise<string[]> {
+    const deleted: string[] = [];
+    const projectId = await neutron.projectId(signal);
+    const found = await findNetworks(net, projectId, signal, true);
+    const recorded = found.some((n) => n.id === net.status?.networkID) ? undefined : await recordedNetwork(net, projectId, signal);
+    for (const n of recorded ? [recorded, ...found] : found) {
+      progress.current = n.id;
+      try {
+        await neutron.deleteNetwork(n.id, { signal });
+        deleted.push(n.id);
+      } catch (err) {
+        if (isNotFound(err)) continue; // only a 404 of the network's own path means "gone" (auth errors are NeutronAuthError)
+        throw err;
+      }
+    }
+    return deleted;
+  }
+
+  /**
+   * A Network the API server deleted with our finalizer still on it (BypassedFinalizers): finalize() never ran, so
+   * its Neutron networks are deleted now, by its UID. The object is gone for good (a UID never comes back), so no
+   * confirmation is needed; a failure is retried by the work queue with backoff (the entry stays until it succeeds).
+   */
+  async function cleanUpBypassed(gone: AnyNetwork, signal: AbortSignal, log: Logger): Promise<void> {
+    const deleted = await deleteNeutronNetworks(gone, signal, { current: undefined });
+    log.warn({ uid: gone.metadata?.uid, neutronNetworks: deleted },
+      'The API server deleted the Network while it still carried our finalizer (kubernetes#77988): deleted its Neutron networks without it');
+    settling.delete(gone.metadata?.uid ?? '');
+    deps.bypassed?.done(gone);
   }
 
   /** Next drift check: the period ±10 %, or the pending sweep if sooner. */
@@ -556,7 +591,10 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
 
   async function reconcile({ namespace, name }: Request, signal: AbortSignal, { log }: ReconcileContext): Promise<Result | void> {
     let net = networks.get(namespace, name);
-    if (!net) return; // gone: our finalizer guarantees it went through finalize() first
+    // Gone without finalize() despite our finalizer (kubernetes#77988), perhaps re-created since under the same name.
+    const gone = deps.bypassed?.get(requestKey({ namespace, name }));
+    if (gone && gone.metadata?.uid !== net?.metadata?.uid) await cleanUpBypassed(gone, signal, log);
+    if (!net) return; // gone: through finalize() (our finalizer), or just cleaned up above
     if (net.metadata?.deletionTimestamp) return finalize(net, signal, log);
     if (rejectedThisGeneration(net)) return; // already reported; retrying cannot help until the spec changes
     // A v1 view of a dual-stack object (conversion.ts keeps what v1 cannot show in this annotation) shows one subnet:
@@ -637,7 +675,16 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const message = `Neutron network ${p.networkID ?? ''} with subnet${subnets.length > 1 ? 's' : ''} ${described}`;
     // Neutron has these changes whether or not the (fenced) status write below lands: say so first.
     if (p.actions.length > 0) recorder.event(netRef, 'Normal', ReasonSynced, `Synced with Neutron: ${p.actions.join('; ')}`);
-    await writeStatus(net, p, { ready: true, reason: ReasonSynced, message }, signal, order);
+    try {
+      await writeStatus(net, p, { ready: true, reason: ReasonSynced, message }, signal, order);
+    } catch (err) {
+      // Gone while we worked: with our finalizer on it (the copy the server confirmed has it), so deleted without
+      // finalize() (kubernetes#77988). Clean up by its UID on the requeue, whether or not the informer's delete says so.
+      if (!isKubeNotFound(err) || !deps.bypassed || !hasFinalizer(net)) throw err;
+      deps.bypassed.record(net);
+      log.debug({ err }, 'the Network is gone (404) although it carries our finalizer; cleaning up its Neutron networks');
+      return { requeue: true };
+    }
     return nextCheck(uid);
   }
 }
@@ -680,7 +727,8 @@ export const networkControllerSetup: ControllerSetup = {
     const builder = mgr.controller(networkControllerName).for<AnyNetwork>(version === 'v2' ? networkV2Resource : networkResource, { update: needsReconcile });
     // The gauge reads only metadata and the Ready condition, which both versions have.
     registerNetworksGauge(mgr.registry, { lister: builder.informer().lister() as Lister<Network>, active: () => mgr.controllersStarted() });
-    return builder
+    const bypassed = new BypassedFinalizers<AnyNetwork>(FINALIZER);
+    const controller = builder
       // What the reconcile writes (gen rbac → config/rbac/role.yaml); Neutron is outside the cluster.
       .rbac(
         { resource: networkResource, verbs: ['patch'], why: 'finalizer add/remove' },
@@ -691,6 +739,16 @@ export const networkControllerSetup: ControllerSetup = {
         version, networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
         ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
         ...(settings?.driftCheckMs !== undefined && { driftCheckMs: settings.driftCheckMs }),
+        bypassed,
       }));
+    // Deletes that skipped finalize() (kubernetes#77988): recorded, then enqueued by this handler itself — the
+    // builder's own enqueue of the delete runs on another handler's queue and may be handled before the record.
+    builder.informer().addEventHandler({
+      onDelete: (obj) => {
+        const key = bypassed.observe(obj);
+        if (key !== undefined) controller.enqueue(key);
+      },
+    }, { name: `${networkControllerName}-bypassed-finalizer` });
+    return controller;
   },
 };

@@ -1,0 +1,69 @@
+/**
+ * Objects the API server deleted while they still carried our finalizer — so without our cleanup.
+ *
+ * A finalizer is meant to hold an object until its controller removed it. The API server breaks that in one race
+ * (kubernetes/kubernetes#77988, open; not fixed in v1.34–v1.37): a DELETE reads the object, finds no finalizer, and
+ * removes it from etcd moments later without looking again — so a finalizer a controller added in between (and was
+ * answered 200 for) is ignored, and whatever the controller created after adding it outlives the object. Nothing
+ * will ever reconcile that object again: it is gone, and its key's next reconcile finds nothing in the cache.
+ * test/network-finalizer-race.test.ts opens that window on a real API server.
+ *
+ * The informer's delete still tells: its final state (or a relist's tombstone, the cache's last state) carries our
+ * finalizer, which a normal deletion never does (the object goes only once its last finalizer was removed). This
+ * records such final states by key, for the reconcile to run the cleanup from:
+ *
+ *   const bypassed = new BypassedFinalizers<MyKind>(FINALIZER);
+ *   const ctrl = builder.complete(reconcile);                   // reconcile: bypassed.get(key) → cleanup, done()
+ *   builder.informer().addEventHandler({ onDelete: (o) => { const k = bypassed.observe(o); if (k) ctrl.enqueue(k); } });
+ *
+ * The handler enqueues the key itself, after recording it: handlers run on their own queues, so the builder's own
+ * enqueue of the delete may reach a worker before this one recorded anything.
+ *
+ * Ownership: the informer's handler writes (observe), the reconcile of the key reads and clears (get, done); also a
+ * reconcile that learns from a write's 404 that the object it just worked on is gone records it (record). Memory:
+ * one entry per such deletion until its cleanup succeeded; on a standby replica entries wait until it leads (its
+ * queue holds their keys). In memory only: a process that dies before the cleanup takes it with it (and one that
+ * starts after the deletion never sees it) — the race's rarity times a crash; docs/safety.md says what is left.
+ */
+import { metaNamespaceKey } from '../apimachinery/keys.ts';
+import type { KubeObject } from '../apimachinery/meta.ts';
+import { objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
+
+export class BypassedFinalizers<T extends KubeObject> {
+  readonly finalizer: string;
+  private readonly byKey = new Map<string, T>();
+
+  constructor(finalizer: string) {
+    this.finalizer = finalizer;
+  }
+
+  /** An informer delete: its final state is recorded when it still carries the finalizer; returns its key then. */
+  observe(deleted: T | DeletedFinalStateUnknown<T>): string | undefined {
+    const last = objectOfDelete(deleted);
+    if (!last?.metadata?.finalizers?.includes(this.finalizer)) return undefined;
+    return this.record(last);
+  }
+
+  /** Records `obj` (known gone, our finalizer on it) for cleanup; returns its key. A later record of the key wins. */
+  record(obj: T): string {
+    const key = metaNamespaceKey(obj);
+    this.byKey.set(key, obj);
+    return key;
+  }
+
+  /** The last state of the object of `key` that went without our cleanup, if one is waiting. */
+  get(key: string): T | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** The cleanup of `obj` succeeded: forgets it (not a newer record of the same key with another UID). */
+  done(obj: T): void {
+    const key = metaNamespaceKey(obj);
+    if (this.byKey.get(key)?.metadata?.uid === obj.metadata?.uid) this.byKey.delete(key);
+  }
+
+  /** Entries waiting (tests, metrics). */
+  get size(): number {
+    return this.byKey.size;
+  }
+}
