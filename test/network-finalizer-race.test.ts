@@ -12,7 +12,8 @@
  * adds its finalizer, creates the Neutron network and subnet and reports Ready. The webhook then allows the DELETE.
  * Shown: the API server deletes the Network with our finalizer still on it (the DELETE answers Status Success, as
  * for an object without finalizers, not the object marked for deletion) — the upstream race, on this release — and the controller still deletes what it
- * made in Neutron (pkg/controllers/network/controller.ts, "finalizer bypassed"): nothing of that UID is left.
+ * made in Neutron (pkg/controllers/network/controller.ts, BypassedFinalizers; after a GET confirms the UID is gone):
+ * nothing of that UID is left. The controller runs as the manager's ServiceAccount with config/rbac.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -97,7 +98,10 @@ describe('a finalizer added while a DELETE is under way (kubernetes#77988): the 
 
   before(async () => {
     [env, neutron] = await Promise.all([
-      startTestEnv({ crdPaths: [join(repoRoot, 'config', 'crd', 'bases', 'samplecrd.k8s.io_networks.yaml')], webhooks: { validatingWebhooks: [holdDelete] } }),
+      startTestEnv({
+        crdPaths: [join(repoRoot, 'config', 'crd', 'bases', 'samplecrd.k8s.io_networks.yaml')], webhooks: { validatingWebhooks: [holdDelete] },
+        rbacPaths: [join(repoRoot, 'config', 'rbac')], // the controller runs as the manager's ServiceAccount
+      }),
       startNeutron(),
     ]);
     api = neutronApi(neutron.endpoint);
@@ -139,7 +143,7 @@ describe('a finalizer added while a DELETE is under way (kubernetes#77988): the 
 
     // 2. Meanwhile the Network controller (the binary's setup) adds its finalizer and creates in Neutron.
     const mgr = new ControllerManager({
-      kubeConfig: env.kubeConfig, namespaces: ['default'], syncPeriodMs: 0, registry: new Registry(), logger: silentLogger,
+      ...env.managerConnection, namespaces: ['default'], syncPeriodMs: 0, registry: new Registry(), logger: silentLogger,
       userAgent: 'network-finalizer-race-test', gracefulShutdownTimeoutMs: 10_000,
     });
     assert.ok(networkControllerSetup.setup(mgr, { concurrency: 1, neutron: { cloudConfig: neutron.cloudsYaml, cloud: 'local' } }));
@@ -176,5 +180,6 @@ describe('a finalizer added while a DELETE is under way (kubernetes#77988): the 
       assert.deepEqual(await neutronOf(uid), { networks: [], subnets: [] }, 'nothing in Neutron of the deleted Network');
       return true;
     }, { timeoutMs: 30_000 });
+    assert.deepEqual(env.refusals, [], 'the manager\'s RBAC (config/rbac) allowed every request it made, the confirming GET included');
   });
 });

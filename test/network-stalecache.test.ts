@@ -12,7 +12,7 @@
  * overall), requeue quietly (no error, no Event). Likewise for a converged copy whose CIDR the user has changed since
  * (d): every Neutron write from a cached copy waits for the confirmation, so the stale spec neither deletes the
  * current subnet nor re-creates the old one (found by explore's stale-standby plans). The test runs as admin; the manager's RBAC grants the verb the
- * confirmation uses (patch on networks; no get), which test/deploy.test.ts proves in a deployment.
+ * confirmation uses (patch on networks), which test/deploy.test.ts proves in a deployment.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';

@@ -29,10 +29,18 @@ import { metaNamespaceKey } from '../apimachinery/keys.ts';
 import type { KubeObject } from '../apimachinery/meta.ts';
 import { objectOfDelete, type DeletedFinalStateUnknown } from '../informerfactory/object.ts';
 
+/**
+ * The final states, by key, of objects the informer saw leave while they still carried `finalizer` (see the file
+ * comment): `observe` in an informer's delete handler, `get` / `done` in the reconcile of the key. A delete is not proof
+ * the object is gone — an informer with a label selector also sees an object that stopped matching it as a delete
+ * (e.g. a shard move) — so confirm with the API server (GET: 404, or another UID) before cleaning up.
+ */
 export class BypassedFinalizers<T extends KubeObject> {
+  /** The finalizer whose presence in a final state marks a deletion that skipped the cleanup. */
   readonly finalizer: string;
   private readonly byKey = new Map<string, T>();
 
+  /** For the objects of one controller that keeps `finalizer` on them. */
   constructor(finalizer: string) {
     this.finalizer = finalizer;
   }

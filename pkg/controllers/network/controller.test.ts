@@ -21,17 +21,24 @@ interface Call { method: Verb; path: string; body: unknown }
 
 /**
  * The API server's writes to one Network: a finalizer patch answers the cached object with the new finalizers and
- * the next resourceVersion (as the server does); other writes answer {}. `fail` makes a call fail instead.
+ * the next resourceVersion (as the server does); other writes answer {}. A GET answers the cached object, or 404.
+ * `fail` makes a call fail instead.
  */
 class FakeRest {
   readonly calls: Call[] = [];
   fail: ((c: Call) => Error | undefined) | undefined;
+  /** What a GET answers when the server's copy differs from the cache's (default: the cached one, or 404). */
+  onServer: Network | undefined;
   json<T>(method: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
     const call = { method, path, body: opts.body };
     this.calls.push(call);
     const err = this.fail?.(call);
     if (err) return Promise.reject(err);
     const cur = cache.getByKey('ns/net');
+    if (method === 'GET' && path === objPath) {
+      const answer = this.onServer ?? cur;
+      return answer ? Promise.resolve(structuredClone(answer) as T) : Promise.reject(new ApiError(404, 'NotFound', 'networks "net" not found', {}));
+    }
     if (method === 'PATCH' && path === objPath && cur) {
       const { finalizers } = (opts.body as { metadata: { finalizers: string[] } }).metadata;
       return Promise.resolve({ ...cur, metadata: { ...cur.metadata, finalizers, resourceVersion: String(Number(cur.metadata?.resourceVersion ?? 0) + 1) } } as T);
@@ -604,7 +611,7 @@ describe('networkReconciler: a Network deleted with our finalizer still on it (k
     assert.equal(await reconcile(req, signal, ctx), undefined);
     assert.deepEqual([...neutron.networks.keys()], [stranger.id], `${ours.id} and ${leftover.id} deleted`);
     assert.equal(neutron.subnets.size, 0);
-    assert.deepEqual(rest.calls, [], 'no write to the API server (the Network is gone)');
+    assert.deepEqual(rest.calls.map((c) => `${c.method} ${c.path}`), [`GET ${objPath}`], 'one read (404: gone), no write');
     assert.equal(bypassed.size, 0, 'forgotten once cleaned up');
     await reconcile(req, signal, ctx);
     assert.equal(neutron.ops.filter((o) => o.startsWith('deleteNetwork')).length, 2, 'not cleaned up twice');
@@ -618,6 +625,16 @@ describe('networkReconciler: a Network deleted with our finalizer still on it (k
     assert.equal([bypassed.size, neutron.networks.size].join(), '1,1');
     await reconcile(req, signal, ctx);
     assert.equal([bypassed.size, neutron.networks.size].join(), '0,0');
+  });
+
+  test('a Network that left the cache with our finalizer but still exists (moved out of this shard\'s label selector): the GET answers it, nothing deleted in Neutron', async () => {
+    const ours = neutron.addNetwork({ tags: [TAG] });
+    const net = aNetwork({ cidr: '10.0.0.0/24' });
+    bypassed.observe(net);
+    rest.onServer = net; // the server still has it; this shard's informer (the cache) does not
+    await reconcile(req, signal, ctx);
+    assert.equal(neutron.networks.has(ours.id), true, 'the living Network\'s Neutron network is kept');
+    assert.equal(bypassed.size, 0, 'forgotten');
   });
 
   test('re-created under the same name before the cleanup: the old UID\'s networks are deleted, the new Network reconciled', async () => {

@@ -18,8 +18,8 @@
  *    deletes the Neutron network (subnets go with it; 404 = already gone), then removes the finalizer. Deletions that
  *    happened while the manager was down are seen as deletionTimestamp in the initial list. A Network the API server
  *    deleted with our finalizer still on it (kubernetes#77988: a DELETE under way ignores a finalizer added meanwhile)
- *    is seen in the informer's delete (its final state carries the finalizer) or in a 404 of our status write: its
- *    Neutron networks are deleted by UID all the same (BypassedFinalizers).
+ *    is seen in the informer's delete (its final state carries the finalizer) or in a 404 of our status write: once a
+ *    GET confirms that UID is gone, its Neutron networks are deleted by UID all the same (BypassedFinalizers).
  *  - Updates: a gateway change is done in place, fenced by `If-Match: revision_number=N` (the revision read in this
  *    reconcile; a 412 — someone changed the subnet since — re-reads on a quiet requeue), changing only what the
  *    controller owns: the gateway, and the allocation pools only as far as the gateway forces them (ipnet.ts
@@ -88,6 +88,7 @@ export interface NetworkReconcilerDeps {
    */
   version?: 'v1' | 'v2';
   networks: { get(namespace: string | undefined, name: string): AnyNetwork | undefined };
+  /** Writes (finalizer, status) and one read: the GET that tells a Network deleted with our finalizer from a moved one. */
   rest: Pick<RestClient, 'json'>;
   neutron: NeutronNetworkAPI;
   recorder: Recorder;
@@ -313,7 +314,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
    * Hence `confirmOnce` (one per reconcile): called before the reconcile's first write of any kind to Neutron, it costs
    * at most one PATCH per reconcile that writes, none for one that writes nothing (the common, converged drift check)
    * and none for a `live` copy (our finalizer patch just answered it). The verb is the one the finalizer already needs
-   * (no `get` in RBAC). finalize() needs none: its cleanup is by the UID's tag, not the spec, and a deletion is final
+   * (a PATCH, not a GET: it also fences). finalize() needs none: its cleanup is by the UID's tag, not the spec, and a deletion is final
    * (deletionTimestamp cannot be unset, the UID never comes back). Not a lock: the Network may change right after the
    * confirmation; what is left is the window of this reconcile's own Neutron calls, not the cache's lag.
    */
@@ -555,10 +556,23 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
 
   /**
    * A Network the API server deleted with our finalizer still on it (BypassedFinalizers): finalize() never ran, so
-   * its Neutron networks are deleted now, by its UID. The object is gone for good (a UID never comes back), so no
-   * confirmation is needed; a failure is retried by the work queue with backoff (the entry stays until it succeeds).
+   * its Neutron networks are deleted now, by its UID — once the API server confirms that UID is gone (404, or another
+   * object under the name). An informer's delete does not prove it: with --sharding the informer selects this
+   * shard's label, and a Network moved to another shard leaves it as a delete, our finalizer on it, alive. A failure
+   * is retried by the work queue with backoff (the entry stays until it succeeds).
    */
   async function cleanUpBypassed(gone: AnyNetwork, signal: AbortSignal, log: Logger): Promise<void> {
+    let current: AnyNetwork | undefined;
+    try {
+      current = await rest.json<AnyNetwork>('GET', objPath(gone), { signal });
+    } catch (err) {
+      if (!isKubeNotFound(err)) throw err;
+    }
+    if (current?.metadata?.uid === gone.metadata?.uid) {
+      log.debug({ uid: gone.metadata?.uid }, 'a Network that left the cache with our finalizer still exists (out of this informer\'s selector, e.g. another shard): nothing to clean up');
+      deps.bypassed?.done(gone);
+      return;
+    }
     const deleted = await deleteNeutronNetworks(gone, signal, { current: undefined });
     log.warn({ uid: gone.metadata?.uid, neutronNetworks: deleted },
       'The API server deleted the Network while it still carried our finalizer (kubernetes#77988): deleted its Neutron networks without it');
@@ -732,6 +746,7 @@ export const networkControllerSetup: ControllerSetup = {
       // What the reconcile writes (gen rbac → config/rbac/role.yaml); Neutron is outside the cluster.
       .rbac(
         { resource: networkResource, verbs: ['patch'], why: 'finalizer add/remove' },
+        { resource: networkResource, verbs: ['get'], why: 'a Network that left the cache with our finalizer: gone (clean up Neutron) or only out of this shard' },
         { resource: networkResource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition and Neutron IDs' },
       )
       .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
