@@ -238,10 +238,26 @@ describe('self-managed webhook certificates on a real API server', () => {
     // The targets carry exactly the Secret's bundle once the rotation settled.
     await waitFor('targets equal the Secret bundle', async () => (await injected()).every((b) => b === r0.certs.caBundle && b === r1.certs.caBundle), { timeoutMs: 10_000 });
 
+    /**
+     * An edit by hand (as `kubectl edit`): read, change, PUT with the resourceVersion read. The replicas keep writing
+     * the Secret (injection records, renewals), so the PUT may meet a newer version: the server refuses it (409) and
+     * the edit is made again on the fresh copy, as kubectl does (CI of 05a82bb failed on the unretried 409).
+     */
+    const editSecret = async (change: (data: Record<string, string>) => void): Promise<void> => {
+      for (let attempt = 1; ; attempt++) {
+        const cur = await env.client.json<{ metadata: Record<string, unknown>; data: Record<string, string> }>('GET', `/api/v1/namespaces/${ns}/secrets/${secretName}`);
+        change(cur.data);
+        try {
+          await env.client.json('PUT', `/api/v1/namespaces/${ns}/secrets/${secretName}`, { body: cur });
+          return;
+        } catch (err) {
+          if (!(err instanceof ApiError && err.status === 409) || attempt >= 10) throw err;
+        }
+      }
+    };
+
     // A Secret edited by hand into garbage: exactly one replica regenerates it, logging why; calls pass again.
-    const cur = await env.client.json<{ metadata: Record<string, unknown>; data: Record<string, string> }>('GET', `/api/v1/namespaces/${ns}/secrets/${secretName}`);
-    cur.data['tls.key'] = Buffer.from('not a key').toString('base64');
-    await env.client.json('PUT', `/api/v1/namespaces/${ns}/secrets/${secretName}`, { body: cur });
+    await editSecret((data) => { data['tls.key'] = Buffer.from('not a key').toString('base64'); });
     await waitFor('one replica regenerated the Secret', () => Promise.resolve(won('regenerate') === 1), { timeoutMs: 15_000 });
     const why = replicas.flatMap((r) => r.logs).find((l) => l.includes('Secret unusable'));
     assert.match(why ?? '', /tls\.key is not a private key/);
@@ -252,12 +268,10 @@ describe('self-managed webhook certificates on a real API server', () => {
     const past = new Date(Date.now() - 100 * s);
     const oldCa = await certificateAuthority({ commonName: 'expired-ca', validityMs: 10 * s, now: past });
     const oldLeaf = await signedCertificate({ ca: oldCa, commonName: 'webhook-service.webhook-certs.svc', dnsNames: ['webhook-service.webhook-certs.svc'], ips: ['127.0.0.1'], validityMs: 5 * s, now: past });
-    const cur2 = await env.client.json<{ metadata: Record<string, unknown>; data: Record<string, string> }>('GET', `/api/v1/namespaces/${ns}/secrets/${secretName}`);
-    Object.assign(cur2.data, {
+    await editSecret((data) => Object.assign(data, {
       'ca.crt': Buffer.from(oldCa.cert).toString('base64'), 'ca.key': Buffer.from(oldCa.key).toString('base64'),
       'tls.crt': Buffer.from(oldLeaf.cert).toString('base64'), 'tls.key': Buffer.from(oldLeaf.key).toString('base64'),
-    });
-    await env.client.json('PUT', `/api/v1/namespaces/${ns}/secrets/${secretName}`, { body: cur2 });
+    }));
     await waitFor('one replica regenerated the expired Secret', () => Promise.resolve(won('regenerate') === 2), { timeoutMs: 15_000 });
     assert.ok(replicas.flatMap((r) => r.logs).some((l) => l.includes('Secret unusable') && l.includes('every CA in the Secret has expired')));
     await waitFor('admission calls pass again after the expired CA was replaced', async () => call().then(() => true, () => false), { timeoutMs: 20_000 });

@@ -101,7 +101,9 @@ case "$cmd" in
   down)
     # Pod processes first (freeze-free: SIGKILL until the cgroups are empty), then the shims of this node's containerd.
     for _ in 1 2 3 4 5; do
-      pids=$(for h in $(hierarchies); do [ -d "$h/$CGROOT" ] && find "$h/$CGROOT" -name cgroup.procs -exec cat {} + ; done 2>/dev/null | sort -u)
+      # `if`, not `&&`: with pipefail a hierarchy without the cgroup (already removed) must not fail the pipeline and,
+      # through `set -e`, end `down` before the namespace and the owner record go.
+      pids=$(for h in $(hierarchies); do if [ -d "$h/$CGROOT" ]; then find "$h/$CGROOT" -name cgroup.procs -exec cat {} + ; fi; done 2>/dev/null | sort -u)
       [ -z "$pids" ] && break
       kill -9 $pids 2>/dev/null || true
       sleep 0.2
