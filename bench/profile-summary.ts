@@ -15,6 +15,7 @@
  *   node bench/profile-summary.ts a.cpuprofile [b.cpuprofile …]      (several CPU profiles are summed)
  *   node bench/profile-summary.ts a.heapprofile [b.heapprofile …]    (allocations by phase)
  *   node bench/profile-summary.ts x.heapsnapshot
+ *   node bench/profile-summary.ts --diff before.heapsnapshot after.heapsnapshot   (what grew: a leak hunt)
  *
  * As a module: `summariseCpu(profiles)` / `summariseSnapshot(snapshot)` return the numbers and markdown.
  */
@@ -219,8 +220,8 @@ export interface HeapSnapshot {
   strings: string[];
 }
 
-/** Self size by node type + constructor/name (strings grouped as "string"), largest first. */
-export function summariseSnapshot(s: HeapSnapshot, top = 20): { totalBytes: number; rows: { name: string; bytes: number; count: number }[]; markdown: string } {
+/** Self size and count by node type + constructor/name (strings grouped as "(strings)"). */
+function aggregateSnapshot(s: HeapSnapshot): { total: number; agg: Map<string, { bytes: number; count: number }> } {
   const fields = s.snapshot.meta.node_fields;
   const width = fields.length;
   const iType = fields.indexOf('type');
@@ -242,6 +243,12 @@ export function summariseSnapshot(s: HeapSnapshot, top = 20): { totalBytes: numb
     e.count++;
     agg.set(key, e);
   }
+  return { total, agg };
+}
+
+/** Self size by node type + constructor/name (strings grouped as "(strings)"), largest first. */
+export function summariseSnapshot(s: HeapSnapshot, top = 20): { totalBytes: number; rows: { name: string; bytes: number; count: number }[]; markdown: string } {
+  const { total, agg } = aggregateSnapshot(s);
   const rows = [...agg.entries()].map(([name, e]) => ({ name, ...e })).sort((a, b) => b.bytes - a.bytes).slice(0, top);
   const MiB = 1024 * 1024;
   const markdown = [
@@ -254,8 +261,43 @@ export function summariseSnapshot(s: HeapSnapshot, top = 20): { totalBytes: numb
   return { totalBytes: total, rows, markdown };
 }
 
+/**
+ * What grew between two snapshots of the same process (a leak hunt: take one after the warm-up and one an hour
+ * later): the change of self size and count by constructor / type, largest growth first. Snapshots hold live
+ * objects only (V8 collects before taking one), so growth here is retained memory, not garbage.
+ */
+export function diffSnapshots(a: HeapSnapshot, b: HeapSnapshot, top = 25): { deltaBytes: number; rows: { name: string; deltaBytes: number; deltaCount: number; bytes: number; count: number }[]; markdown: string } {
+  const A = aggregateSnapshot(a);
+  const B = aggregateSnapshot(b);
+  const names = new Set([...A.agg.keys(), ...B.agg.keys()]);
+  const rows = [...names].map((name) => {
+    const x = A.agg.get(name) ?? { bytes: 0, count: 0 };
+    const y = B.agg.get(name) ?? { bytes: 0, count: 0 };
+    return { name, deltaBytes: y.bytes - x.bytes, deltaCount: y.count - x.count, bytes: y.bytes, count: y.count };
+  }).sort((p, q) => Math.abs(q.deltaBytes) - Math.abs(p.deltaBytes)).slice(0, top);
+  const KiB = 1024;
+  const markdown = [
+    `heap snapshots: ${(A.total / KiB / 1024).toFixed(2)} → ${(B.total / KiB / 1024).toFixed(2)} MiB self size (${((B.total - A.total) / KiB).toFixed(0)} KiB), ${a.snapshot.node_count} → ${b.snapshot.node_count} nodes`,
+    '',
+    '| constructor / type | Δ KiB | Δ count | KiB after | count after |',
+    '|---|---:|---:|---:|---:|',
+    ...rows.map((r) => `| \`${r.name.slice(0, 60)}\` | ${(r.deltaBytes / KiB).toFixed(1)} | ${r.deltaCount} | ${(r.bytes / KiB).toFixed(0)} | ${r.count} |`),
+  ].join('\n');
+  return { deltaBytes: B.total - A.total, rows, markdown };
+}
+
 if (import.meta.main) {
   const files = process.argv.slice(2);
+  if (files[0] === '--diff') {
+    const [a, b] = files.slice(1);
+    if (!a || !b || files.length !== 3) {
+      process.stderr.write('usage: node bench/profile-summary.ts --diff before.heapsnapshot after.heapsnapshot\n');
+      process.exit(2);
+    }
+    const read = (f: string): HeapSnapshot => JSON.parse(readFileSync(f, 'utf8')) as HeapSnapshot;
+    process.stdout.write(diffSnapshots(read(a), read(b)).markdown + '\n');
+    process.exit(0);
+  }
   if (files.length === 0) {
     process.stderr.write('usage: node bench/profile-summary.ts FILE.cpuprofile… | FILE.heapsnapshot\n');
     process.exit(2);
