@@ -36,6 +36,14 @@
  * (`builder.informer()` and `builder.informerOf(type)`) and writes through `mgr.client`. Without sharding the
  * controller runs only on the leader.
  *
+ * Standby: the handlers enqueue only once the controller started (this replica leads, its caches synced). At its
+ * start the controller enqueues every primary in the cache, as an initial-list add (low priority), and maps every
+ * cached object of its `owns` / `watches` sources — as controller-runtime, whose sources start with the controller
+ * and replay an informer's contents to a handler added late. Events before the start are dropped: what they said is
+ * in the cache by then, and a deletion leaves nothing to reconcile. Queued instead, they grew a standby's queue by
+ * every key it ever saw, deleted objects' keys included, since nobody takes from it (the endurance bench's standby;
+ * test/standby-queue.test.ts). A key a controller enqueues itself (`controller.enqueue`) is queued at any time.
+ *
  * Sharding (`mgr` built with `sharding`; pkg/sharding/assignment.ts has the protocol): the controller shards by its
  * primary object. Its primary informer and the informers of the types it `owns` select only objects labelled
  * `shard.ts-controller-manager.io/<controller>=<this shard>` (types only `watches`ed stay unfiltered), the sharder is
@@ -286,7 +294,12 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       ...(o.rateLimiter ? { rateLimiter: o.rateLimiter } : {}),
     });
 
-    const enqueue = (obj: P, priority: number): void => controller.enqueue(metaNamespaceKey(obj), priority);
+    // Set at the controller's start, before its replay of the caches (file comment, "Standby").
+    let started = false;
+    const enqueueKey = (key: string, priority?: number): void => {
+      if (started) controller.enqueue(key, priority);
+    };
+    const enqueue = (obj: P, priority: number): void => enqueueKey(metaNamespaceKey(obj), priority);
     const { update, predicates } = primary;
     // Handlers are named after the controller: informer_handler_errors_total{handler} says whose handler threw.
     const registrations = [primary.informer.addEventHandler({
@@ -300,12 +313,19 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       onDelete: (obj: P | DeletedFinalStateUnknown<P>) => {
         const last = objectOfDelete(obj);
         // Without a last known state (nothing to test) the delete passes: never lose a deletion.
-        if (!last || passesAll(predicates, { type: 'delete', obj: last })) controller.enqueue(deletionHandlingKey(obj));
+        if (!last || passesAll(predicates, { type: 'delete', obj: last })) enqueueKey(deletionHandlingKey(obj));
       },
     }, { name: this.name })];
+    // What the start enqueues: every cached object as its informer's initial list would (file comment, "Standby").
+    const replays: (() => void)[] = [() => {
+      for (const obj of primary.informer.getIndexer().list()) {
+        if (passesAll(predicates, { type: 'create', obj })) enqueue(obj, addPriority(true));
+      }
+    }];
     for (const source of this.sources.values()) {
       /** Every key a mapper whose predicates pass `event` derives from any of `objs`, enqueued once. */
       const map = (priority: number, event: PredicateEvent<KubeObject>, ...objs: KubeObject[]): void => {
+        if (!started) return;
         const keys = new Set<string>();
         for (const m of source.mappers) {
           if (!passesAll(m.predicates, event)) continue;
@@ -313,7 +333,11 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
         }
         for (const k of keys) controller.enqueue(k, priority);
       };
-      registrations.push(this.informerOf(source.resource, { metadataOnly: source.metadataOnly }).addEventHandler({
+      const informer = this.informerOf(source.resource, { metadataOnly: source.metadataOnly });
+      replays.push(() => {
+        for (const obj of informer.getIndexer().list()) map(addPriority(true), { type: 'create', obj }, obj);
+      });
+      registrations.push(informer.addEventHandler({
         onAdd: (obj, initial) => map(addPriority(initial), { type: 'create', obj }, obj),
         onUpdate: (old, obj) => {
           if (old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return; // resync: see the file comment
@@ -326,9 +350,17 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       }, { name: this.name }));
     }
 
-    const runnable: Runnable = o.onStart
-      ? { name: this.name, needLeaderElection: true, start: (signal) => { o.onStart?.(); return controller.start(signal); }, stillRunning: () => controller.stillRunning() }
-      : controller;
+    const runnable: Runnable = {
+      name: this.name,
+      needLeaderElection: true,
+      start: (signal) => {
+        started = true;
+        for (const replay of replays) replay();
+        o.onStart?.();
+        return controller.start(signal);
+      },
+      stillRunning: () => controller.stillRunning(),
+    };
     this.mgr.add(runnable, registrations.map((r) => () => r.hasSynced()));
     this.mgr.registerController?.(controller as Controller<unknown>);
     if (shard !== undefined) {
