@@ -40,6 +40,7 @@ import type { RequestCodec } from '../controller/request.ts';
 import { isConflict, isNotFound, type RestClient } from '../client/rest.ts';
 import { Controller, type Reconciler } from '../controller/controller.ts';
 import { SharedInformerFactory } from '../informerfactory/factory.ts';
+import { deletionHandlingKey } from '../informerfactory/object.ts';
 import { objectPath } from '../apimachinery/paths.ts';
 import { resourceId, type ResourceType } from '../apimachinery/resource.ts';
 import type { SharedIndexInformer } from '../informerfactory/sharedinformer.ts';
@@ -129,8 +130,12 @@ export class Sharder implements Runnable {
     ring: HashRing;
     live: Set<string>;
   } | undefined;
-  /** controller/key → when its drain label was set (for the drain duration). */
-  private readonly drainStarted = new Map<string, number>();
+  /**
+   * controller/key → when its drain label was set (for the drain duration) and on which object (UID): a drain ends in
+   * an assignment of that same object. Set by the decider; removed by the assignment, by the decider finding the
+   * object gone, and by the primary's delete event (an object deleted mid-drain is never decided again).
+   */
+  private readonly drainStarted = new Map<string, { at: number; uid: string | undefined }>();
 
   constructor(opts: SharderOptions) {
     this.opts = opts;
@@ -236,6 +241,7 @@ export class Sharder implements Runnable {
       primary.addEventHandler({
         onAdd: (obj) => enqueue(metaNamespaceKey(obj)),
         onUpdate: (old, obj) => { if (labelsChanged(old, obj)) enqueue(metaNamespaceKey(obj)); },
+        onDelete: (obj) => { this.drainStarted.delete(`${c.name}/${deletionHandlingKey(obj)}`); },
       }, { name: 'sharder' });
       for (const inf of owned) {
         const toOwner = (obj: KubeObject): void => {
@@ -328,11 +334,12 @@ export class Sharder implements Runnable {
     }
   }
 
-  /** Counts an assignment of `key` for `c` (and the drain it ended, if this sharder started one). */
-  private assigned(c: ShardedController, key: string, from: string | undefined): void {
-    const drainKey = `${c.name}/${key}`;
-    const started = this.drainStarted.get(drainKey);
+  /** Counts an assignment of `obj` for `c` (and the drain it ended, if this sharder started one on this object). */
+  private assigned(c: ShardedController, obj: KubeObject, from: string | undefined): void {
+    const drainKey = `${c.name}/${metaNamespaceKey(obj)}`;
+    const drain = this.drainStarted.get(drainKey);
     this.drainStarted.delete(drainKey);
+    const started = drain !== undefined && drain.uid === obj.metadata?.uid ? drain.at : undefined;
     const reason = from !== undefined ? 'dead' : started !== undefined ? 'drained' : 'new';
     if (reason === 'drained' && started !== undefined) this.metrics.drains.observe({ controller: c.name }, (performance.now() - started) / 1000);
     this.metrics.reassignments.inc({ controller: c.name, reason });
@@ -370,7 +377,7 @@ export class Sharder implements Runnable {
             }
           }
           await patch(resource, obj, labels, signal);
-          for (const [c2, from] of assigned) this.assigned(c2, metaNamespaceKey(obj), from);
+          for (const [c2, from] of assigned) this.assigned(c2, obj, from);
         }
       }
     };
@@ -393,13 +400,13 @@ export class Sharder implements Runnable {
             return;
           case 'drain':
             await patch(c.primary, obj, labelPatch(d, c.name) ?? {}, signal);
-            this.drainStarted.set(drainKey, performance.now());
+            this.drainStarted.set(drainKey, { at: performance.now(), uid: obj.metadata?.uid });
             this.log.debug({ controller: c.name, key, from: d.from, to: d.to }, 'draining');
             return;
           case 'assign': {
             await follow(obj, d.shard, signal);
             await patch(c.primary, obj, labelPatch(d, c.name) ?? {}, signal);
-            this.assigned(c, key, d.from);
+            this.assigned(c, obj, d.from);
             return;
           }
         }
