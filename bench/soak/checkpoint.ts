@@ -12,7 +12,9 @@
  *    gone (leaked), no second one of a Network (duplicated), and no network the controller made without its tag (its
  *    description names a UID) left over;
  *  - the leader's Deployment controller reports exactly the Deployments that exist, each `complete`
- *    (deployment_rollout_state).
+ *    (deployment_rollout_state);
+ *  - every standby's work queues are empty (workqueue_depth): a standby queues nothing (pkg/runtime/builder.ts,
+ *    "Standby"), and what it would queue nobody takes — a key there is a leak.
  * Caches equal (polled, after convergence): for every informer of every running replica (/debug/informers?keys=1),
  * the keys and resourceVersions equal a LIST of the same resource, scope and selectors from kube-apiserver.
  *
@@ -69,7 +71,7 @@ const key = (o: KubeObject): string => `${o.metadata?.namespace ?? ''}/${o.metad
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 /** One look at the whole world: what is not converged (see the module comment). */
-export async function convergence(rest: RestClient, neutronEndpoint: string, leader: Replica | undefined): Promise<ConvergenceReport> {
+export async function convergence(rest: RestClient, neutronEndpoint: string, leader: Replica | undefined, standbys: readonly Replica[] = []): Promise<ConvergenceReport> {
   const problems: string[] = [];
   const [foos, deployments, networks] = await Promise.all([
     listAll(rest, resources.foo), listAll(rest, resources.deployment), listAll(rest, resources.network),
@@ -166,6 +168,12 @@ export async function convergence(rest: RestClient, neutronEndpoint: string, lea
     const stale = [...states.keys()].filter((k) => !exist.has(k));
     if (stale.length) problems.push(`deployment_rollout_state: ${stale.length} series of Deployments that are gone (e.g. ${stale[0]})`);
   }
+  for (const r of standbys) {
+    const m = await r.current?.metrics().catch(() => undefined);
+    if (!m || /^leader_election_master_status\{[^}]*\} 1$/m.test(m)) continue; // restarting, or leading meanwhile
+    const queued = parseSamples(m).filter((x) => x.name === 'workqueue_depth').reduce((n, x) => n + x.value, 0);
+    if (queued > 0) problems.push(`standby ${r.incarnation}: ${queued} keys queued (a standby queues nothing)`);
+  }
   return {
     problems,
     counts: { foos: foos.length, deployments: deployments.length, networks: networks.length, neutronNetworks: nNets.length, leaked, duplicated, untagged },
@@ -230,7 +238,8 @@ export async function checkpoint(rest: RestClient, neutronEndpoint: string, repl
   let report: ConvergenceReport = { problems: ['not looked yet'], counts: { foos: 0, deployments: 0, networks: 0, neutronNetworks: 0, leaked: 0, duplicated: 0, untagged: 0 } };
   const t0 = performance.now();
   while (!opts.signal?.aborted) {
-    report = await convergence(rest, neutronEndpoint, await leader()).catch((err: unknown) => ({ ...report, problems: [`looking failed: ${String(err)}`] }));
+    const lead = await leader();
+    report = await convergence(rest, neutronEndpoint, lead, replicas.filter((r) => r !== lead)).catch((err: unknown) => ({ ...report, problems: [`looking failed: ${String(err)}`] }));
     if (report.problems.length === 0 || performance.now() - t0 > opts.convergeTimeoutMs) break;
     await new Promise((r) => setTimeout(r, 3000));
   }

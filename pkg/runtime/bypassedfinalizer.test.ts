@@ -21,3 +21,15 @@ test('BypassedFinalizers: a final state (or tombstone) still carrying the finali
   assert.equal(b.get('ns/a'), undefined);
   assert.equal(b.size, 0);
 });
+
+test('BypassedFinalizers: a final state with a deletionTimestamp is a deletion through the finalizers, not a bypass — not recorded', () => {
+  const b = new BypassedFinalizers<KubeObject>('example.com/cleanup');
+  // The API server's DELETED event after the update that removed the last finalizer carries the last STORED state:
+  // finalizer still on, deletionTimestamp set (test/bypassedfinalizer.test.ts, real API server).
+  assert.equal(b.observe(obj('u1', ['example.com/cleanup'], '2026-01-01T00:00:00Z')), undefined);
+  assert.equal(b.observe(deletedFinalStateUnknown('ns/a', obj('u1', ['example.com/cleanup'], '2026-01-01T00:00:00Z'))), undefined, 'nor its tombstone');
+  assert.equal(b.size, 0);
+  assert.deepEqual(b.keys(), []);
+  assert.equal(b.observe(obj('u2', ['example.com/cleanup'])), 'ns/a', 'no deletionTimestamp: the DELETE never began a deletion');
+  assert.deepEqual(b.keys(), ['ns/a']);
+});

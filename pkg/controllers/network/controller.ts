@@ -45,7 +45,7 @@
 import type { Network } from '../../apis/samplecrd/v1/types.ts';
 import { v2SubnetsAnnotation, type Network as NetworkV2, type NetworkStatusSubnet } from '../../apis/samplecrd/v2/types.ts';
 import { isConflict as isKubeConflict, isNotFound as isKubeNotFound, type RestClient } from '../../client/rest.ts';
-import { requestKey, TerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
+import { requestKey, TerminalError, type Controller, type ReconcileContext, type Reconciler, type Request, type Result } from '../../controller/index.ts';
 import type { Recorder } from '../../events/recorder.ts';
 import type { Lister } from '../../informerfactory/lister.ts';
 import { BypassedFinalizers } from '../../runtime/bypassedfinalizer.ts';
@@ -742,14 +742,22 @@ export const networkControllerSetup: ControllerSetup = {
     // The gauge reads only metadata and the Ready condition, which both versions have.
     registerNetworksGauge(mgr.registry, { lister: builder.informer().lister() as Lister<Network>, active: () => mgr.controllersStarted() });
     const bypassed = new BypassedFinalizers<AnyNetwork>(FINALIZER);
-    const controller = builder
+    let running = false;
+    const controller: Controller = builder
       // What the reconcile writes (gen rbac → config/rbac/role.yaml); Neutron is outside the cluster.
       .rbac(
         { resource: networkResource, verbs: ['patch'], why: 'finalizer add/remove' },
         { resource: networkResource, verbs: ['get'], why: 'a Network that left the cache with our finalizer: gone (clean up Neutron) or only out of this shard' },
         { resource: networkResource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition and Neutron IDs' },
       )
-      .withOptions({ ...(concurrency !== undefined ? { concurrency } : {}) })
+      // A standby queues nothing (builder.ts, "Standby"): the deletions it recorded are queued when it starts leading.
+      .withOptions({
+        ...(concurrency !== undefined ? { concurrency } : {}),
+        onStart: () => {
+          running = true;
+          for (const key of bypassed.keys()) controller.enqueue(key);
+        },
+      })
       .complete(networkReconciler({
         version, networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
         ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
@@ -761,7 +769,7 @@ export const networkControllerSetup: ControllerSetup = {
     builder.informer().addEventHandler({
       onDelete: (obj) => {
         const key = bypassed.observe(obj);
-        if (key !== undefined) controller.enqueue(key);
+        if (key !== undefined && running) controller.enqueue(key);
       },
     }, { name: `${networkControllerName}-bypassed-finalizer` });
     return controller;
