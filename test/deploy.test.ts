@@ -150,6 +150,18 @@ function* eachVerbRemoved(roles: readonly RbacObject[]): Generator<[RbacObject, 
 }
 
 /**
+ * Verbs this scenario cannot exercise, each needed on one path only and proven needed by the test named (which runs
+ * the manager's controller as the ServiceAccount bound to config/rbac and fails on any refusal). `get` on networks:
+ * the Network controller confirms with a GET that a Network which left with our finalizer and no deletionTimestamp is
+ * gone — only after a DELETE that raced its finalizer add (kubernetes#77988), which the samples never do.
+ */
+const provenElsewhere: { role: string; apiGroup: string; resource: string; verb: string; test: string }[] = [
+  { role: 'ts-controller-manager-manager-role', apiGroup: 'samplecrd.k8s.io', resource: 'networks', verb: 'get', test: 'test/network-finalizer-race.test.ts' },
+];
+const elsewhere = (role: RbacObject, rule: PolicyRule): string | undefined => provenElsewhere.find((p) =>
+  p.role === role.metadata.name && rule.verbs[0] === p.verb && (rule.apiGroups ?? []).includes(p.apiGroup) && (rule.resources ?? []).includes(p.resource))?.test;
+
+/**
  * The OwnerReferencesPermissionEnforcement admission plugin's refusal: a create or update that sets
  * `blockOwnerDeletion` on an ownerReference needs `update` on the OWNER's `finalizers` subresource; without it the
  * write of the owned object (not a request to the finalizers subresource) is answered 403 with this message.
@@ -514,6 +526,12 @@ describe('kustomize deployment and least-privilege RBAC', () => {
     const granting = roles.filter((r) => r.metadata.name !== 'ts-controller-manager-metrics-reader');
     let checked = 0;
     for (const [role, rule, without] of eachVerbRemoved(granting)) {
+      const provenBy = elsewhere(role, rule);
+      if (provenBy) {
+        t.diagnostic(`${role.metadata.name} ${describeRule(rule)}: not on this scenario's path; needed, as ${provenBy} proves`);
+        checked++;
+        continue;
+      }
       await putRole(cp, role, without);
       await waitAuthorized(cp, role, rule, false);
       try {
