@@ -20,14 +20,13 @@ import { leaseOfLabel } from '../pkg/sharding/shard.ts';
 import { Sharder } from '../pkg/sharding/sharder.ts';
 import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
 import { installCRDs } from './helpers/crds.ts';
+import { registryMetric } from './helpers/manager.ts';
 
 const group = 'drain-delete';
 const now = (): string => new Date().toISOString().replace(/Z$/, '000Z');
 
-async function reassignments(registry: Registry, reason: string): Promise<number> {
-  const m = registry.getSingleMetric('sharding_reassignments_total');
-  return m ? (await m.get()).values.filter((v) => v.labels['controller'] === 'foo' && v.labels['reason'] === reason).reduce((s, v) => s + v.value, 0) : 0;
-}
+const reassignments = (registry: Registry, reason: string): Promise<number> =>
+  registryMetric(registry, 'sharding_reassignments_total', { controller: 'foo', reason });
 
 test('a Foo deleted while the sharder drains it, then created again under its name: assigned as new, not as a finished drain', async (t) => {
   await installCRDs();

@@ -14,13 +14,11 @@ import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { silentLogger } from '../pkg/log/logger.ts';
 import { ControllerManager } from '../pkg/runtime/manager.ts';
 import { cluster, adminKubeConfig, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { registryMetric } from './helpers/manager.ts';
 
 const { configMaps, services } = coreResources;
 
-async function queueDepth(registry: Registry, name: string): Promise<number> {
-  const m = registry.getSingleMetric('workqueue_depth');
-  return m ? (await m.get()).values.filter((v) => v.labels['name'] === name).reduce((s, v) => s + v.value, 0) : 0;
-}
+const queueDepth = (registry: Registry, name: string): Promise<number> => registryMetric(registry, 'workqueue_depth', { name });
 
 test('a standby queues no key while objects come and go; at leadership each cached object is reconciled once, deleted ones never', async (t) => {
   const cp = cluster();

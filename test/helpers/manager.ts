@@ -21,6 +21,16 @@ import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
 import { ControllerManager } from '../../pkg/runtime/manager.ts';
 import { adminKubeConfig, waitFor } from './cluster.ts';
 
+/** The sum of `name`'s series in `registry` whose labels include `labels` (0 when none). */
+export async function registryMetric(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = registry.getSingleMetric(name);
+  if (!m) return 0;
+  const { values } = await m.get();
+  return values
+    .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
 export interface StartControllersOptions {
   namespace: string;
   controllers: ControllerName[];
@@ -85,14 +95,7 @@ export async function startControllers(t: TestContext, opts: StartControllersOpt
   };
   t.after(stop);
 
-  const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
-    const m = registry.getSingleMetric(name);
-    if (!m) return 0;
-    const { values } = await m.get();
-    return values
-      .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
-      .reduce((sum, v) => sum + v.value, 0);
-  };
+  const metric = (name: string, labels: Record<string, string> = {}): Promise<number> => registryMetric(registry, name, labels);
   const requestsByMethod = async (): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
     const m = registry.getSingleMetric('rest_client_requests_total');
