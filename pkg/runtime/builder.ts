@@ -37,12 +37,13 @@
  * controller runs only on the leader.
  *
  * Standby: the handlers enqueue only once the controller started (this replica leads, its caches synced). At its
- * start the controller enqueues every primary in the cache, as an initial-list add (low priority), and maps every
- * cached object of its `owns` / `watches` sources — as controller-runtime, whose sources start with the controller
- * and replay an informer's contents to a handler added late. Events before the start are dropped: what they said is
- * in the cache by then, and a deletion leaves nothing to reconcile. Queued instead, they grew a standby's queue by
- * every key it ever saw, deleted objects' keys included, since nobody takes from it (the endurance bench's standby;
- * test/standby-queue.test.ts). A key a controller enqueues itself (`controller.enqueue`) is queued at any time.
+ * start the controller enqueues every primary in the cache, as an initial-list add (low priority), every key its
+ * `bypassedFinalizers` hold (ForOptions), and maps every cached object of its `owns` / `watches` sources — as
+ * controller-runtime, whose sources start with the controller and replay an informer's contents to a handler added
+ * late. Events before the start are dropped: what they said is in the cache by then, and a deletion leaves nothing to
+ * reconcile (a deletion that bypassed the finalizer does: `bypassedFinalizers` records it on every replica). Queued
+ * instead, they grew a standby's queue by every key it ever saw, deleted objects' keys included, since nobody takes
+ * from it (the endurance bench's standby; test/standby-queue.test.ts). A key a controller enqueues itself (`controller.enqueue`) is queued at any time.
  *
  * Sharding (`mgr` built with `sharding`; pkg/sharding/assignment.ts has the protocol): the controller shards by its
  * primary object. Its primary informer and the informers of the types it `owns` select only objects labelled
@@ -76,6 +77,7 @@ import type { Logger } from '../log/logger.ts';
 import type { Registry } from 'prom-client';
 import { passesAll, type Predicate, type PredicateEvent } from './predicate.ts';
 import { contributionOf, informerVerbs, recordPermission, type Permission } from '../rbac/permission.ts';
+import type { BypassedFinalizers } from './bypassedfinalizer.ts';
 
 /**
  * What a ControllerBuilder needs of the manager it declares a controller on — ControllerManager implements it
@@ -114,6 +116,13 @@ export interface ForOptions<T extends KubeObject> {
   informer?: InformerForOptions<T>;
   /** Event predicates of the primary type (predicate.ts): an event is enqueued only if it passes all of them. */
   predicates?: readonly Predicate<T>[];
+  /**
+   * Deletions that skipped the finalizer (kubernetes#77988; bypassedfinalizer.ts): each primary delete is offered to
+   * `observe` before its key is enqueued — in the same handler, so the reconcile of the key finds the record — and a
+   * recorded key is enqueued even when a delete predicate would drop it. Records are kept on a standby too; the
+   * controller's start enqueues every key waiting (file comment, "Standby").
+   */
+  bypassedFinalizers?: BypassedFinalizers<T>;
 }
 
 /** Options of an `owns` or `watches` source. */
@@ -165,6 +174,7 @@ interface Source {
 export class ControllerBuilder<P extends KubeObject = KubeObject> {
   private primary: {
     resource: ResourceType; informer: SharedIndexInformer<P>; update: ((o: P, n: P) => boolean) | undefined; predicates: readonly Predicate<P>[] | undefined;
+    bypassed: BypassedFinalizers<P> | undefined;
   } | undefined;
   private readonly sources = new Map<string, Source>();
   /** resourceIds of the owned types (sharded like the primary). */
@@ -188,7 +198,9 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     const informerOpts = this.shardSelector === undefined ? opts.informer : {
       ...opts.informer, labelSelector: [opts.informer?.labelSelector, this.shardSelector].filter(Boolean).join(','),
     };
-    self.primary = { resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update, predicates: opts.predicates };
+    self.primary = {
+      resource, informer: this.mgr.informer<T>(resource, informerOpts), update: opts.update, predicates: opts.predicates, bypassed: opts.bypassedFinalizers,
+    };
     this.record({ resource, verbs: informerVerbs, why: 'for' });
     return self;
   }
@@ -300,7 +312,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       if (started) controller.enqueue(key, priority);
     };
     const enqueue = (obj: P, priority: number): void => enqueueKey(metaNamespaceKey(obj), priority);
-    const { update, predicates } = primary;
+    const { update, predicates, bypassed } = primary;
     // Handlers are named after the controller: informer_handler_errors_total{handler} says whose handler threw.
     const registrations = [primary.informer.addEventHandler({
       onAdd: (obj, initial) => {
@@ -312,8 +324,10 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       },
       onDelete: (obj: P | DeletedFinalStateUnknown<P>) => {
         const last = objectOfDelete(obj);
+        // Recorded on every replica, before the enqueue (ForOptions.bypassedFinalizers).
+        const recorded = bypassed?.observe(obj) !== undefined;
         // Without a last known state (nothing to test) the delete passes: never lose a deletion.
-        if (!last || passesAll(predicates, { type: 'delete', obj: last })) enqueueKey(deletionHandlingKey(obj));
+        if (recorded || !last || passesAll(predicates, { type: 'delete', obj: last })) enqueueKey(deletionHandlingKey(obj));
       },
     }, { name: this.name })];
     // What the start enqueues: every cached object as its informer's initial list would (file comment, "Standby").
@@ -321,6 +335,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
       for (const obj of primary.informer.getIndexer().list()) {
         if (passesAll(predicates, { type: 'create', obj })) enqueue(obj, addPriority(true));
       }
+      for (const key of bypassed?.keys() ?? []) enqueueKey(key);
     }];
     for (const source of this.sources.values()) {
       /** Every key a mapper whose predicates pass `event` derives from any of `objs`, enqueued once. */

@@ -18,15 +18,15 @@
  * reconcile to run the cleanup from:
  *
  *   const bypassed = new BypassedFinalizers<MyKind>(FINALIZER);
- *   let running = false;                                        // a standby queues nothing (builder.ts, "Standby")
- *   const ctrl = builder.withOptions({ onStart: () => { running = true; for (const k of bypassed.keys()) ctrl.enqueue(k); } })
+ *   mgr.controller('my').for<MyKind>(myResource, { bypassedFinalizers: bypassed })
  *     .complete(reconcile);                                     // reconcile: bypassed.get(key) → cleanup, done()
- *   builder.informer().addEventHandler({ onDelete: (o) => { const k = bypassed.observe(o); if (k && running) ctrl.enqueue(k); } });
  *
- * The handler enqueues the key itself, after recording it: handlers run on their own queues, so the builder's own
- * enqueue of the delete may reach a worker before this one recorded anything.
+ * The builder's delete handler (builder.ts, ForOptions.bypassedFinalizers) offers each delete to `observe` before it
+ * enqueues the key, in the same handler — so the reconcile of the key finds the record — on a standby too, and the
+ * controller's start enqueues the keys waiting. (Observed from a handler of its own on the informer, a record could
+ * come after the builder's enqueue of the same delete was handled: handlers run on their own queues.)
  *
- * Ownership: the informer's handler writes (observe), the reconcile of the key reads and clears (get, done); also a
+ * Ownership: the builder's delete handler writes (observe), the reconcile of the key reads and clears (get, done); also a
  * reconcile that learns from a write's 404 that the object it just worked on is gone records it (record). Memory:
  * one entry per such deletion until its cleanup succeeded; on a standby replica entries wait until it leads (its
  * start enqueues their keys). Besides real bypasses, a relist's tombstone of an object whose whole deletion fell in

@@ -737,12 +737,14 @@ export const networkControllerSetup: ControllerSetup = {
       }
     }
     // Updates only when they need a reconcile (desired.ts needsReconcile: resyncs, spec, deletion; not our status).
+    // Deletes that skipped finalize() (kubernetes#77988) are recorded by the builder's delete handler before it
+    // enqueues the key, on a standby too; the controller's start enqueues what a standby recorded.
     const version = settings?.networkVersion ?? 'v1';
-    const builder = mgr.controller(networkControllerName).for<AnyNetwork>(version === 'v2' ? networkV2Resource : networkResource, { update: needsReconcile });
+    const bypassed = new BypassedFinalizers<AnyNetwork>(FINALIZER);
+    const builder = mgr.controller(networkControllerName)
+      .for<AnyNetwork>(version === 'v2' ? networkV2Resource : networkResource, { update: needsReconcile, bypassedFinalizers: bypassed });
     // The gauge reads only metadata and the Ready condition, which both versions have.
     registerNetworksGauge(mgr.registry, { lister: builder.informer().lister() as Lister<Network>, active: () => mgr.controllersStarted() });
-    const bypassed = new BypassedFinalizers<AnyNetwork>(FINALIZER);
-    let running = false;
     const controller: Controller = builder
       // What the reconcile writes (gen rbac → config/rbac/role.yaml); Neutron is outside the cluster.
       .rbac(
@@ -750,28 +752,13 @@ export const networkControllerSetup: ControllerSetup = {
         { resource: networkResource, verbs: ['get'], why: 'a Network that left the cache with our finalizer: gone (clean up Neutron) or only out of this shard' },
         { resource: networkResource, subresource: 'status', verbs: ['patch'], why: 'the Ready condition and Neutron IDs' },
       )
-      // A standby queues nothing (builder.ts, "Standby"): the deletions it recorded are queued when it starts leading.
-      .withOptions({
-        ...(concurrency !== undefined ? { concurrency } : {}),
-        onStart: () => {
-          running = true;
-          for (const key of bypassed.keys()) controller.enqueue(key);
-        },
-      })
+      .withOptions(concurrency !== undefined ? { concurrency } : {})
       .complete(networkReconciler({
         version, networks: builder.informer().lister(), rest: mgr.client, neutron, recorder: mgr.recorderFor(`${networkControllerName}-controller`),
         ...(settings?.createSettleMs !== undefined && { createSettleMs: settings.createSettleMs }),
         ...(settings?.driftCheckMs !== undefined && { driftCheckMs: settings.driftCheckMs }),
         bypassed,
       }));
-    // Deletes that skipped finalize() (kubernetes#77988): recorded, then enqueued by this handler itself — the
-    // builder's own enqueue of the delete runs on another handler's queue and may be handled before the record.
-    builder.informer().addEventHandler({
-      onDelete: (obj) => {
-        const key = bypassed.observe(obj);
-        if (key !== undefined && running) controller.enqueue(key);
-      },
-    }, { name: `${networkControllerName}-bypassed-finalizer` });
     return controller;
   },
 };
