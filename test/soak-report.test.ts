@@ -1,0 +1,63 @@
+/**
+ * The endurance bench's memory growth (bench/soak/report.ts): the goal's slope over each process's whole life after
+ * its warm-up, and the same slope over the last window alone — what tells a process that settled from one still
+ * growing. Synthetic samples shaped like the 85-min run of 29 Nov 2026's leader: RSS rising 11 MiB between its 10th
+ * and 40th minute, then level.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Churn } from '../bench/soak/churn.ts';
+import { LogCounts } from '../bench/soak/replicas.ts';
+import { report } from '../bench/soak/report.ts';
+import type { Sample } from '../bench/soak/sampler.ts';
+
+const MiB = 1024 * 1024;
+const min = 60_000;
+
+/** The value at a dotted path of a results tree (bench/results.ts), if any. */
+function at(tree: unknown, path: string): number | undefined {
+  let node = tree;
+  for (const k of path.split('.')) node = (node as Record<string, unknown> | undefined)?.[k];
+  return (node as { value?: number } | undefined)?.value;
+}
+
+/** One incarnation sampled every 30 s for `minutes`: `rss(minute)` MiB, the heap `heap(minute)` MiB. */
+function incarnation(name: string, t0: number, minutes: number, rss: (m: number) => number, heap: (m: number) => number): Sample[] {
+  const out: Sample[] = [];
+  for (let ms = 0; ms <= minutes * min; ms += 30_000) {
+    const m = ms / min;
+    out.push({
+      t: t0 + ms, replica: name[0] ?? 'a', incarnation: name, uptimeMs: ms, leader: name.startsWith('a'),
+      rss: rss(m) * MiB, heapUsed: heap(m) * MiB, heapTotal: heap(m) * MiB * 1.5, external: 3 * MiB, loopP99: 0.02,
+      queueDepth: 0, reconcile: {}, lists: 0, watches: 0, apiErrors: 0, neutronErrors: 0,
+    });
+  }
+  return out;
+}
+
+test('memory growth: a process that grew, then levelled, misses the goal over its life and shows level in the last window; one still growing shows in both', () => {
+  const t0 = Date.parse('2026-11-29T00:40:00Z');
+  const minutes = 80;
+  const settling = (m: number): number => 131 + 11 * Math.min(1, Math.max(0, (m - 10) / 30)); // +11 MiB in 10–40 min
+  const growing = (m: number): number => 90 + (5 * m) / 60; // +5 MiB/h all along
+  const samples = [...incarnation('a#1', t0, minutes, settling, () => 27), ...incarnation('b#1', t0, minutes, () => 95, (m) => 14 + (3 * m) / 60)];
+  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn; // report() reads only these
+  const input = {
+    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 24 * min, samples, faults: [], checkpoints: [],
+    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
+  };
+  const r = report(input);
+  const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
+  assert.equal(goal?.verdict, 'missed', 'the goal is the whole span after the warm-up');
+  assert.ok((at(r.results, 'memory.max.rss') ?? 0) > 5, `whole-span RSS slope ${at(r.results, 'memory.max.rss')}`);
+  const lastRss = at(r.results, 'memory.lastWindow.max.rss');
+  const lastHeap = at(r.results, 'memory.lastWindow.max.heap');
+  assert.ok(lastRss !== undefined && Math.abs(lastRss) < 0.5, `levelled: last-window RSS ${lastRss} MiB/h`);
+  assert.ok(lastHeap !== undefined && Math.abs(lastHeap - 3) < 0.5, `the heap still growing 3 MiB/h shows there too: ${lastHeap}`);
+  assert.match(goal?.detail ?? '', /in the last window alone: /);
+
+  // A process still growing: the last window says so too.
+  const r2 = report({ ...input, samples: incarnation('a#1', t0, minutes, growing, () => 27) });
+  const last2 = at(r2.results, 'memory.lastWindow.max.rss');
+  assert.ok(last2 !== undefined && Math.abs(last2 - 5) < 0.5, `still growing: ${last2} MiB/h`);
+});
