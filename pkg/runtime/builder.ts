@@ -43,7 +43,8 @@
  * late. Events before the start are dropped: what they said is in the cache by then, and a deletion leaves nothing to
  * reconcile (a deletion that bypassed the finalizer does: `bypassedFinalizers` records it on every replica). Queued
  * instead, they grew a standby's queue by every key it ever saw, deleted objects' keys included, since nobody takes
- * from it (the endurance bench's standby; test/standby-queue.test.ts). A key a controller enqueues itself (`controller.enqueue`) is queued at any time.
+ * from it (the endurance bench's standby; test/standby-queue.test.ts). A key a controller enqueues itself
+ * (`controller.enqueue`) is queued at any time.
  *
  * Sharding (`mgr` built with `sharding`; pkg/sharding/assignment.ts has the protocol): the controller shards by its
  * primary object. Its primary informer and the informers of the types it `owns` select only objects labelled

@@ -26,10 +26,10 @@
  * controller's start enqueues the keys waiting. (Observed from a handler of its own on the informer, a record could
  * come after the builder's enqueue of the same delete was handled: handlers run on their own queues.)
  *
- * Ownership: the builder's delete handler writes (observe), the reconcile of the key reads and clears (get, done); also a
- * reconcile that learns from a write's 404 that the object it just worked on is gone records it (record). Memory:
- * one entry per such deletion until its cleanup succeeded; on a standby replica entries wait until it leads (its
- * start enqueues their keys). Besides real bypasses, a relist's tombstone of an object whose whole deletion fell in
+ * Ownership: the builder's delete handler writes (observe), the reconcile of the key reads and clears (get, done);
+ * also a reconcile that learns from a write's 404 that the object it just worked on is gone records it (record).
+ * Memory: one entry per such deletion until its cleanup succeeded; on a standby replica entries wait until it leads
+ * (its start enqueues their keys). Besides real bypasses, a relist's tombstone of an object whose whole deletion fell in
  * a watch gap looks the same (finalizer, no deletionTimestamp cached): its cleanup finds nothing to delete. In memory
  * only: a process that dies before the cleanup takes it with it (and one that starts after the deletion never sees
  * it) — the race's rarity times a crash; docs/safety.md says what is left.
