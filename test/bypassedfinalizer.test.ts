@@ -16,14 +16,12 @@ import { test } from 'node:test';
 import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { coreResources } from '../pkg/apimachinery/resource.ts';
 import { RestClient } from '../pkg/client/rest.ts';
-import { silentLogger } from '../pkg/log/logger.ts';
-import { ControllerManager } from '../pkg/runtime/manager.ts';
-import { Registry } from 'prom-client';
+import type { ControllerManager } from '../pkg/runtime/manager.ts';
 import { SharedInformerFactory } from '../pkg/informerfactory/index.ts';
 import { objectOfDelete } from '../pkg/informerfactory/object.ts';
 import { BypassedFinalizers } from '../pkg/runtime/bypassedfinalizer.ts';
 import { adminKubeConfig, cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
-import { registryMetric } from './helpers/manager.ts';
+import { registryMetric, standbyManager } from './helpers/manager.ts';
 
 const finalizer = 'example.com/cleanup';
 
@@ -65,16 +63,7 @@ test('through the builder: a bypass recorded on a standby queues nothing and is 
   const cp = cluster();
   const ns = await testNamespace(t, 'bypass-builder');
   const lease = 'bypass-builder';
-  const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
-  expectStatus(await cp.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
-    apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease },
-    spec: { holderIdentity: 'the-other-replica', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
-  }), 201, 'create the other replica\'s Lease');
-  const registry = new Registry();
-  const mgr = new ControllerManager({
-    kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry, logger: silentLogger,
-    leaderElection: { id: lease, namespace: ns, leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 },
-  });
+  const { mgr, registry, release } = await standbyManager(ns, lease);
   const bypassed = new BypassedFinalizers<KubeObject>(finalizer);
   /** Each reconcile: its key, and whether a bypass record of it was waiting (then cleaned up: done). */
   const seen: { key: string; recorded: boolean }[] = [];
@@ -113,7 +102,7 @@ test('through the builder: a bypass recorded on a standby queues nothing and is 
   assert.equal(await registryMetric(registry, 'workqueue_depth', { name: 'bypass-builder' }), 0, 'a standby queues nothing');
   assert.equal(seen.length, 0, 'nothing reconciled on a standby');
 
-  expectStatus(await cp.request('DELETE', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`), 200, 'release the Lease');
+  await release();
   await waitFor('the start reconciled the recorded key', () => seen.length === 1 && controller.inFlight() === 0, { timeoutMs: 30_000 });
   assert.deepEqual(seen, [{ key: `${ns}/moved`, recorded: true }], 'the record reconciled once; nothing for plain (gone, dropped by the predicate)');
   assert.equal(bypassed.size, 0);

@@ -8,13 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { KubeObject } from '../pkg/apimachinery/meta.ts';
 import { coreResources } from '../pkg/apimachinery/resource.ts';
-import { silentLogger } from '../pkg/log/logger.ts';
-import { ControllerManager } from '../pkg/runtime/manager.ts';
-import { cluster, adminKubeConfig, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
-import { registryMetric } from './helpers/manager.ts';
+import { cluster, expectStatus, testNamespace, waitFor } from './helpers/cluster.ts';
+import { registryMetric, standbyManager } from './helpers/manager.ts';
 
 const { configMaps, services } = coreResources;
 
@@ -24,17 +22,7 @@ test('a standby queues no key while objects come and go; at leadership each cach
   const cp = cluster();
   const ns = await testNamespace(t, 'standby');
   const lease = 'standby-test';
-  const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
-  expectStatus(await cp.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
-    apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease },
-    spec: { holderIdentity: 'the-other-replica', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
-  }), 201, 'create the other replica\'s Lease');
-
-  const registry = new Registry();
-  const mgr = new ControllerManager({
-    kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry, logger: silentLogger,
-    leaderElection: { id: lease, namespace: ns, leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 },
-  });
+  const { mgr, registry, release } = await standbyManager(ns, lease);
   const seen: string[] = [];
   const builder = mgr.controller('standby-test').for<KubeObject>(configMaps)
     // A watched type whose mapping names a key with no primary: the start must map the cached Services too.
@@ -67,7 +55,7 @@ test('a standby queues no key while objects come and go; at leadership each cach
   assert.equal(seen.length, 0, 'nothing reconciled on a standby');
 
   // The other replica goes: its Lease is released (deleted); this one acquires at its next retry.
-  expectStatus(await cp.request('DELETE', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${lease}`), 200, 'release the Lease');
+  await release();
   await waitFor('leading', () => mgr.controllersStarted(), { timeoutMs: 30_000 });
   const expected = [...expectedCached.map((n) => `${ns}/${n}`), `${ns}/ghost`].sort();
   // Everything the start enqueued is enqueued at once: an empty queue and no reconcile running = all handled.

@@ -19,7 +19,38 @@ import type { RestClient } from '../../pkg/client/rest.ts';
 import type { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
 import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
 import { ControllerManager } from '../../pkg/runtime/manager.ts';
-import { adminKubeConfig, waitFor } from './cluster.ts';
+import { adminKubeConfig, cluster, expectStatus, waitFor } from './cluster.ts';
+
+/** A standby manager (test/standby-queue.test.ts, test/bypassedfinalizer.test.ts) and how to make it lead. */
+export interface Standby {
+  mgr: ControllerManager;
+  registry: Registry;
+  /** The other replica goes: its Lease is deleted; `mgr` acquires at its next retry (1 s). */
+  release: () => Promise<void>;
+}
+
+/**
+ * A manager scoped to `ns` with leader election on `lease`, which another identity holds (created here for an hour):
+ * until `release()` this manager is a standby. Not started: declare controllers, then `mgr.start`.
+ */
+export async function standbyManager(ns: string, lease: string): Promise<Standby> {
+  const cp = cluster();
+  const leases = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
+  const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
+  expectStatus(await cp.request('POST', leases, {
+    apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease },
+    spec: { holderIdentity: 'the-other-replica', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
+  }), 201, 'create the other replica\'s Lease');
+  const registry = new Registry();
+  const mgr = new ControllerManager({
+    kubeConfig: adminKubeConfig(), namespaces: [ns], syncPeriodMs: 0, registry, logger: silentLogger,
+    leaderElection: { id: lease, namespace: ns, leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 },
+  });
+  const release = async (): Promise<void> => {
+    expectStatus(await cp.request('DELETE', `${leases}/${lease}`), 200, 'release the Lease');
+  };
+  return { mgr, registry, release };
+}
 
 /** The sum of `name`'s series in `registry` whose labels include `labels` (0 when none). */
 export async function registryMetric(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
