@@ -305,15 +305,19 @@ describe('leader election across processes', () => {
       ms.push(await startCandidate(ns, cp.kubeconfig, lease)); // keep three candidates
       leader = await currentLeader(ms.filter((m) => m !== old));
       const took = at(leader.logs.find(acquired) ?? {}) - end;
+      tookMs.push({ how: graceful ? 'SIGTERM' : 'kill -9', ms: took });
+      t.diagnostic(`round ${round}: ${graceful ? 'SIGTERM' : 'kill -9'} handoff took ${took} ms`); // before the bounds: a failing run shows them all
       // With a 1 s retry period polling alone meets this 3 s bound: it does not test the standby's Lease watch
       // (test/leaderelection-watch.test.ts does, with a 20 s retry period).
       if (graceful) assert.ok(took < 3000, `SIGTERM handoff within 3 s (took ${took} ms)`);
-      // A follower sees the leader's last renewal at its next poll (≤ 1 retry period late), the lease expires one
-      // lease duration after that observation, and the follower acquires at its first poll after expiry — polls are
-      // jittered as in client-go (retry × (1 + 1.2 × rand)). Worst case after the kill: lease + (1 + 2.2) × retry,
-      // plus scheduling slack on a loaded 2-core machine.
-      else assert.ok(took <= leaseMs + 3.2 * retryMs + 1000, `kill -9 takeover within lease + 3.2 × retry (took ${took} ms)`);
-      tookMs.push({ how: graceful ? 'SIGTERM' : 'kill -9', ms: took });
+      // A follower's polls are jittered as in client-go: retry × (1 + 1.2 × rand), so up to 2.2 retry periods apart.
+      // It judges expiry from the local time of the poll that last saw the record change: that poll can come up to
+      // 2.2 retry periods after the kill (it saw the last renewal, written just before the kill); the lease expires
+      // one lease duration later; the follower acquires at its first poll after that, up to 2.2 retry periods on.
+      // Worst case after the kill: lease + 2 × 2.2 × retry, plus the requests' latency (a GET at the observation, a
+      // GET and a PUT at the takeover) on a loaded 2-core machine: 2 s. (The bound was lease + 3.2 × retry + 1 s,
+      // which took the observation to be ≤ 1 retry period late: below the protocol's own worst case.)
+      else assert.ok(took <= leaseMs + 2 * 2.2 * retryMs + 2000, `kill -9 takeover within lease + 4.4 × retry + 2 s (took ${took} ms)`);
     }
     t.diagnostic(`handoff times: ${JSON.stringify(tookMs)}`);
     intervals.sort((a, b) => a.start - b.start);
