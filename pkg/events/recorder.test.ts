@@ -241,6 +241,33 @@ test('correlation memory is bounded by the LRU: an evicted entry starts a new Ev
   assert.deepEqual(sink.events().filter((e) => e.involvedObject.name === 'a').map((e) => e.count), [1, 1]);
 });
 
+test('memory holds only what can still matter: correlations past the window and full spam buckets are dropped, behaviour unchanged', async () => {
+  const { sink, recorder, tick } = setup({ correlationWindowMs: 600_000, burst: 3, refillIntervalMs: 60_000 });
+  const b = recorder.broadcaster;
+  const obj = (n: string) => ({ ...foo, metadata: { ...foo.metadata, name: n, uid: n } });
+  for (let i = 0; i < 100; i++) recorder.event(obj(`churn-${i}`), 'Normal', 'Created', `created ${i}`);
+  // One object with a drained bucket (3 events, burst 3): it takes 3 refill intervals to be full again.
+  for (let i = 0; i < 3; i++) recorder.event(obj('busy'), 'Normal', 'Scaled', `scaled to ${i}`);
+  await recorder.flush();
+  assert.deepEqual(b.cachedEntries(), { correlated: 103, spamFilter: 101 });
+  // 2 min: every churned object's bucket (1 token spent) is full again; nothing left the correlation window yet.
+  tick(120_000);
+  recorder.event(obj('late'), 'Normal', 'Created', 'created late');
+  await recorder.flush();
+  assert.deepEqual(b.cachedEntries(), { correlated: 104, spamFilter: 2 }, 'full buckets dropped; "busy" (1 token of 3 back) and "late" kept');
+  // 10 min after the first events: they can no longer be correlated (a repeat would start a new Event).
+  tick(480_001);
+  recorder.event(obj('later'), 'Normal', 'Created', 'created later');
+  await recorder.flush();
+  assert.deepEqual(b.cachedEntries(), { correlated: 2, spamFilter: 1 }, 'only "late" and "later" still correlate; every bucket but "later"\'s is full');
+  // Behaviour is that of the full caches: a repeat within the window is still a PATCH, one past it a new Event.
+  recorder.event(obj('late'), 'Normal', 'Created', 'created late');
+  recorder.event(obj('churn-0'), 'Normal', 'Created', 'created 0');
+  await recorder.flush();
+  assert.deepEqual(sink.events().filter((e) => e.involvedObject.name === 'late').map((e) => e.count), [2]);
+  assert.deepEqual(sink.events().filter((e) => e.involvedObject.name === 'churn-0').map((e) => e.count), [1, 1]);
+});
+
 test('transient errors are retried; permanent ones dropped; event() never throws', async () => {
   const { sink, recorder, clock } = setup({ retryDelayMs: 1_000, maxRetries: 3 });
   sink.failures = [new ApiError(500, 'InternalError', 'boom', undefined), new Error('ECONNRESET')];
