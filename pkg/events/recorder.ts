@@ -16,8 +16,7 @@
  *    recorded): a correlation whose last occurrence left the window (a repeat starts a new Event either way) and a
  *    spam bucket refilled to the burst (an absent bucket is a full one). So the caches hold what the last window's
  *    events need, not the run's history — full, they hold ~5 MiB (1 257 B per event, historical, unverified: a
- *    one-off measurement of 4 096 distinct events), which a churning process otherwise reached only after tens of
- *    minutes and kept for good.
+ *    one-off measurement of 4 096 distinct events), which a churning process otherwise filled and kept for good.
  *  - `event()` never blocks and never throws: it validates, filters and enqueues synchronously; up to
  *    `maxConcurrentWrites` (default 4) background writers perform the writes, oldest first. Writes of the SAME Event
  *    never overlap (a writer skips an Event whose previous write is still in flight), so counts only grow; writes of
