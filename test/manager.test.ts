@@ -294,8 +294,11 @@ describe('leader election across processes', () => {
       if (graceful) {
         const code = await leader.stop('SIGTERM');
         assert.equal(code, 0, 'graceful shutdown exits 0');
-        end = at(leader.logs.find((l) => l.msg === 'released leader lease') ?? {});
-        assert.ok(Number.isFinite(end), 'the lease was released');
+        assert.ok(leader.logs.some((l) => l.msg === 'released leader lease'), 'the lease was released');
+        // Leadership ends before the release write; the line after it ("released leader lease") is logged when its
+        // answer is read, which a loaded machine can delay past the new leader's acquisition (seen: by 1–12 ms).
+        end = at(leader.logs.find((l) => l.msg === 'stopped leading: releasing the lease') ?? {});
+        assert.ok(Number.isFinite(end), 'the end of leadership is logged');
       } else {
         end = Date.now();
         await leader.stop('SIGKILL');

@@ -399,6 +399,9 @@ export class LeaderElector implements LeaderElection {
         this.log.error('leader election lost');
       } else if (!term.signal.aborted && this.releaseOnCancel && this.mayRelease(callbacks)) {
         this.endTerm(new Error('leader election stopped: releasing the lease'));
+        // Logged when leadership ended, before the release write: another candidate may log its acquisition before
+        // this process has read the release's answer ("released leader lease"), never before this line.
+        this.log.info('stopped leading: releasing the lease');
         await this.release();
       } else {
         if (!term.signal.aborted && this.releaseOnCancel) this.log.warn('not releasing the lease: guarded work is still running; it expires on its own');
