@@ -223,6 +223,10 @@ export class EventBroadcaster {
   private readonly abandonAc = new AbortController();
   /** Clock time of the last sweep of entries that can no longer change an outcome (see "Memory" above). */
   private lastSweep: number;
+  /** The options' correlation window, spam burst and refill interval, defaults applied. */
+  private readonly windowMs: number;
+  private readonly burst: number;
+  private readonly refillMs: number;
   /** Resolves when abandoned: flush() and shutdown() stop waiting for writes in flight then. */
   private readonly abandoned = new Promise<void>((resolve) => this.abandonAc.signal.addEventListener('abort', () => resolve(), { once: true }));
 
@@ -236,6 +240,9 @@ export class EventBroadcaster {
     this.buckets = new LRUCache({ max });
     this.correlated = new LRUCache({ max });
     this.lastSweep = this.clock.now();
+    this.windowMs = opts.correlationWindowMs ?? 600_000;
+    this.burst = opts.burst ?? 25;
+    this.refillMs = opts.refillIntervalMs ?? 300_000;
     const stop = opts.stopSignal;
     if (stop?.aborted) this.abandon(stop.reason);
     else stop?.addEventListener('abort', () => this.abandon(stop.reason), { once: true });
@@ -309,10 +316,9 @@ export class EventBroadcaster {
       const key = JSON.stringify([objectKey, type, reason, msg]);
       const now = this.clock.now();
       const stamp = eventTimestamp(this.wallClock());
-      const window = this.opts.correlationWindowMs ?? 600_000;
       const prior = this.correlated.get(key);
       let pending: Pending;
-      if (prior && now - prior.lastSeen < window) {
+      if (prior && now - prior.lastSeen < this.windowMs) {
         prior.lastSeen = now;
         prior.event.count++;
         prior.event.lastTimestamp = stamp;
@@ -336,24 +342,19 @@ export class EventBroadcaster {
     const now = this.clock.now();
     if (now - this.lastSweep < sweepIntervalMs) return;
     this.lastSweep = now;
-    const window = this.opts.correlationWindowMs ?? 600_000;
-    const burst = this.opts.burst ?? 25;
-    const interval = this.opts.refillIntervalMs ?? 300_000;
     const stale: string[] = [];
-    for (const [key, c] of this.correlated.entries()) if (now - c.lastSeen >= window) stale.push(key);
+    for (const [key, c] of this.correlated.entries()) if (now - c.lastSeen >= this.windowMs) stale.push(key);
     for (const key of stale) this.correlated.delete(key);
     stale.length = 0;
-    for (const [key, b] of this.buckets.entries()) if (b.tokens + (now - b.last) / interval >= burst) stale.push(key);
+    for (const [key, b] of this.buckets.entries()) if (b.tokens + (now - b.last) / this.refillMs >= this.burst) stale.push(key);
     for (const key of stale) this.buckets.delete(key);
   }
 
   /** Spam filter: a passive token bucket per source+object. */
   private allow(objectKey: string): boolean {
-    const burst = this.opts.burst ?? 25;
-    const interval = this.opts.refillIntervalMs ?? 300_000;
     const now = this.clock.now();
-    const b = this.buckets.get(objectKey) ?? { tokens: burst, last: now };
-    b.tokens = Math.min(burst, b.tokens + (now - b.last) / interval);
+    const b = this.buckets.get(objectKey) ?? { tokens: this.burst, last: now };
+    b.tokens = Math.min(this.burst, b.tokens + (now - b.last) / this.refillMs);
     b.last = now;
     const ok = b.tokens >= 1;
     if (ok) b.tokens -= 1;
