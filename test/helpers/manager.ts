@@ -19,6 +19,7 @@ import type { RestClient } from '../../pkg/client/rest.ts';
 import type { SharedInformerFactory } from '../../pkg/informerfactory/factory.ts';
 import { newLogger, silentLogger, type Logger } from '../../pkg/log/logger.ts';
 import { ControllerManager } from '../../pkg/runtime/manager.ts';
+import { microTime } from '../../pkg/manager/leaderelection.ts';
 import { adminKubeConfig, cluster, expectStatus, waitFor } from './cluster.ts';
 
 /** A standby manager (test/standby-queue.test.ts, test/bypassedfinalizer.test.ts) and how to make it lead. */
@@ -36,7 +37,7 @@ export interface Standby {
 export async function standbyManager(ns: string, lease: string): Promise<Standby> {
   const cp = cluster();
   const leases = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
-  const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
+  const now = microTime(new Date());
   expectStatus(await cp.request('POST', leases, {
     apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease },
     spec: { holderIdentity: 'the-other-replica', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
