@@ -9,17 +9,30 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** Returns a TCP port that was free on 127.0.0.1 a moment ago. */
+/** Every port freePort handed out in this process (the kernel may give a closed one again; we never do). */
+const handedOut = new Set<number>();
+
+/**
+ * Returns a TCP port that was free on 127.0.0.1 a moment ago and that this process was not given before: the caller
+ * binds it next, and two ports asked for in a row (a manager's probe and metrics servers) must differ — the kernel
+ * picks bind(0) ports at random and may pick one it just released. Another process may still take the port in between.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => res(port));
+  for (;;) {
+    const port = await new Promise<number>((res, rej) => {
+      const srv = createServer();
+      srv.once('error', rej);
+      srv.listen(0, '127.0.0.1', () => {
+        const addr = srv.address();
+        const p = typeof addr === 'object' && addr ? addr.port : 0;
+        srv.close(() => res(p));
+      });
     });
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 /** True while `pid` is a live (non-zombie) process. */

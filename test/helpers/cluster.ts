@@ -43,14 +43,22 @@ export async function testNamespace(t: TestContext, prefix = 't', cp: ControlPla
   return name;
 }
 
+/**
+ * Thrown by a waitFor probe when what it waits for can no longer happen (the process it waits on exited): waitFor
+ * rethrows it at once instead of taking it for "not yet" and polling until its timeout.
+ */
+export class StopWaiting extends Error {
+  override name = 'StopWaiting';
+}
+
 export interface WaitOptions {
   timeoutMs?: number;
   intervalMs?: number;
 }
 
 /**
- * Polls `probe` until it returns something other than undefined/false and returns that value; on timeout throws
- * with `what` and the last value/error seen.
+ * Polls `probe` until it returns something other than undefined/false and returns that value; a throw counts as "not
+ * yet", except a StopWaiting, which it rethrows at once; on timeout throws with `what` and the last value/error seen.
  */
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false,
   opts: WaitOptions = {}): Promise<T> {
@@ -62,6 +70,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
       if (v !== undefined && v !== false) return v;
       last = v;
     } catch (err) {
+      if (err instanceof StopWaiting) throw err;
       last = err;
     }
     if (Date.now() > deadline) {

@@ -4,10 +4,11 @@
  * signal and read the exit code.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { freePort } from '../cluster/controlplane.ts';
 import type { MemoryCgroup } from './cgroup.ts';
-import { waitFor, type WaitOptions } from './cluster.ts';
+import { StopWaiting, waitFor, type WaitOptions } from './cluster.ts';
 
 export const mainScript = join(import.meta.dirname, '..', '..', 'cmd', 'manager', 'main.ts');
 /** The compiled entry point (`tsc -p tsconfig.build.json`): one file per module, as `npm`'s bin runs it. */
@@ -155,19 +156,27 @@ export class ManagerProcess {
 
   /** Waits until a log line matches; fails early (with the stderr) if the process exits first. */
   async waitForLog(what: string, match: (l: LogLine) => boolean, opts: WaitOptions = {}): Promise<LogLine> {
-    return waitFor(what, () => {
+    return waitFor(what, async () => {
       const hit = this.logs.find(match);
       if (hit) return hit;
-      if (!this.running) throw new Error(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
+      if (!this.running) throw await this.exitedError();
       return undefined;
     }, opts);
   }
 
+  /** Waits until /readyz answers 200; fails early (with the exit and the stderr) if the process exits first. */
   async waitReady(opts: WaitOptions = {}): Promise<void> {
     await waitFor('manager /readyz 200', async () => {
-      if (!this.running) throw new Error(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
+      if (!this.running) throw await this.exitedError();
       return (await this.probe('/readyz')).status === 200;
     }, opts);
+  }
+
+  /** What ends a wait on an exited process: its exit and its whole stderr ('exit' can come before stderr's last chunk). */
+  private async exitedError(): Promise<StopWaiting> {
+    const err = this.proc.stderr;
+    if (err && !err.closed) await once(err, 'close');
+    return new StopWaiting(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
   }
 
   /** Sends `signal` and resolves with the exit code (kills with SIGKILL after `timeoutMs`). */
