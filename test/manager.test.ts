@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { load as loadYaml } from 'js-yaml';
-import { cluster, grantMetricsReader, StopWaiting, testNamespace, waitFor } from './helpers/cluster.ts';
+import { cluster, grantMetricsReader, StopTrying, testNamespace, waitFor } from './helpers/cluster.ts';
 import { inClusterMainScript, ManagerProcess, mainScript, metricValue, type LogLine } from './helpers/managerprocess.ts';
 import { proxiedServer, TcpProxy } from './helpers/tcpproxy.ts';
 
@@ -172,7 +172,7 @@ describe('probes and metrics', () => {
     t.after(() => mgr.stop('SIGKILL'));
     // Meanwhile /readyz says why it is not ready.
     const ready = await waitFor('/readyz/informers naming the 403', async () => {
-      if (!mgr.running) throw new StopWaiting('exited before /readyz was seen');
+      if (!mgr.running) throw new StopTrying('exited before /readyz was seen');
       const r = await mgr.probe('/readyz/informers');
       return r.body.includes('403 Forbidden') ? r : undefined;
     });

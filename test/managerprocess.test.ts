@@ -5,17 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { StopWaiting, waitFor } from './helpers/cluster.ts';
+import { StopTrying, waitFor } from './helpers/cluster.ts';
 import { ManagerProcess } from './helpers/managerprocess.ts';
 
-test('waitFor: a throw is "not yet", a StopWaiting ends the wait at once with that error', async () => {
+test('waitFor: a throw is "not yet", a StopTrying ends the wait at once with that error', async () => {
   let calls = 0;
   assert.equal(await waitFor('the third call', () => {
     if (++calls < 3) throw new Error('not yet');
     return calls;
   }, { intervalMs: 1 }), 3);
   calls = 0;
-  const stop = new StopWaiting('cannot happen any more');
+  const stop = new StopTrying('cannot happen any more');
   await assert.rejects(waitFor('something', () => {
     calls++;
     throw stop;
@@ -29,5 +29,5 @@ test('ManagerProcess: waitReady and waitForLog of a manager that exited reject w
     assert.match(err.message, /^manager exited \(\{"code":2,"signal":null\}\): .*--no-such-flag/s);
     return true;
   });
-  await assert.rejects(mgr.waitForLog('a line that never comes', () => false, { timeoutMs: 600_000 }), /^StopWaiting: manager exited \(\{"code":2/);
+  await assert.rejects(mgr.waitForLog('a line that never comes', () => false, { timeoutMs: 600_000 }), /^StopTrying: manager exited \(\{"code":2/);
 });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Foo } from '../pkg/apis/samplecontroller/v1alpha1/types.ts';
 import { MemoryCgroup } from './helpers/cgroup.ts';
-import { StopWaiting, suffix, waitFor } from './helpers/cluster.ts';
+import { StopTrying, suffix, waitFor } from './helpers/cluster.ts';
 import { privateControlPlane, repoRoot } from './helpers/crds.ts';
 import { imageEntrypoint, ManagerProcess } from './helpers/managerprocess.ts';
 
@@ -45,7 +45,7 @@ describe('memory limit', () => {
     });
     try {
       await waitFor(`all ${FOOS} Foo statuses written while the manager runs`, async () => {
-        if (!mgr.running) throw new StopWaiting(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
+        if (!mgr.running) throw new StopTrying(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
         const res = await cp.request('GET', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
         const foos = (JSON.parse(res.body) as { items: Foo[] }).items;
         return foos.filter((f) => f.status?.availableReplicas !== undefined).length === FOOS;

@@ -38,7 +38,7 @@ import { WebhookBuilder } from '../pkg/webhook/builder.ts';
 import { defaultMaxRequestBytes, WebhookServer } from '../pkg/webhook/server.ts';
 import { webhookRefusalReasons, type WebhookRefusalReason } from '../pkg/webhook/metrics.ts';
 import { MemoryCgroup, processRss } from './helpers/cgroup.ts';
-import { StopWaiting, suffix, waitFor } from './helpers/cluster.ts';
+import { StopTrying, suffix, waitFor } from './helpers/cluster.ts';
 import { repoRoot } from './helpers/crds.ts';
 import { ManagerProcess, metricValue } from './helpers/managerprocess.ts';
 
@@ -295,7 +295,7 @@ describe('webhook server limits under attack', () => {
 
       // The controllers kept reconciling.
       await waitFor(`all ${FOOS} Foo statuses written`, async () => {
-        if (!mgr.running) throw new StopWaiting(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
+        if (!mgr.running) throw new StopTrying(`manager exited: ${JSON.stringify(await mgr.exited)}, OOM kills ${cgroup.oomKills()}: ${mgr.stderr.join('')}`);
         const { items } = await env.client.json<{ items: Foo[] }>('GET', `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
         return items.filter((f) => f.status?.availableReplicas !== undefined).length === FOOS;
       }, { timeoutMs: 60_000, intervalMs: 250 });

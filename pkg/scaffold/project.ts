@@ -425,7 +425,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { eventually, startTestEnv } from 'ts-controller-manager/testing';
+import { eventually, startTestEnv, StopTrying } from 'ts-controller-manager/testing';
 
 const project = import.meta.dirname;
 const main = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
@@ -489,9 +489,13 @@ test('on a real control plane, as npm start runs it: every sample is admitted an
   t.after(() => manager.kill('SIGKILL'));
 
   // Ready: caches synced (every watched type installed and allowed) and the webhook server serving. (eventually stops
-  // at once if RBAC refused the manager anything, with the rule to declare.)
-  await eventually(async () => manager.exitCode === null && (await fetch(\`http://127.0.0.1:\${probes}/readyz\`).then((r) => r.ok, () => false)),
-    { timeoutMs: 60_000, message: () => \`main.ts ready; its output:\\n\${logs.slice(-3000)}\` });
+  // at once if RBAC refused the manager anything, with the rule to declare, or if main.ts exited.)
+  await eventually(async () => {
+    if (manager.exitCode !== null || manager.signalCode !== null) {
+      throw new StopTrying(\`main.ts exited (\${manager.exitCode ?? manager.signalCode}); its output:\\n\${logs.slice(-3000)}\`);
+    }
+    return fetch(\`http://127.0.0.1:\${probes}/readyz\`).then((r) => r.ok, () => false);
+  }, { timeoutMs: 60_000, message: () => \`main.ts ready; its output:\\n\${logs.slice(-3000)}\` });
   if (env.webhook) await env.waitForWebhooks();
 
   // The samples, as \`kubectl apply -k config/samples\` in a namespace of their own: through the webhooks, then Ready.

@@ -6,7 +6,9 @@
  *   await eventually(async () => { assert.equal((await cms.get('a')).data?.x, '1'); return true; });   // an assertion
  *
  * Contract: `fn` is called at once, then every `intervalMs` (default 100 ms) after the previous call settled — never
- * two calls at once. A throw or rejection counts as "not yet" (it is remembered). After `timeoutMs` (default 30 s)
+ * two calls at once. A throw or rejection counts as "not yet" (it is remembered) — except a StopTrying (Gomega's
+ * StopTrying), which `fn` throws when what it waits for cannot happen any more (the process it waits on exited):
+ * eventually rejects with it at once. After `timeoutMs` (default 30 s)
  * it rejects with an Error saying how long it waited and how many calls were made, with the last error's message (and
  * that error as `cause`) or the last value returned. When `signal` aborts it rejects with the signal's reason at once.
  * When RBAC refused the manager under test (startTestEnv's `rbacPaths`: refused.ts) it rejects at once, before each
@@ -14,6 +16,20 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pendingRefusal } from './refused.ts';
+
+/**
+ * Thrown by an `eventually` function when what it waits for cannot happen any more; eventually rejects with it at
+ * once instead of calling again until its timeout:
+ *
+ *   await eventually(async () => {
+ *     if (manager.exitCode !== null) throw new StopTrying(`main.ts exited ${manager.exitCode}: ${logs}`);
+ *     return (await fetch(readyz).catch(() => undefined))?.ok;
+ *   });
+ */
+export class StopTrying extends Error {
+  /** 'StopTrying' (what the error prints as). */
+  override name = 'StopTrying';
+}
 
 /** Options of eventually: timeout, interval, cancellation, and what the timeout message names. */
 export interface EventuallyOptions {
@@ -29,7 +45,7 @@ export interface EventuallyOptions {
 
 /**
  * Calls `fn` until it returns something other than `undefined`, `null` or `false` and resolves with it (Gomega's
- * Eventually); a throw counts as "not yet". Never two calls at once; rejects after `timeoutMs` with the last error or
+ * Eventually); a throw counts as "not yet", a StopTrying rejects at once. Never two calls at once; rejects after `timeoutMs` with the last error or
  * value, with the signal's reason when it aborts, or with an RbacRefusalError once RBAC refused the manager under test.
  */
 export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, undefined | null | false>> {
@@ -51,6 +67,7 @@ export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOp
       if (v !== undefined && v !== null && v !== false) return v as Exclude<T, undefined | null | false>;
       lastValue = v;
     } catch (err) {
+      if (err instanceof StopTrying) throw err;
       failed = true;
       lastError = err;
     }

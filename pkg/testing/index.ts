@@ -15,7 +15,7 @@ export type { Refusal } from '../rbac/refusal.ts';
 export { findBinaries, cacheDir, type ControlPlaneBinaries } from './binaries.ts';
 export { installCRDs, readCRDs, type CustomResourceDefinition } from './crds.ts';
 export { FakeClient, FakeInformer, FakeUnsupportedError, type FakeClientOptions, type FakeResource } from './fakeclient.ts';
-export { eventually, type EventuallyOptions } from './eventually.ts';
+export { eventually, StopTrying, type EventuallyOptions } from './eventually.ts';
 export { testNamespace, type TestNamespace, type TestNamespaceOptions } from './namespace.ts';
 export { startManager, reconcileContext, type RunningManager, type StartManagerOptions } from './harness.ts';
 export {

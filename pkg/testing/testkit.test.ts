@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { coreResources, type KubeObject } from '../index.ts';
-import { eventually } from './eventually.ts';
+import { eventually, StopTrying } from './eventually.ts';
 import { FakeClient, FakeUnsupportedError } from './fakeclient.ts';
 import { testNamespace } from './namespace.ts';
 
@@ -40,6 +40,17 @@ test('eventually: an aborted signal rejects at once with its reason', async () =
   setTimeout(() => ac.abort(new Error('test over')), 20);
   await assert.rejects(p, /test over/);
   assert.ok(Date.now() - t0 < 1_000);
+});
+
+test('eventually: a StopTrying thrown by fn ends the wait at once with that error (what it waits for cannot happen any more)', async () => {
+  let calls = 0;
+  const stop = new StopTrying('the manager exited (code 2)');
+  await assert.rejects(eventually(() => {
+    calls++;
+    throw stop;
+  }, { timeoutMs: 600_000, intervalMs: 1 }), (err) => err === stop);
+  assert.equal(calls, 1);
+  assert.equal(stop.name, 'StopTrying');
 });
 
 test('testNamespace: a unique DNS-safe name from the test, created, deleted after the test (idempotent)', async (t) => {

@@ -9,7 +9,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { ControlPlane } from '../cluster/controlplane.ts';
-import { cluster, expectStatus, StopWaiting, waitFor } from './cluster.ts';
+import { cluster, expectStatus, StopTrying, waitFor } from './cluster.ts';
 import { kubectl, repoRoot } from './crds.ts';
 import { writeSecretVolume } from './pki.ts';
 
@@ -136,7 +136,7 @@ export class CertManager {
 
   /** Throws at once if a process of cert-manager has exited. */
   alive(): void {
-    for (const p of [this.controller, this.cainjector]) if (p?.exit) throw new StopWaiting(`${p.bin} exited (${p.exit})`);
+    for (const p of [this.controller, this.cainjector]) if (p?.exit) throw new StopTrying(`${p.bin} exited (${p.exit})`);
   }
 
   async certificate(name: string, cp: ControlPlane = this.cp): Promise<CertificateObject> {

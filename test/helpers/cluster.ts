@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { KubeConfig } from '../../pkg/client/kubeconfig.ts';
+import { StopTrying } from '../../pkg/testing/eventually.ts';
 import { ControlPlane } from '../cluster/controlplane.ts';
 
 let attached: ControlPlane | undefined;
@@ -43,13 +44,8 @@ export async function testNamespace(t: TestContext, prefix = 't', cp: ControlPla
   return name;
 }
 
-/**
- * Thrown by a waitFor probe when what it waits for can no longer happen (the process it waits on exited): waitFor
- * rethrows it at once instead of taking it for "not yet" and polling until its timeout.
- */
-export class StopWaiting extends Error {
-  override name = 'StopWaiting';
-}
+/** A waitFor probe throws it when what it waits for cannot happen any more: pkg/testing's, as `eventually` takes it. */
+export { StopTrying };
 
 export interface WaitOptions {
   timeoutMs?: number;
@@ -58,7 +54,7 @@ export interface WaitOptions {
 
 /**
  * Polls `probe` until it returns something other than undefined/false and returns that value; a throw counts as "not
- * yet", except a StopWaiting, which it rethrows at once; on timeout throws with `what` and the last value/error seen.
+ * yet", except a StopTrying, which it rethrows at once; on timeout throws with `what` and the last value/error seen.
  */
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false,
   opts: WaitOptions = {}): Promise<T> {
@@ -70,7 +66,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
       if (v !== undefined && v !== false) return v;
       last = v;
     } catch (err) {
-      if (err instanceof StopWaiting) throw err;
+      if (err instanceof StopTrying) throw err;
       last = err;
     }
     if (Date.now() > deadline) {

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { freePort } from '../cluster/controlplane.ts';
 import type { MemoryCgroup } from './cgroup.ts';
-import { StopWaiting, waitFor, type WaitOptions } from './cluster.ts';
+import { StopTrying, waitFor, type WaitOptions } from './cluster.ts';
 
 export const mainScript = join(import.meta.dirname, '..', '..', 'cmd', 'manager', 'main.ts');
 /** The compiled entry point (`tsc -p tsconfig.build.json`): one file per module, as `npm`'s bin runs it. */
@@ -173,10 +173,10 @@ export class ManagerProcess {
   }
 
   /** What ends a wait on an exited process: its exit and its whole stderr ('exit' can come before stderr's last chunk). */
-  private async exitedError(): Promise<StopWaiting> {
+  private async exitedError(): Promise<StopTrying> {
     const err = this.proc.stderr;
     if (err && !err.closed) await once(err, 'close');
-    return new StopWaiting(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
+    return new StopTrying(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
   }
 
   /** Sends `signal` and resolves with the exit code (kills with SIGKILL after `timeoutMs`). */
