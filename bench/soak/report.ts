@@ -5,7 +5,9 @@
  * Windows: after the warm-up, the FIRST window (the anchor) and the LAST window are each an hour, or half of what is
  * left after the warm-up when the run is shorter than 2 h + the warm-up. Memory growth is the least-squares slope of
  * the 5-minute floors (minimum per window) of each incarnation after its own warm-up, over incarnations that ran at
- * least `minGrowthSpanMs` after it; RSS, V8 heap used and external memory alike. The same slope over the LAST window
+ * least `minGrowthSpanMs` after it; RSS, V8 heap used and external memory alike, and RSS's two parts alone (anonymous
+ * memory, and the mapped files' pages — the node binary's code as new paths first run it: shared, reclaimable and
+ * bounded by the binary's size, where a leak is anonymous). The same slope over the LAST window
  * alone (`memory.lastWindow`: the worst of the incarnations that covered 80 % of it) tells a process still growing
  * from one that settled: in the 85-min run of 29 Nov 2026 the leader's RSS floor rose by 11 MiB between its 10th and
  * 40th minute and by under 1 MiB in the 40 min after, which the whole-span slope (9 MiB/h, the goal's measure) hides.
@@ -42,7 +44,8 @@ export interface Goal { name: string; verdict: 'met' | 'missed' | 'not measured'
 
 export interface Report { results: ResultTree; goals: Goal[]; lines: string[] }
 
-interface Growth { incarnation: string; spanMs: number; rss: number; heap: number; external: number }
+/** MiB/h of an incarnation's floors; rssAnon and rssFile are what its RSS is made of (sampler.ts), each fitted alone. */
+interface Growth { incarnation: string; spanMs: number; rss: number; rssAnon: number; rssFile: number; heap: number; external: number }
 
 /** Per-incarnation growth rates (MiB/h) after each incarnation's own warm-up (and from `fromT` on, a Date.now() time). */
 export function growthRates(samples: readonly Sample[], warmupMs: number, minSpanMs: number, fromT = -Infinity): Growth[] {
@@ -53,7 +56,7 @@ export function growthRates(samples: readonly Sample[], warmupMs: number, minSpa
     const span = (ss[ss.length - 1]?.t ?? 0) - (ss[0]?.t ?? 0);
     if (span < minSpanMs) continue;
     const rate = (f: (s: Sample) => number): number => (slope(windowFloors(ss.map((s) => [s.t, f(s)]), 5 * 60_000)) ?? 0) * HOUR / MiB;
-    out.push({ incarnation: inc, spanMs: span, rss: rate((s) => s.rss), heap: rate((s) => s.heapUsed), external: rate((s) => s.external) });
+    out.push({ incarnation: inc, spanMs: span, rss: rate((s) => s.rss), rssAnon: rate((s) => s.rssAnon), rssFile: rate((s) => s.rssFile), heap: rate((s) => s.heapUsed), external: rate((s) => s.external) });
   }
   return out.sort((a, b) => b.spanMs - a.spanMs);
 }
@@ -121,11 +124,11 @@ export function report(input: ReportInput): Report {
   if (growth.length) {
     const worst = (f: (g: Growth) => number): number => Math.max(...growth.map(f));
     const longest = growth[0] as Growth;
-    set('memory.longest', { incarnation: longest.incarnation, span: val(longest.spanMs / 60_000, 'min'), rss: val(longest.rss, 'MiB/h'), heap: val(longest.heap, 'MiB/h'), external: val(longest.external, 'MiB/h') });
-    set('memory.max', { rss: val(worst((g) => g.rss), 'MiB/h'), heap: val(worst((g) => g.heap), 'MiB/h'), external: val(worst((g) => g.external), 'MiB/h') });
+    set('memory.longest', { incarnation: longest.incarnation, span: val(longest.spanMs / 60_000, 'min'), rss: val(longest.rss, 'MiB/h'), rssAnon: val(longest.rssAnon, 'MiB/h'), rssFile: val(longest.rssFile, 'MiB/h'), heap: val(longest.heap, 'MiB/h'), external: val(longest.external, 'MiB/h') });
+    set('memory.max', { rss: val(worst((g) => g.rss), 'MiB/h'), rssAnon: val(worst((g) => g.rssAnon), 'MiB/h'), rssFile: val(worst((g) => g.rssFile), 'MiB/h'), heap: val(worst((g) => g.heap), 'MiB/h'), external: val(worst((g) => g.external), 'MiB/h') });
     const over = growth.filter((g) => g.rss > 1 || g.heap > 1);
     const describe = (g: Growth): string =>
-      `${g.incarnation} over ${(g.spanMs / 60_000).toFixed(0)} min: RSS ${g.rss.toFixed(2)}, heap ${g.heap.toFixed(2)}, external ${g.external.toFixed(2)} MiB/h`;
+      `${g.incarnation} over ${(g.spanMs / 60_000).toFixed(0)} min: RSS ${g.rss.toFixed(2)} (anonymous ${g.rssAnon.toFixed(2)}, files ${g.rssFile.toFixed(2)}), heap ${g.heap.toFixed(2)}, external ${g.external.toFixed(2)} MiB/h`;
     // The last window alone (file comment): the incarnations that covered at least 80 % of it, the worst of them.
     const { last } = windows(input.startedAt, input.endedAt, input.warmupMs);
     const lastGrowth = growthRates(input.samples, input.warmupMs, Math.min(input.minGrowthSpanMs, 0.8 * (last[1] - last[0])), last[0]);
@@ -133,7 +136,7 @@ export function report(input: ReportInput): Report {
       const worstLast = (f: (g: Growth) => number): number => Math.max(...lastGrowth.map(f));
       set('memory.lastWindow', {
         incarnations: val(lastGrowth.length, 'count'),
-        max: { rss: val(worstLast((g) => g.rss), 'MiB/h'), heap: val(worstLast((g) => g.heap), 'MiB/h'), external: val(worstLast((g) => g.external), 'MiB/h') },
+        max: { rss: val(worstLast((g) => g.rss), 'MiB/h'), rssAnon: val(worstLast((g) => g.rssAnon), 'MiB/h'), rssFile: val(worstLast((g) => g.rssFile), 'MiB/h'), heap: val(worstLast((g) => g.heap), 'MiB/h'), external: val(worstLast((g) => g.external), 'MiB/h') },
       });
     }
     goals.push({ name: 'RSS and V8 heap growth ≤ 1 MiB/h after warm-up', verdict: over.length ? 'missed' : 'met',

@@ -1,5 +1,6 @@
 /**
- * Samples every running replica of the endurance bench every `intervalMs`: RSS from /proc (VmRSS), and from its
+ * Samples every running replica of the endurance bench every `intervalMs`: RSS from /proc (VmRSS, and what it is made
+ * of: RssAnon and RssFile + RssShmem), and from its
  * /metrics the V8 heap (used, total), external memory, the event-loop delay (p99 since the previous scrape),
  * work-queue depth, reconciles and their latency histogram, informer lists and watch streams, API and Neutron
  * requests, and whether it leads. Histograms and counters are kept as what grew since the same incarnation's previous
@@ -23,6 +24,9 @@ export interface Sample {
   uptimeMs: number;
   leader: boolean;
   rss: number;
+  /** Of rss: RssAnon (what the process allocated) and RssFile + RssShmem (mapped files, the node binary's pages). */
+  rssAnon: number;
+  rssFile: number;
   heapUsed: number;
   heapTotal: number;
   external: number;
@@ -69,8 +73,8 @@ export class Sampler {
     if (!proc?.running) return;
     const inc = r.incarnation;
     const text = await proc.metrics();
-    const rss = processRss(proc.proc.pid ?? 0)?.rss;
-    if (rss === undefined) return;
+    const mem = processRss(proc.proc.pid ?? 0);
+    if (mem === undefined) return;
     const s = parseSamples(text);
     const prev = this.last.get(inc);
     const now: Last = {
@@ -93,7 +97,7 @@ export class Sampler {
     const sample: Sample = {
       t: Date.now(), replica: r.name, incarnation: inc, uptimeMs: Date.now() - r.startedAt,
       leader: s.some((x) => x.name === 'leader_election_master_status' && x.value === 1),
-      rss, heapUsed: sum(s, 'nodejs_heap_size_used_bytes'), heapTotal: sum(s, 'nodejs_heap_size_total_bytes'),
+      rss: mem.rss, rssAnon: mem.anon, rssFile: mem.file, heapUsed: sum(s, 'nodejs_heap_size_used_bytes'), heapTotal: sum(s, 'nodejs_heap_size_total_bytes'),
       external: sum(s, 'nodejs_external_memory_bytes'), loopP99: sum(s, 'nodejs_eventloop_lag_p99_seconds'),
       queueDepth: sum(s, 'workqueue_depth'), reconcile,
       lists: now.lists - (prev?.lists ?? 0), watches: now.watches - (prev?.watches ?? 0),

@@ -91,12 +91,16 @@ export class MemoryCgroup {
   }
 }
 
-/** VmRSS and VmHWM (peak) of a live process, in bytes (undefined once it exited). */
-export function processRss(pid: number): { rss: number; peak: number } | undefined {
+/**
+ * VmRSS and VmHWM (peak) of a live process, in bytes (undefined once it exited), and what the RSS is made of: `anon`
+ * (RssAnon: the heap, stacks, what the process allocated) and `file` (RssFile + RssShmem: mapped files — the node
+ * binary's code and data as the process touches them; shared and reclaimable, bounded by the files' size).
+ */
+export function processRss(pid: number): { rss: number; peak: number; anon: number; file: number } | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) * 1024;
-    return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+    return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
   } catch {
     return undefined;
   }
