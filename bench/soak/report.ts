@@ -112,11 +112,12 @@ export function report(input: ReportInput): Report {
   set('churn.skipped', val(input.churn.skipped, 'count'));
   if (input.churnMs > 0) set('churn.rate', val(ok / (input.churnMs / 1000), '/s'));
   set('churn.byKindOp', churnCounts);
+  const failures = [...input.churn.failures].sort((a, b) => b[1] - a[1]); // most frequent first
   const failedBy: ResultTree = {};
-  for (const [why, n] of [...input.churn.failures].sort((a, b) => b[1] - a[1])) failedBy[why] = val(n, 'count');
+  for (const [why, n] of failures) failedBy[why] = val(n, 'count');
   set('churn.failedBy', failedBy);
   lines.push(`churn: ${ok} changes answered (${input.churnMs > 0 ? (ok / (input.churnMs / 1000)).toFixed(1) : '–'}/s while running), ${failed} failed` +
-    `${failed ? ` (${[...input.churn.failures].sort((a, b) => b[1] - a[1]).map(([why, n]) => `${n} ${why}`).join(', ')})` : ''}, ${input.churn.skipped} skipped (no request slot)`);
+    `${failed ? ` (${failures.map(([why, n]) => `${n} ${why}`).join(', ')})` : ''}, ${input.churn.skipped} skipped (no request slot)`);
 
   // Memory growth.
   const growth = growthRates(input.samples, input.warmupMs, input.minGrowthSpanMs);
