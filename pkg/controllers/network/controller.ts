@@ -65,6 +65,7 @@ import {
 import { overlaps, parseCIDR, poolsForGatewayMove, sameCIDR, sameIP, type IPVersion } from './ipnet.ts';
 import { registerNetworksGauge } from './metrics.ts';
 import type { NeutronNetworkAPI } from './neutronapi.ts';
+import { SettleWindows } from './settling.ts';
 
 export type { NeutronNetworkAPI } from './neutronapi.ts';
 
@@ -196,12 +197,8 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   const settleMs = deps.createSettleMs ?? DEFAULT_CREATE_SETTLE_MS;
   const driftMs = deps.driftCheckMs ?? DEFAULT_DRIFT_CHECK_MS;
   const random = deps.random ?? Math.random;
-  /**
-   * Per Network UID: until when lookups must be full (name + tag) and, while nothing is found, creates must wait —
-   * set after a create with an unknown outcome and after every create (the sweep). In memory: after a restart the
-   * first reconcile of a Network without status.networkID does a full lookup anyway.
-   */
-  const settling = new Map<string, number>();
+  /** Per Network UID: until when lookups must be full and creates wait (settling.ts). */
+  const settling = new SettleWindows(nowMs);
 
   const v2 = deps.version === 'v2';
   const resource = v2 ? networkV2Resource : networkResource;
@@ -336,7 +333,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
   async function ensureNetwork(net: AnyNetwork, projectId: string | undefined, p: Progress, signal: AbortSignal, log: Logger, confirm: Confirm): Promise<NeutronNetwork> {
     const uid = net.metadata?.uid ?? '';
     const tag = uidTag(uid);
-    const until = settling.get(uid);
+    const until = settling.end(uid);
     // Always a listing by name + description (and tag), also for the drift check of a converged Network (usually one
     // list call): a GET of the recorded id would miss a duplicate whose create committed after every settle window.
     const [keep, ...surplus] = byKeepOrder(await findNetworks(net, projectId, signal), net.status?.networkID, tag);
@@ -354,7 +351,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
         await neutron.addTag('networks', keep.id, tag, { signal });
         p.actions.push(`adopted untagged network ${keep.id}`);
       }
-      if (until !== undefined && nowMs() >= until) settling.delete(uid);
+      if (until !== undefined && nowMs() >= until) settling.close(uid);
       return keep;
     }
     if (until !== undefined && nowMs() < until) throw new AwaitingEarlierCreate(until - nowMs());
@@ -365,10 +362,10 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     } catch (err) {
       // Timed out, connection lost, 5xx: the server may still commit this create. Do not create again before it
       // had time to; the lookups in between adopt it if it appears.
-      if (isRetryable(err)) settling.set(uid, nowMs() + settleMs);
+      if (isRetryable(err)) settling.open(uid, settleMs);
       throw err;
     }
-    settling.set(uid, nowMs() + settleMs); // the sweep: one full lookup later catches a late commit of an earlier attempt
+    settling.open(uid, settleMs); // the sweep: one full lookup later catches a late commit of an earlier attempt
     p.actions.push(`created network ${created.id}`);
     log.info({ neutronNetwork: created.id }, 'Created Neutron network');
     // Tagged in a second call (Neutron Zed has no tags in POST anyway): if tagging fails, the next attempt adopts the
@@ -528,7 +525,7 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     } catch (err) {
       if (!isKubeNotFound(err)) throw err;
     }
-    settling.delete(net.metadata?.uid ?? '');
+    settling.close(net.metadata?.uid ?? '');
   }
 
   /**
@@ -576,14 +573,14 @@ export function networkReconciler(deps: NetworkReconcilerDeps): Reconciler {
     const deleted = await deleteNeutronNetworks(gone, signal, { current: undefined });
     log.warn({ uid: gone.metadata?.uid, neutronNetworks: deleted },
       'The API server deleted the Network while it still carried our finalizer (kubernetes#77988): deleted its Neutron networks without it');
-    settling.delete(gone.metadata?.uid ?? '');
+    settling.close(gone.metadata?.uid ?? '');
     deps.bypassed?.done(gone);
   }
 
   /** Next drift check: the period ±10 %, or the pending sweep if sooner. */
   function nextCheck(uid: string): Result {
     const jittered = Math.round(driftMs * (0.9 + 0.2 * random()));
-    const until = settling.get(uid);
+    const until = settling.end(uid);
     return { requeueAfter: until === undefined ? jittered : Math.max(1, Math.min(jittered, until - nowMs())) };
   }
 
