@@ -45,8 +45,9 @@ export interface EventuallyOptions {
 
 /**
  * Calls `fn` until it returns something other than `undefined`, `null` or `false` and resolves with it (Gomega's
- * Eventually); a throw counts as "not yet", a StopTrying rejects at once. Never two calls at once; rejects after `timeoutMs` with the last error or
- * value, with the signal's reason when it aborts, or with an RbacRefusalError once RBAC refused the manager under test.
+ * Eventually); a throw counts as "not yet", a StopTrying rejects at once. Never two calls at once; rejects after
+ * `timeoutMs` with the last error or value, with the signal's reason when it aborts, or with an RbacRefusalError once
+ * RBAC refused the manager under test.
  */
 export async function eventually<T>(fn: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, undefined | null | false>> {
   const timeoutMs = opts.timeoutMs ?? 30_000;

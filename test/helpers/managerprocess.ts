@@ -172,10 +172,13 @@ export class ManagerProcess {
     }, opts);
   }
 
-  /** What ends a wait on an exited process: its exit and its whole stderr ('exit' can come before stderr's last chunk). */
+  /**
+   * What ends a wait on an exited process: its exit and its stderr — all of it: 'exit' can come before stderr's last
+   * chunk (waiting at most 1 s for the pipe to close, which a process it started may hold open).
+   */
   private async exitedError(): Promise<StopTrying> {
     const err = this.proc.stderr;
-    if (err && !err.closed) await once(err, 'close');
+    if (err && !err.closed) await Promise.race([once(err, 'close'), new Promise((r) => setTimeout(r, 1000).unref())]);
     return new StopTrying(`manager exited (${JSON.stringify(this.exitInfo)}): ${this.stderr.join('')}`);
   }
 
