@@ -8,11 +8,15 @@
  *
  *   SOAK_MINUTES=60 node bench/soak.ts [--rate 25] [--cycle-minutes 10] [--foos 150] [--deployments 60] [--networks 30]
  *                                       [--leader-kill-every 3] [--graceful-every 3] [--no-cgroup] [--dir DIR]
+ *                                       [--manager-env NAME=VALUE …]
  *
  * The leader kill and the graceful restart (which costs the leader its Lease: it exits, by design) run in every 3rd
  * cycle by default, the other faults in every cycle: with both in every cycle no process lived past its 10-minute
  * warm-up for long (the 60-min run of 28 Nov 2026 08:48 UTC, bench/results/soak/2026-11-28T0848Z-9cad639.json: every process ≤ 10 min), so memory growth could not be
  * measured at all.
+ *
+ * `--manager-env` adds environment variables to both replicas (an experiment, e.g. MALLOC_ARENA_MAX=2: the results
+ * file's `config.managerEnv` records them).
  *
  * The manager runs from a bundle built into `dist/soak-<stamp>/` at the start (tsc + hack/bundle.ts), so a run of
  * hours is not affected by later edits of the tree; it is removed at the end.
@@ -47,6 +51,7 @@ const { values: args } = parseArgs({
     'no-cgroup': { type: 'boolean', default: false },
     dir: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'manager-env': { type: 'string', multiple: true, default: [] },
   },
 });
 const log = (m: string): void => void process.stderr.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
@@ -60,6 +65,15 @@ const num = (name: string, v: string | undefined): number => {
   return n;
 };
 num('minutes', String(minutes));
+const managerEnv: Record<string, string> = {};
+for (const kv of args['manager-env']) {
+  const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(kv);
+  if (!m?.[1] || m[2] === undefined) {
+    process.stderr.write(`soak: --manager-env must be NAME=VALUE, not '${kv}'\n`);
+    process.exit(2);
+  }
+  managerEnv[m[1]] = m[2];
+}
 const cycleMs = num('cycle-minutes', args['cycle-minutes']) * 60_000;
 const warmupMs = Math.min(10 * 60_000, 0.2 * minutes * 60_000);
 
@@ -89,7 +103,7 @@ try {
     weights: { foo: 0.55, deployment: 0.37, network: 0.08 },
     cycleMs, schedule, neutronWindow: 0.1, warmupMs, sampleIntervalMs: 10_000,
     memoryLimitMiB: args['no-cgroup'] ? undefined : 256, convergeTimeoutMs: 300_000, cacheTimeoutMs: 60_000, cutMs: 5000,
-    restartDelayMs: 2000, log, signal: ac.signal,
+    restartDelayMs: 2000, managerEnv, log, signal: ac.signal,
   });
   const rep = report({
     startedAt: out.startedAt, endedAt: out.endedAt, warmupMs, minGrowthSpanMs: Math.min(60 * 60_000, 0.3 * minutes * 60_000),
@@ -100,7 +114,8 @@ try {
   res.set('config', {
     rate: val(num('rate', args.rate), '/s'), cycle: val(cycleMs / 60_000, 'min'), foos: val(num('foos', args.foos), 'count'),
     deployments: val(num('deployments', args.deployments), 'count'), networks: val(num('networks', args.networks), 'count'),
-    cgroup: args['no-cgroup'] ? 'none' : '256 MiB per replica', schedule: schedule.map((f) => `${f.kind}@${f.at}${f.every && f.every > 1 ? `/every ${f.every}` : ''}`).join(', '),
+    cgroup: args['no-cgroup'] ? 'none' : '256 MiB per replica',
+    managerEnv: Object.entries(managerEnv).map(([k, v]) => `${k}=${v}`).join(' ') || 'none', schedule: schedule.map((f) => `${f.kind}@${f.at}${f.every && f.every > 1 ? `/every ${f.every}` : ''}`).join(', '),
   });
   res.set('goals', Object.fromEntries(rep.goals.map((g, i) => [String(i + 1), { goal: g.name, verdict: g.verdict, detail: g.detail }])));
   if (out.errors.length) res.set('benchErrors', Object.fromEntries(out.errors.map((e, i) => [String(i + 1), e])));

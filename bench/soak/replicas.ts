@@ -31,6 +31,8 @@ export interface ReplicaOptions {
   restartDelayMs: number;
   /** Extra manager flags (they win over the defaults). */
   args?: readonly string[];
+  /** Extra environment variables (KUBECONFIG and POD_NAMESPACE are the bench's). */
+  env?: Readonly<Record<string, string>>;
   log: (msg: string) => void;
 }
 
@@ -100,7 +102,7 @@ export class Replica {
         `--pprof-bind-address=127.0.0.1:${await this.pprofPort}`,
         ...(this.opts.args ?? []),
       ],
-      env: { KUBECONFIG: this.opts.kubeconfig, POD_NAMESPACE: this.opts.leaseNamespace },
+      env: { ...this.opts.env, KUBECONFIG: this.opts.kubeconfig, POD_NAMESPACE: this.opts.leaseNamespace },
       onLog: (line, raw) => {
         this.counts.count(typeof line.msg === 'string' ? line.msg : '(no msg)', typeof line.level === 'string' ? line.level : String(line.level ?? '?'));
         this.out.write(`${inc} ${raw}\n`);

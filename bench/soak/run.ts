@@ -69,6 +69,8 @@ export interface SoakOptions {
   restartDelayMs: number;
   /** Extra manager flags. */
   managerArgs?: readonly string[];
+  /** Extra environment variables of the managers. */
+  managerEnv?: Readonly<Record<string, string>>;
   log: (msg: string) => void;
   signal?: AbortSignal;
 }
@@ -101,7 +103,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
   const replicas = ['a', 'b'].map((name) => new Replica({
     name, script: o.script, kubeconfig: env.managerKubeconfig, cloudsYaml: env.cloudsYaml, leaseNamespace: env.leaseNamespace,
     dir: o.dir, memoryLimitBytes: o.memoryLimitMiB ? o.memoryLimitMiB * 1024 * 1024 : undefined, restartDelayMs: o.restartDelayMs,
-    ...(o.managerArgs ? { args: o.managerArgs } : {}), log: o.log,
+    ...(o.managerArgs ? { args: o.managerArgs } : {}), ...(o.managerEnv ? { env: o.managerEnv } : {}), log: o.log,
   }, logs));
   const factory = new SharedInformerFactory({ client: env.rest, namespaces: [] });
   const churn = new Churn({ rest: env.rest, factory, namespaces: env.namespaces, rate: o.rate, targets: o.targets, weights: o.weights });
