@@ -86,3 +86,21 @@ test("memory growth: RSS is split into anonymous memory and mapped files' pages,
   assert.equal(goal?.verdict, 'missed', 'the goal stays RSS as a whole');
   assert.match(goal?.detail ?? '', /RSS 6\.\d\d \(anonymous -?0\.\d\d, files 6\.\d\d\)/);
 });
+
+test('memory growth: a standby that becomes the leader is measured as two parts, each after its own warm-up (its controllers start then; the step is no growth)', () => {
+  const t0 = Date.parse('2026-11-29T07:33:40Z');
+  const minutes = 64;
+  // Standby for 36 min at a level, then the leader: 30 MiB more within a minute (caches' work, queues, controllers), then level.
+  const step = (m: number): number => (m < 36 ? 92 : 122);
+  const samples = incarnation('a#2', t0, minutes, step, (m) => (m < 36 ? 14 : 27)).map((s) => ({ ...s, leader: s.uptimeMs >= 36 * min }));
+  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn;
+  const r = report({
+    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 15 * min, samples, faults: [], checkpoints: [],
+    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
+  });
+  const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
+  assert.equal(goal?.verdict, 'met', goal?.detail);
+  assert.match(goal?.detail ?? '', /a#2 \(standby\) over 26 min: RSS 0\.00 .*a#2 \(leader\) over 18 min: RSS 0\.00 /);
+  assert.equal(at(r.results, 'memory.incarnationsMeasured'), 2, 'both parts measured');
+  assert.equal(at(r.results, 'memory.max.rss'), 0);
+});

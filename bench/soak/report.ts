@@ -4,11 +4,11 @@
  *
  * Windows: after the warm-up, the FIRST window (the anchor) and the LAST window are each an hour, or half of what is
  * left after the warm-up when the run is shorter than 2 h + the warm-up. Memory growth is the least-squares slope of
- * the 5-minute floors (minimum per window) of each incarnation after its own warm-up, over incarnations that ran at
- * least `minGrowthSpanMs` after it; RSS, V8 heap used and external memory alike, and RSS's two parts alone (anonymous
- * memory, and the mapped files' pages — the node binary's code as new paths first run it: shared, reclaimable and
- * bounded by the binary's size, where a leak is anonymous). The same slope over the LAST window
- * alone (`memory.lastWindow`: the worst of the incarnations that covered 80 % of it) tells a process still growing
+ * the 5-minute floors (minimum per window) of each incarnation's part — as standby, as leader (growthRates) — after
+ * its own warm-up, over parts that ran at least `minGrowthSpanMs` after it; RSS, V8 heap used and external memory
+ * alike, and RSS's two parts alone (anonymous memory, and the mapped files' pages — the node binary's code as new
+ * paths first run it: shared, reclaimable and bounded by the binary's size, where a leak is anonymous). The same slope
+ * over the LAST window alone (`memory.lastWindow`: the worst of the parts that covered 80 % of it) tells a process still growing
  * from one that settled: in the 85-min run of 29 Nov 2026 the leader's RSS floor rose by 11 MiB between its 10th and
  * 40th minute and by under 1 MiB in the 40 min after, which the whole-span slope (9 MiB/h, the goal's measure) hides.
  */
@@ -44,15 +44,31 @@ export interface Goal { name: string; verdict: 'met' | 'missed' | 'not measured'
 
 export interface Report { results: ResultTree; goals: Goal[]; lines: string[] }
 
-/** MiB/h of an incarnation's floors; rssAnon and rssFile are what its RSS is made of (sampler.ts), each fitted alone. */
+/** MiB/h of the floors of an incarnation's part (growthRates); rssAnon and rssFile are what its RSS is made of (sampler.ts), each fitted alone. */
 interface Growth { incarnation: string; spanMs: number; rss: number; rssAnon: number; rssFile: number; heap: number; external: number }
 
-/** Per-incarnation growth rates (MiB/h) after each incarnation's own warm-up (and from `fromT` on, a Date.now() time). */
+/**
+ * Growth rates (MiB/h) of each incarnation's parts — `a#2 (standby)`, `a#2 (leader)`: a standby that becomes the
+ * leader starts its controllers then, and their memory arrives at once (a step, not growth) — each after its own
+ * warm-up (from the process's start, or from the first sample as leader), and from `fromT` on (a Date.now() time).
+ * Samples are in time order per incarnation.
+ */
 export function growthRates(samples: readonly Sample[], warmupMs: number, minSpanMs: number, fromT = -Infinity): Growth[] {
-  const byInc = new Map<string, Sample[]>();
-  for (const s of samples) if (s.uptimeMs >= warmupMs && s.t >= fromT) byInc.set(s.incarnation, [...(byInc.get(s.incarnation) ?? []), s]);
+  const parts = new Map<string, { start: number; ss: Sample[] }>();
+  const seen = new Set<string>();
+  for (const s of samples) {
+    const key = `${s.incarnation} (${s.leader ? 'leader' : 'standby'})`;
+    let part = parts.get(key);
+    if (!part) {
+      // The incarnation's first part starts with the process; a later one where its role changed.
+      part = { start: seen.has(s.incarnation) ? s.t : s.t - s.uptimeMs, ss: [] };
+      parts.set(key, part);
+    }
+    seen.add(s.incarnation);
+    if (s.t - part.start >= warmupMs && s.t >= fromT) part.ss.push(s);
+  }
   const out: Growth[] = [];
-  for (const [inc, ss] of byInc) {
+  for (const [inc, { ss }] of parts) {
     const span = (ss[ss.length - 1]?.t ?? 0) - (ss[0]?.t ?? 0);
     if (span < minSpanMs) continue;
     const rate = (f: (s: Sample) => number): number => (slope(windowFloors(ss.map((s) => [s.t, f(s)]), 5 * 60_000)) ?? 0) * HOUR / MiB;
