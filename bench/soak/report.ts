@@ -7,10 +7,11 @@
  * the 5-minute floors (minimum per window) of each incarnation's part — as standby, as leader (growthRates) — after
  * its own warm-up, over parts that ran at least `minGrowthSpanMs` after it; RSS, V8 heap used and external memory
  * alike, and RSS's two parts alone (anonymous memory, and the mapped files' pages — the node binary's code as new
- * paths first run it: shared, reclaimable and bounded by the binary's size, where a leak is anonymous). The same slope
- * over the LAST window alone (`memory.lastWindow`: the worst of the parts that covered 80 % of it) tells a process still growing
- * from one that settled: in the 85-min run of 29 Nov 2026 the leader's RSS floor rose by 11 MiB between its 10th and
- * 40th minute and by under 1 MiB in the 40 min after, which the whole-span slope (9 MiB/h, the goal's measure) hides.
+ * paths first run it: shared, reclaimable and bounded by the binary's size, where a leak is anonymous). The same
+ * slope over the LAST window alone (`memory.lastWindow`: the worst of the parts that covered 80 % of it) tells a
+ * process still growing from one that settled: in the 85-min run of 29 Nov 2026 the leader's RSS floor rose by
+ * 11 MiB between its 10th and 40th minute and by under 1 MiB in the 40 min after, which the whole-span slope
+ * (9 MiB/h, the goal's measure) hides.
  */
 import type { ResultTree } from '../results.ts';
 import { val } from '../results.ts';
@@ -44,7 +45,10 @@ export interface Goal { name: string; verdict: 'met' | 'missed' | 'not measured'
 
 export interface Report { results: ResultTree; goals: Goal[]; lines: string[] }
 
-/** MiB/h of the floors of an incarnation's part (growthRates); rssAnon and rssFile are what its RSS is made of (sampler.ts), each fitted alone. */
+/**
+ * MiB/h of the floors of an incarnation's part (growthRates); rssAnon and rssFile are what its RSS is made of
+ * (sampler.ts), each fitted alone.
+ */
 interface Growth { incarnation: string; spanMs: number; rss: number; rssAnon: number; rssFile: number; heap: number; external: number }
 
 /**
@@ -146,7 +150,7 @@ export function report(input: ReportInput): Report {
     const over = growth.filter((g) => g.rss > 1 || g.heap > 1);
     const describe = (g: Growth): string =>
       `${g.incarnation} over ${(g.spanMs / 60_000).toFixed(0)} min: RSS ${g.rss.toFixed(2)} (anonymous ${g.rssAnon.toFixed(2)}, files ${g.rssFile.toFixed(2)}), heap ${g.heap.toFixed(2)}, external ${g.external.toFixed(2)} MiB/h`;
-    // The last window alone (file comment): the incarnations that covered at least 80 % of it, the worst of them.
+    // The last window alone (file comment): the parts that covered at least 80 % of it, the worst of them.
     const { last } = windows(input.startedAt, input.endedAt, input.warmupMs);
     const lastGrowth = growthRates(input.samples, input.warmupMs, Math.min(input.minGrowthSpanMs, 0.8 * (last[1] - last[0])), last[0]);
     if (lastGrowth.length) {
