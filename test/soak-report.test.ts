@@ -2,11 +2,12 @@
  * The endurance bench's memory growth (bench/soak/report.ts): the goal's slope over each process's whole life after
  * its warm-up, and the same slope over the last window alone — what tells a process that settled from one still
  * growing. Synthetic samples shaped like the 85-min run of 29 Nov 2026's leader: RSS rising 11 MiB between its 10th
- * and 40th minute, then level.
+ * and 40th minute, then level. And the split of anonymous memory by part (bench/soak/memparts.ts) it is fitted by.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Churn } from '../bench/soak/churn.ts';
+import { anonParts } from '../bench/soak/memparts.ts';
 import { LogCounts } from '../bench/soak/replicas.ts';
 import { report } from '../bench/soak/report.ts';
 import type { Sample } from '../bench/soak/sampler.ts';
@@ -103,4 +104,61 @@ test('memory growth: a standby that becomes the leader is measured as two parts,
   assert.match(goal?.detail ?? '', /a#2 \(standby\) over 26 min: RSS 0\.00 .*a#2 \(leader\) over 18 min: RSS 0\.00 /);
   assert.equal(at(r.results, 'memory.incarnationsMeasured'), 2, 'both parts measured');
   assert.equal(at(r.results, 'memory.max.rss'), 0);
+});
+
+/** One smaps entry: its header and the Rss field (the real file has ~20 fields per mapping; only Rss is read). */
+function mapping(start: bigint, kb: number, perms: string, path = '', sizeKb = kb): string {
+  const end = start + BigInt(sizeKb * 1024);
+  return `${start.toString(16)}-${end.toString(16)} ${perms} 00000000 00:00 0${path ? `                          ${path}` : ''}\n` +
+    `Size:             ${sizeKb} kB\nKernelPageSize:        4 kB\nRss:              ${kb} kB\nPss:              ${kb} kB\nAnonymous:        ${kb} kB\nVmFlags: rd wr mr mw me ac\n`;
+}
+
+test('memory parts: smaps is split by layout into V8 pages, V8 code, malloc main arena, malloc thread arenas and the rest; mapped files are not counted', () => {
+  const KiB = 1024;
+  const text = [
+    mapping(0x55d0_0000_0000n, 4000, 'r-xp', '/usr/local/bin/node'), // the binary's code: a file, not counted
+    mapping(0x55d1_0000_0000n, 300, 'rw-p', '/usr/local/bin/node'), // its .data (copy-on-write): still a file mapping
+    mapping(0x1f6c_e000n, 14_620, 'rw-p', '[heap]'), // brk: malloc's main arena
+    mapping(0x0a8c_87d0_0000n, 256, 'rw-p'), // V8 pages at random hints below 2^46
+    mapping(0x2c0b_3c8c_0000n, 512, 'rw-p'),
+    mapping(0x7fdb_cc00_0000n, 3_744, 'rwxp', '', 524_288), // V8's code range
+    mapping(0x7fdb_c800_0000n, 1_884, 'rw-p', '', 1_992), // a thread arena's heap: 64 MiB-aligned in the mmap area
+    mapping(0x7fdb_c81f_2000n, 0, '---p', '', 63_544), // its reserved rest
+    mapping(0x7fdc_0b9f_e000n, 1_032, 'rw-p', '', 1_152), // a thread's stack or a large malloc block
+    mapping(0x7ffd_1000_0000n, 132, 'rw-p', '[stack]'),
+  ].join('');
+  assert.deepEqual(anonParts(text), { mallocMain: 14_620 * KiB, mallocThreads: 1_884 * KiB, v8Code: 3_744 * KiB, v8Pages: 768 * KiB, other: 1_032 * KiB });
+  assert.deepEqual(anonParts(''), { mallocMain: 0, mallocThreads: 0, v8Code: 0, v8Pages: 0, other: 0 });
+});
+
+test('memory growth: anonymous memory is fitted by part too, so the part that grows is named in the results file', () => {
+  const t0 = Date.parse('2026-11-29T11:04:00Z');
+  const minutes = 70;
+  // Anonymous memory +2 MiB/h, all of it malloc's thread arenas; V8's pages level.
+  const threads = (m: number): number => 5 + (2 * m) / 60;
+  const samples = incarnation('a#1', t0, minutes, (m) => 80 + threads(m), () => 27).map((s) => {
+    const m = s.uptimeMs / min;
+    return { ...s, anon: { v8Pages: 30 * MiB, v8Code: 4 * MiB, mallocMain: 9 * MiB, mallocThreads: threads(m) * MiB, other: 2 * MiB } };
+  });
+  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn;
+  const input = {
+    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 24 * min, samples, faults: [], checkpoints: [],
+    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
+  };
+  const r = report(input);
+  const near = (path: string, want: number): void => {
+    const v = at(r.results, path);
+    assert.ok(v !== undefined && Math.abs(v - want) < 0.05, `${path} ${v}, expected ${want}`);
+  };
+  near('memory.longest.anon.mallocThreads', 2);
+  near('memory.longest.anon.v8Pages', 0);
+  near('memory.max.anon.mallocThreads', 2);
+  near('memory.lastWindow.max.anon.mallocThreads', 2);
+  near('memory.lastWindow.max.anon.mallocMain', 0);
+  const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
+  assert.match(goal?.detail ?? '', /anonymous 2\.00 = v8Pages 0\.00 \+ v8Code 0\.00 \+ mallocMain 0\.00 \+ mallocThreads 2\.00 \+ other 0\.00,/);
+  // Samples from before the split (an older samples.jsonl): no parts, and no claim about them.
+  const old = report({ ...input, samples: samples.map(({ anon: _anon, ...s }) => s) });
+  assert.equal(at(old.results, 'memory.longest.anon.mallocThreads'), undefined);
+  assert.ok(at(old.results, 'memory.longest.rss') !== undefined);
 });

@@ -165,6 +165,14 @@ describe('soak (one cycle of bench/soak on a private control plane and neutron-s
 
       assert.ok(out.sampler.samples.length > 0, 'the replicas were sampled');
       assert.ok(out.sampler.samples.every((s) => s.rss > 0 && s.heapUsed > 0));
+      for (const s of out.sampler.samples) {
+        // The split by layout (bench/soak/memparts.ts) finds V8's pages and malloc's main arena in a real manager, and
+        // accounts for nearly all of its anonymous memory (the rest: copy-on-write pages of mapped files).
+        const a = s.anon;
+        assert.ok(a && a.v8Pages > 0 && a.mallocMain > 0, `${s.incarnation}: anonymous memory split (${JSON.stringify(a)})`);
+        const total = a.v8Pages + a.v8Code + a.mallocMain + a.mallocThreads + a.other;
+        assert.ok(total > 0.8 * s.rssAnon && total < 1.05 * s.rssAnon, `${s.incarnation}: parts ${total} of RssAnon ${s.rssAnon}`);
+      }
       const rep = report({
         startedAt: out.startedAt, endedAt: out.endedAt, warmupMs: 0, minGrowthSpanMs: 60_000, samples: out.sampler.samples,
         faults: out.faults, checkpoints: out.checkpoints, churn: out.churn, churnMs: out.churnMs, logs: out.logs, replicas: out.replicas,

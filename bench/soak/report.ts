@@ -11,7 +11,8 @@
  * slope over the LAST window alone (`memory.lastWindow`: the worst of the parts that covered 80 % of it) tells a
  * process still growing from one that settled: in the 85-min run of 29 Nov 2026 the leader's RSS floor rose by
  * 11 MiB between its 10th and 40th minute and by under 1 MiB in the 40 min after, which the whole-span slope
- * (9 MiB/h, the goal's measure) hides.
+ * (9 MiB/h, the goal's measure) hides. The anonymous part is fitted by what it is made of too (`anon`: V8's pages and
+ * code, malloc's main and thread arenas, the rest; memparts.ts), where every sample of a part has the split.
  */
 import type { ResultTree } from '../results.ts';
 import { val } from '../results.ts';
@@ -19,6 +20,7 @@ import type { CheckpointResult } from './checkpoint.ts';
 import type { Churn } from './churn.ts';
 import type { FaultRecord } from './faults.ts';
 import type { LogCounts, Replica } from './replicas.ts';
+import { anonPartNames, type AnonParts } from './memparts.ts';
 import type { Sample } from './sampler.ts';
 import { addBuckets, bucketQuantile, median, slope, windowFloors, type Buckets } from './stats.ts';
 
@@ -49,7 +51,11 @@ export interface Report { results: ResultTree; goals: Goal[]; lines: string[] }
  * MiB/h of the floors of an incarnation's part (growthRates); rssAnon and rssFile are what its RSS is made of
  * (sampler.ts), each fitted alone.
  */
-interface Growth { incarnation: string; spanMs: number; rss: number; rssAnon: number; rssFile: number; heap: number; external: number }
+interface Growth {
+  incarnation: string; spanMs: number; rss: number; rssAnon: number; rssFile: number; heap: number; external: number;
+  /** rssAnon's parts, each fitted alone; absent when a sample of the part lacks the split. */
+  anon?: AnonParts;
+}
 
 /**
  * Growth rates (MiB/h) of each incarnation's parts — `a#2 (standby)`, `a#2 (leader)`: a standby that becomes the
@@ -76,9 +82,22 @@ export function growthRates(samples: readonly Sample[], warmupMs: number, minSpa
     const span = (ss[ss.length - 1]?.t ?? 0) - (ss[0]?.t ?? 0);
     if (span < minSpanMs) continue;
     const rate = (f: (s: Sample) => number): number => (slope(windowFloors(ss.map((s) => [s.t, f(s)]), 5 * 60_000)) ?? 0) * HOUR / MiB;
-    out.push({ incarnation: inc, spanMs: span, rss: rate((s) => s.rss), rssAnon: rate((s) => s.rssAnon), rssFile: rate((s) => s.rssFile), heap: rate((s) => s.heapUsed), external: rate((s) => s.external) });
+    const g: Growth = { incarnation: inc, spanMs: span, rss: rate((s) => s.rss), rssAnon: rate((s) => s.rssAnon), rssFile: rate((s) => s.rssFile), heap: rate((s) => s.heapUsed), external: rate((s) => s.external) };
+    if (ss.every((s) => s.anon)) {
+      const anon: AnonParts = { mallocMain: 0, mallocThreads: 0, v8Code: 0, v8Pages: 0, other: 0 };
+      for (const k of anonPartNames) anon[k] = rate((s) => s.anon?.[k] ?? 0);
+      g.anon = anon;
+    }
+    out.push(g);
   }
   return out.sort((a, b) => b.spanMs - a.spanMs);
+}
+
+/** `{ anon: { part: worst MiB/h } }` over the growths that have the split, or nothing when none has it. */
+function anonTree(growth: readonly Growth[]): ResultTree {
+  const withParts = growth.flatMap((g) => (g.anon ? [g.anon] : []));
+  if (!withParts.length) return {};
+  return { anon: Object.fromEntries(anonPartNames.map((k) => [k, val(Math.max(...withParts.map((a) => a[k])), 'MiB/h')])) };
 }
 
 /** [start, end) of the first and last windows (Date.now() times). */
@@ -145,11 +164,12 @@ export function report(input: ReportInput): Report {
   if (growth.length) {
     const worst = (f: (g: Growth) => number): number => Math.max(...growth.map(f));
     const longest = growth[0] as Growth;
-    set('memory.longest', { incarnation: longest.incarnation, span: val(longest.spanMs / 60_000, 'min'), rss: val(longest.rss, 'MiB/h'), rssAnon: val(longest.rssAnon, 'MiB/h'), rssFile: val(longest.rssFile, 'MiB/h'), heap: val(longest.heap, 'MiB/h'), external: val(longest.external, 'MiB/h') });
-    set('memory.max', { rss: val(worst((g) => g.rss), 'MiB/h'), rssAnon: val(worst((g) => g.rssAnon), 'MiB/h'), rssFile: val(worst((g) => g.rssFile), 'MiB/h'), heap: val(worst((g) => g.heap), 'MiB/h'), external: val(worst((g) => g.external), 'MiB/h') });
+    set('memory.longest', { incarnation: longest.incarnation, span: val(longest.spanMs / 60_000, 'min'), rss: val(longest.rss, 'MiB/h'), rssAnon: val(longest.rssAnon, 'MiB/h'), rssFile: val(longest.rssFile, 'MiB/h'), heap: val(longest.heap, 'MiB/h'), external: val(longest.external, 'MiB/h'), ...anonTree([longest]) });
+    set('memory.max', { rss: val(worst((g) => g.rss), 'MiB/h'), rssAnon: val(worst((g) => g.rssAnon), 'MiB/h'), rssFile: val(worst((g) => g.rssFile), 'MiB/h'), heap: val(worst((g) => g.heap), 'MiB/h'), external: val(worst((g) => g.external), 'MiB/h'), ...anonTree(growth) });
     const over = growth.filter((g) => g.rss > 1 || g.heap > 1);
     const describe = (g: Growth): string =>
-      `${g.incarnation} over ${(g.spanMs / 60_000).toFixed(0)} min: RSS ${g.rss.toFixed(2)} (anonymous ${g.rssAnon.toFixed(2)}, files ${g.rssFile.toFixed(2)}), heap ${g.heap.toFixed(2)}, external ${g.external.toFixed(2)} MiB/h`;
+      `${g.incarnation} over ${(g.spanMs / 60_000).toFixed(0)} min: RSS ${g.rss.toFixed(2)} (anonymous ${g.rssAnon.toFixed(2)}` +
+      `${g.anon ? ` = ${anonPartNames.map((k) => `${k} ${(g.anon as AnonParts)[k].toFixed(2)}`).join(' + ')}` : ''}, files ${g.rssFile.toFixed(2)}), heap ${g.heap.toFixed(2)}, external ${g.external.toFixed(2)} MiB/h`;
     // The last window alone (file comment): the parts that covered at least 80 % of it, the worst of them.
     const { last } = windows(input.startedAt, input.endedAt, input.warmupMs);
     const lastGrowth = growthRates(input.samples, input.warmupMs, Math.min(input.minGrowthSpanMs, 0.8 * (last[1] - last[0])), last[0]);
@@ -157,7 +177,7 @@ export function report(input: ReportInput): Report {
       const worstLast = (f: (g: Growth) => number): number => Math.max(...lastGrowth.map(f));
       set('memory.lastWindow', {
         incarnations: val(lastGrowth.length, 'count'),
-        max: { rss: val(worstLast((g) => g.rss), 'MiB/h'), rssAnon: val(worstLast((g) => g.rssAnon), 'MiB/h'), rssFile: val(worstLast((g) => g.rssFile), 'MiB/h'), heap: val(worstLast((g) => g.heap), 'MiB/h'), external: val(worstLast((g) => g.external), 'MiB/h') },
+        max: { rss: val(worstLast((g) => g.rss), 'MiB/h'), rssAnon: val(worstLast((g) => g.rssAnon), 'MiB/h'), rssFile: val(worstLast((g) => g.rssFile), 'MiB/h'), heap: val(worstLast((g) => g.heap), 'MiB/h'), external: val(worstLast((g) => g.external), 'MiB/h'), ...anonTree(lastGrowth) },
       });
     }
     goals.push({ name: 'RSS and V8 heap growth ≤ 1 MiB/h after warm-up', verdict: over.length ? 'missed' : 'met',

@@ -1,6 +1,6 @@
 /**
  * Samples every running replica of the endurance bench every `intervalMs`: RSS from /proc (VmRSS, and what it is made
- * of: RssAnon and RssFile + RssShmem), and from its
+ * of: RssAnon and RssFile + RssShmem; the anonymous part split by memparts.ts from smaps), and from its
  * /metrics the V8 heap (used, total), external memory, the event-loop delay (p99 since the previous scrape),
  * work-queue depth, reconciles and their latency histogram, informer lists and watch streams, API and Neutron
  * requests, and whether it leads. Histograms and counters are kept as what grew since the same incarnation's previous
@@ -11,6 +11,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { processRss } from '../../test/helpers/cgroup.ts';
+import { type AnonParts, readAnonParts } from './memparts.ts';
 import { histogram, labelValues, parseSamples, sum } from './promtext.ts';
 import type { Replica } from './replicas.ts';
 import { bucketDelta, type Buckets } from './stats.ts';
@@ -27,6 +28,9 @@ export interface Sample {
   /** Of rss: RssAnon (what the process allocated) and RssFile + RssShmem (mapped files, the node binary's pages). */
   rssAnon: number;
   rssFile: number;
+  /** Of rssAnon, resident bytes by part (memparts.ts: V8's pages and code, malloc's arenas, the rest); absent in the
+   *  samples.jsonl of runs older than memparts.ts. */
+  anon?: AnonParts;
   heapUsed: number;
   heapTotal: number;
   external: number;
@@ -74,7 +78,8 @@ export class Sampler {
     const inc = r.incarnation;
     const text = await proc.metrics();
     const mem = processRss(proc.proc.pid ?? 0);
-    if (mem === undefined) return;
+    const anon = readAnonParts(proc.proc.pid ?? 0);
+    if (mem === undefined || anon === undefined) return; // the process exited meanwhile
     const s = parseSamples(text);
     const prev = this.last.get(inc);
     const now: Last = {
@@ -97,7 +102,7 @@ export class Sampler {
     const sample: Sample = {
       t: Date.now(), replica: r.name, incarnation: inc, uptimeMs: Date.now() - r.startedAt,
       leader: s.some((x) => x.name === 'leader_election_master_status' && x.value === 1),
-      rss: mem.rss, rssAnon: mem.anon, rssFile: mem.file, heapUsed: sum(s, 'nodejs_heap_size_used_bytes'), heapTotal: sum(s, 'nodejs_heap_size_total_bytes'),
+      rss: mem.rss, rssAnon: mem.anon, rssFile: mem.file, anon, heapUsed: sum(s, 'nodejs_heap_size_used_bytes'), heapTotal: sum(s, 'nodejs_heap_size_total_bytes'),
       external: sum(s, 'nodejs_external_memory_bytes'), loopP99: sum(s, 'nodejs_eventloop_lag_p99_seconds'),
       queueDepth: sum(s, 'workqueue_depth'), reconcile,
       lists: now.lists - (prev?.lists ?? 0), watches: now.watches - (prev?.watches ?? 0),
