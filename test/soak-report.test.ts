@@ -22,6 +22,21 @@ function at(tree: unknown, path: string): number | undefined {
   return (node as { value?: number } | undefined)?.value;
 }
 
+/** The report of `samples` from a run of `minutes` started at `t0`, with the goal's 10-min warm-up; no faults, churn or checkpoints. */
+function reportOf(samples: Sample[], t0: number, minutes: number, minGrowthSpanMs = 24 * min): ReturnType<typeof report> {
+  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn; // report() reads only these
+  return report({
+    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs, samples, faults: [], checkpoints: [],
+    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
+  });
+}
+
+/** Asserts the results' value at `path` is within `tol` of `want`. */
+function near(r: ReturnType<typeof report>, path: string, want: number, tol: number): void {
+  const v = at(r.results, path);
+  assert.ok(v !== undefined && Math.abs(v - want) < tol, `${path} ${v}, expected ${want}`);
+}
+
 /** One incarnation sampled every 30 s for `minutes`: `rss(minute)` MiB, `file(minute)` MiB of it mapped files, the heap `heap(minute)` MiB. */
 function incarnation(name: string, t0: number, minutes: number, rss: (m: number) => number, heap: (m: number) => number, file: (m: number) => number = () => 40): Sample[] {
   const out: Sample[] = [];
@@ -42,12 +57,7 @@ test('memory growth: a process that grew, then levelled, misses the goal over it
   const settling = (m: number): number => 131 + 11 * Math.min(1, Math.max(0, (m - 10) / 30)); // +11 MiB in 10–40 min
   const growing = (m: number): number => 90 + (5 * m) / 60; // +5 MiB/h all along
   const samples = [...incarnation('a#1', t0, minutes, settling, () => 27), ...incarnation('b#1', t0, minutes, () => 95, (m) => 14 + (3 * m) / 60)];
-  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn; // report() reads only these
-  const input = {
-    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 24 * min, samples, faults: [], checkpoints: [],
-    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
-  };
-  const r = report(input);
+  const r = reportOf(samples, t0, minutes);
   const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
   assert.equal(goal?.verdict, 'missed', 'the goal is the whole span after the warm-up');
   assert.ok((at(r.results, 'memory.max.rss') ?? 0) > 5, `whole-span RSS slope ${at(r.results, 'memory.max.rss')}`);
@@ -58,9 +68,7 @@ test('memory growth: a process that grew, then levelled, misses the goal over it
   assert.match(goal?.detail ?? '', /in the last window alone: /);
 
   // A process still growing: the last window says so too.
-  const r2 = report({ ...input, samples: incarnation('a#1', t0, minutes, growing, () => 27) });
-  const last2 = at(r2.results, 'memory.lastWindow.max.rss');
-  assert.ok(last2 !== undefined && Math.abs(last2 - 5) < 0.5, `still growing: ${last2} MiB/h`);
+  near(reportOf(incarnation('a#1', t0, minutes, growing, () => 27), t0, minutes), 'memory.lastWindow.max.rss', 5, 0.5);
 });
 
 test("memory growth: RSS is split into anonymous memory and mapped files' pages, each fitted alone (the node binary's code pages are not a leak)", () => {
@@ -69,20 +77,10 @@ test("memory growth: RSS is split into anonymous memory and mapped files' pages,
   // RSS +6 MiB/h, all of it file pages (the binary's code as new paths run); anonymous memory level.
   const file = (m: number): number => 40 + (6 * m) / 60;
   const samples = incarnation('a#1', t0, minutes, (m) => 90 + file(m), () => 27, file);
-  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn;
-  const r = report({
-    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 24 * min, samples, faults: [], checkpoints: [],
-    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
-  });
-  const near = (path: string, want: number): void => {
-    const v = at(r.results, path);
-    assert.ok(v !== undefined && Math.abs(v - want) < 0.3, `${path} ${v}, expected ${want}`);
-  };
-  near('memory.max.rss', 6);
-  near('memory.max.rssFile', 6);
-  near('memory.max.rssAnon', 0);
-  near('memory.lastWindow.max.rssFile', 6);
-  near('memory.lastWindow.max.rssAnon', 0);
+  const r = reportOf(samples, t0, minutes);
+  for (const [path, want] of [['memory.max.rss', 6], ['memory.max.rssFile', 6], ['memory.max.rssAnon', 0], ['memory.lastWindow.max.rssFile', 6], ['memory.lastWindow.max.rssAnon', 0]] as const) {
+    near(r, path, want, 0.3);
+  }
   const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
   assert.equal(goal?.verdict, 'missed', 'the goal stays RSS as a whole');
   assert.match(goal?.detail ?? '', /RSS 6\.\d\d \(anonymous -?0\.\d\d, files 6\.\d\d\)/);
@@ -94,11 +92,7 @@ test('memory growth: a standby that becomes the leader is measured as two parts,
   // Standby for 36 min at a level, then the leader: 30 MiB more within a minute (caches' work, queues, controllers), then level.
   const step = (m: number): number => (m < 36 ? 92 : 122);
   const samples = incarnation('a#2', t0, minutes, step, (m) => (m < 36 ? 14 : 27)).map((s) => ({ ...s, leader: s.uptimeMs >= 36 * min }));
-  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn;
-  const r = report({
-    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 15 * min, samples, faults: [], checkpoints: [],
-    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
-  });
+  const r = reportOf(samples, t0, minutes, 15 * min);
   const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
   assert.equal(goal?.verdict, 'met', goal?.detail);
   assert.match(goal?.detail ?? '', /a#2 \(standby\) over 26 min: RSS 0\.00 .*a#2 \(leader\) over 18 min: RSS 0\.00 /);
@@ -140,25 +134,14 @@ test('memory growth: anonymous memory is fitted by part too, so the part that gr
     const m = s.uptimeMs / min;
     return { ...s, anon: { v8Pages: 30 * MiB, v8Code: 4 * MiB, mallocMain: 9 * MiB, mallocThreads: threads(m) * MiB, other: 2 * MiB } };
   });
-  const churn = { counts: new Map(), failures: new Map(), skipped: 0 } as unknown as Churn;
-  const input = {
-    startedAt: t0, endedAt: t0 + minutes * min, warmupMs: 10 * min, minGrowthSpanMs: 24 * min, samples, faults: [], checkpoints: [],
-    churn, churnMs: 0, logs: new LogCounts(), replicas: [],
-  };
-  const r = report(input);
-  const near = (path: string, want: number): void => {
-    const v = at(r.results, path);
-    assert.ok(v !== undefined && Math.abs(v - want) < 0.05, `${path} ${v}, expected ${want}`);
-  };
-  near('memory.longest.anon.mallocThreads', 2);
-  near('memory.longest.anon.v8Pages', 0);
-  near('memory.max.anon.mallocThreads', 2);
-  near('memory.lastWindow.max.anon.mallocThreads', 2);
-  near('memory.lastWindow.max.anon.mallocMain', 0);
+  const r = reportOf(samples, t0, minutes);
+  for (const [path, want] of [['memory.longest.anon.mallocThreads', 2], ['memory.longest.anon.v8Pages', 0], ['memory.max.anon.mallocThreads', 2], ['memory.lastWindow.max.anon.mallocThreads', 2], ['memory.lastWindow.max.anon.mallocMain', 0]] as const) {
+    near(r, path, want, 0.05);
+  }
   const goal = r.goals.find((g) => g.name.startsWith('RSS and V8 heap growth'));
   assert.match(goal?.detail ?? '', /anonymous 2\.00 = v8Pages 0\.00 \+ v8Code 0\.00 \+ mallocMain 0\.00 \+ mallocThreads 2\.00 \+ other 0\.00,/);
   // Samples from before the split (an older samples.jsonl): no parts, and no claim about them.
-  const old = report({ ...input, samples: samples.map(({ anon: _anon, ...s }) => s) });
+  const old = reportOf(samples.map(({ anon: _anon, ...s }) => s), t0, minutes);
   assert.equal(at(old.results, 'memory.longest.anon.mallocThreads'), undefined);
   assert.ok(at(old.results, 'memory.longest.rss') !== undefined);
 });
