@@ -165,6 +165,9 @@ describe('soak (one cycle of bench/soak on a private control plane and neutron-s
 
       assert.ok(out.sampler.samples.length > 0, 'the replicas were sampled');
       assert.ok(out.sampler.samples.every((s) => s.rss > 0 && s.heapUsed > 0));
+      // The event loop's longest stall per sample is read too (a p99 cannot show one stall of seconds).
+      assert.ok(out.sampler.samples.every((s) => s.loopMax !== undefined && s.loopMax > 0 && s.loopMax >= s.loopP99),
+        `loopMax sampled: ${out.sampler.samples.slice(0, 3).map((s) => `${s.loopMax}/${s.loopP99}`).join(' ')}`);
       for (const s of out.sampler.samples) {
         // The split by layout (bench/soak/memparts.ts) finds V8's pages and malloc's main arena in a real manager, and
         // accounts for nearly all of its anonymous memory (the rest: copy-on-write pages of mapped files).
